@@ -1,0 +1,80 @@
+//! An atomic set of writes: everything in a [`Batch`] lands in one RocksDB write batch
+//! with a synced WAL, or none of it does.
+
+use crate::error::Error;
+use crate::table::{self, Record, Table};
+
+/// One write.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Put {
+        table: Table,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: Table,
+        key: Vec<u8>,
+    },
+}
+
+/// Writes to commit together. Build it on the caller's thread (encoding happens here, off
+/// the commit thread), then hand it to [`Store::commit`](crate::Store::commit) or pass it
+/// as the extra records of an enqueue.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub(crate) ops: Vec<Op>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Puts a typed record under `key` in its table.
+    pub fn put<R: Record>(&mut self, key: impl AsRef<[u8]>, record: &R) -> Result<(), Error> {
+        let value = table::encode(R::TABLE, record)?;
+        self.put_raw(R::TABLE, key.as_ref().to_vec(), value);
+        Ok(())
+    }
+
+    /// Deletes the record of type `R` under `key`.
+    pub fn delete<R: Record>(&mut self, key: impl AsRef<[u8]>) {
+        self.delete_raw(R::TABLE, key.as_ref().to_vec());
+    }
+
+    /// Puts raw bytes; for tables whose values are not records (messages, the due index).
+    pub fn put_raw(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+        self.bytes += key.len() + value.len();
+        self.ops.push(Op::Put { table, key, value });
+    }
+
+    /// Deletes a raw key.
+    pub fn delete_raw(&mut self, table: Table, key: Vec<u8>) {
+        self.bytes += key.len();
+        self.ops.push(Op::Delete { table, key });
+    }
+
+    /// Appends every write of `other`, after this batch's own.
+    pub fn extend(&mut self, other: Batch) {
+        self.bytes += other.bytes;
+        self.ops.extend(other.ops);
+    }
+
+    /// Number of writes.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch holds no writes.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Bytes of keys and values held.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+}

@@ -1,0 +1,452 @@
+//! The spool: messages waiting for delivery, their envelopes and the due index.
+//!
+//! A message enters with [`Spool::enqueue`] (one synced write batch with whatever records
+//! the caller adds), is handed to delivery by [`Spool::claim_due`], changes state through
+//! [`Spool::update`], and leaves the spool in the same write that gives its last recipient
+//! a final outcome. Nothing here knows SMTP or HTTP.
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use crate::batch::Batch;
+use crate::clock::Timestamp;
+use crate::commit::Pending;
+use crate::envelope::{Envelope, Recipient, RecipientState};
+use crate::error::{Error, Refusal};
+use crate::id::Id;
+use crate::keys::{due_key, parse_due_key};
+use crate::store::Store;
+use crate::table::{self, Table};
+
+/// Recipients per message at most. Bounds the envelope that every state change rewrites;
+/// SMTP's own minimum is 100, and the API allows 50 each of to, cc and bcc.
+pub const RECIPIENTS_MAX: usize = 1_000;
+
+/// Read-modify-write of one envelope is serialised by one of this many locks, chosen by
+/// the id: enough that unrelated messages rarely share one.
+const STRIPES: usize = 64;
+
+/// A message to spool.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// Its id, from [`Store::next_id`]; the caller usually keys its own records by it too.
+    pub id: Id,
+    /// The owning team.
+    pub team: String,
+    /// Envelope sender; empty for the null sender.
+    pub sender: String,
+    /// Envelope recipients, at least one.
+    pub recipients: Vec<String>,
+    /// Caller metadata kept with the envelope.
+    pub metadata: BTreeMap<String, String>,
+    /// Earliest time to deliver (scheduled sending); `None` is now.
+    pub not_before: Option<Timestamp>,
+    /// The RFC 5322 message, as it will be sent.
+    pub raw: Vec<u8>,
+}
+
+/// The outcome of an enqueue: accepted (durable) or refused for now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// The message and every extra record are durable.
+    Accepted(Id),
+    /// Nothing was written; try again later.
+    Refused(Refusal),
+}
+
+/// What pending work a spool found when it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Messages still waiting for delivery.
+    pub messages: u64,
+    /// Their recipients without a final outcome.
+    pub recipients: u64,
+    /// Due-index entries that were missing and were restored.
+    pub repaired_due: u64,
+    /// Due-index entries without an envelope, removed.
+    pub removed_orphans: u64,
+}
+
+/// A due message handed to one delivery worker. Until it is released or updated, no
+/// other claim returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// The message.
+    pub id: Id,
+    /// When it was due.
+    pub due: Timestamp,
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Updated {
+    /// No such message (already final, or never spooled).
+    Missing,
+    /// The message stays, next due at `due`.
+    Kept {
+        /// Its next due time.
+        due: Timestamp,
+    },
+    /// Every recipient is final; the message left the spool.
+    Removed,
+}
+
+/// The spool. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct Spool {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    in_flight: Mutex<HashSet<Id>>,
+    stripes: Vec<Mutex<()>>,
+    depth: AtomicU64,
+}
+
+impl Spool {
+    /// Opens the spool over `store`, checking the due index against the envelopes so
+    /// that delivery resumes after a crash.
+    pub fn open(store: Store) -> Result<(Spool, Recovery), Error> {
+        let recovery = recover(&store)?;
+        metrics::gauge!("herald_spool_messages").set(recovery.messages as f64);
+        let spool = Spool {
+            inner: Arc::new(Inner {
+                store,
+                in_flight: Mutex::new(HashSet::new()),
+                stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+                depth: AtomicU64::new(recovery.messages),
+            }),
+        };
+        Ok((spool, recovery))
+    }
+
+    /// The store under the spool.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Messages in the spool.
+    pub fn depth(&self) -> u64 {
+        self.inner.depth.load(Ordering::Relaxed)
+    }
+
+    /// Spools `message` together with `extra` in one synced write. Await the result, or
+    /// [`Enqueue::wait`] for it on a plain thread.
+    pub fn enqueue(&self, message: NewMessage, extra: Batch) -> Enqueue {
+        let id = message.id;
+        let state = match self.prepare(message, extra) {
+            Err(error) => EnqueueState::Failed(Some(error)),
+            Ok(batch) => match self.inner.store.submit(batch) {
+                Ok(pending) => EnqueueState::Waiting(pending),
+                Err(refusal) => EnqueueState::Refused(Some(refusal)),
+            },
+        };
+        Enqueue {
+            id,
+            spool: self.clone(),
+            state,
+        }
+    }
+
+    fn prepare(&self, message: NewMessage, extra: Batch) -> Result<Batch, PrepareError> {
+        if let Err(refusal) = self.inner.store.admit() {
+            return Err(PrepareError::Refused(refusal));
+        }
+        if message.recipients.is_empty() {
+            return Err(PrepareError::Invalid(Error::InvalidMessage("no recipients")));
+        }
+        if message.recipients.len() > RECIPIENTS_MAX {
+            return Err(PrepareError::Invalid(Error::InvalidMessage("too many recipients")));
+        }
+        if message.raw.is_empty() {
+            return Err(PrepareError::Invalid(Error::InvalidMessage("empty message")));
+        }
+        let now = self.inner.store.now();
+        let due = message.not_before.map_or(now, |at| at.max(now));
+        let envelope = Envelope {
+            team: message.team,
+            sender: message.sender,
+            recipients: message.recipients.into_iter().map(Recipient::new).collect(),
+            metadata: message.metadata,
+            created_at: now,
+            first_due: due,
+            due,
+            size: message.raw.len() as u64,
+        };
+        let mut batch = Batch::new();
+        let key = message.id.as_bytes().to_vec();
+        batch.put_raw(Table::MESSAGES, key.clone(), message.raw);
+        batch.put(&key, &envelope).map_err(PrepareError::Invalid)?;
+        batch.put_raw(Table::DUE, due_key(due, message.id), Vec::new());
+        batch.extend(extra);
+        Ok(batch)
+    }
+
+    /// Hands out up to `limit` messages due now that are not already claimed, earliest
+    /// first.
+    pub fn claim_due(&self, limit: usize) -> Result<Vec<Claim>, Error> {
+        let now = self.inner.store.now();
+        let mut claims = Vec::new();
+        let mut in_flight = self.lock_in_flight();
+        self.inner.store.for_each_raw(Table::DUE, |key, _| {
+            let Some((due, id)) = parse_due_key(key) else {
+                return Err(Error::Corrupt {
+                    table: Table::DUE.name(),
+                    reason: format!("key of {} bytes", key.len()),
+                });
+            };
+            if due > now || claims.len() >= limit {
+                return Ok(false);
+            }
+            if in_flight.insert(id) {
+                claims.push(Claim { id, due });
+            }
+            Ok(true)
+        })?;
+        Ok(claims)
+    }
+
+    /// The earliest due time in the index, claimed or not.
+    pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
+        let mut next = None;
+        self.inner.store.for_each_raw(Table::DUE, |key, _| {
+            next = parse_due_key(key).map(|(due, _)| due);
+            Ok(false)
+        })?;
+        Ok(next)
+    }
+
+    /// Gives a claim back without changing the message (a worker stopping mid-way).
+    pub fn release(&self, id: Id) {
+        self.lock_in_flight().remove(&id);
+    }
+
+    /// The envelope and raw bytes of a spooled message.
+    pub fn load(&self, id: Id) -> Result<Option<(Envelope, Vec<u8>)>, Error> {
+        let key = id.as_bytes();
+        let Some(envelope) = self.inner.store.get::<Envelope>(key)? else {
+            return Ok(None);
+        };
+        let Some(raw) = self.inner.store.get_raw(Table::MESSAGES, key)? else {
+            return Err(Error::Corrupt {
+                table: Table::MESSAGES.name(),
+                reason: format!("envelope {id} has no message"),
+            });
+        };
+        Ok(Some((envelope, raw)))
+    }
+
+    /// Changes a message's envelope with `change`, which may add records (events) to the
+    /// batch, and commits it durably; removes the message when every recipient is final.
+    /// Releases any claim on the message. Blocks until durable: call it from a delivery
+    /// thread or `spawn_blocking`, never from an async task.
+    pub fn update(
+        &self,
+        id: Id,
+        change: impl FnOnce(&mut Envelope, &mut Batch) -> Result<(), Error>,
+    ) -> Result<Updated, Error> {
+        let result = self.update_locked(id, change);
+        self.release(id);
+        result
+    }
+
+    fn update_locked(
+        &self,
+        id: Id,
+        change: impl FnOnce(&mut Envelope, &mut Batch) -> Result<(), Error>,
+    ) -> Result<Updated, Error> {
+        let _stripe = self.lock_stripe(id);
+        let key = id.as_bytes().to_vec();
+        let Some(mut envelope) = self.inner.store.get::<Envelope>(&key)? else {
+            return Ok(Updated::Missing);
+        };
+        let old_due = envelope.due;
+        let mut batch = Batch::new();
+        change(&mut envelope, &mut batch)?;
+        let updated = match envelope.next_due() {
+            None => {
+                batch.delete_raw(Table::MESSAGES, key.clone());
+                batch.delete::<Envelope>(&key);
+                batch.delete_raw(Table::DUE, due_key(old_due, id));
+                Updated::Removed
+            }
+            Some(due) => {
+                if due != old_due {
+                    batch.delete_raw(Table::DUE, due_key(old_due, id));
+                    batch.put_raw(Table::DUE, due_key(due, id), Vec::new());
+                }
+                envelope.due = due;
+                batch.put(&key, &envelope)?;
+                Updated::Kept { due }
+            }
+        };
+        self.inner.store.commit(batch).wait()?;
+        if updated == Updated::Removed {
+            let depth = self.inner.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+            metrics::gauge!("herald_spool_messages").set(depth as f64);
+        }
+        Ok(updated)
+    }
+
+    /// Moves every open recipient of a message to `at` (scheduled sending changed, or an
+    /// operator's "retry now").
+    pub fn reschedule(&self, id: Id, at: Timestamp) -> Result<Updated, Error> {
+        self.update(id, |envelope, _| {
+            envelope.due = at;
+            for recipient in &mut envelope.recipients {
+                if let RecipientState::Deferred { next_attempt } = &mut recipient.state {
+                    *next_attempt = at;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Cancels every open recipient; `extra` adds the caller's records (the cancel event)
+    /// to the same write.
+    pub fn cancel(&self, id: Id, extra: impl FnOnce(&Envelope, &mut Batch) -> Result<(), Error>) -> Result<Updated, Error> {
+        let now = self.inner.store.now();
+        self.update(id, |envelope, batch| {
+            for recipient in &mut envelope.recipients {
+                if !recipient.state.is_final() {
+                    recipient.state = RecipientState::Canceled { at: now };
+                }
+            }
+            extra(envelope, batch)
+        })
+    }
+
+    fn lock_in_flight(&self) -> MutexGuard<'_, HashSet<Id>> {
+        // The set stays consistent under a panic elsewhere: inserts and removes are single
+        // operations.
+        self.inner.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_stripe(&self, id: Id) -> MutexGuard<'_, ()> {
+        let index = usize::from(id.as_bytes()[15]) % self.inner.stripes.len();
+        self.inner.stripes[index].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+enum PrepareError {
+    Refused(Refusal),
+    Invalid(Error),
+}
+
+/// An enqueue on its way to disk. Resolves to the [`Admission`].
+#[must_use = "an enqueue is not durable until it is awaited or waited for"]
+pub struct Enqueue {
+    id: Id,
+    spool: Spool,
+    state: EnqueueState,
+}
+
+enum EnqueueState {
+    Failed(Option<PrepareError>),
+    Refused(Option<Refusal>),
+    Waiting(Pending),
+}
+
+impl Enqueue {
+    /// The id the message will have.
+    pub fn id(&self) -> Id {
+        self.id
+    }
+
+    /// Blocks until the message is durable or refused. Not for async tasks: await instead.
+    pub fn wait(self) -> Result<Admission, Error> {
+        let outcome = match self.state {
+            EnqueueState::Failed(error) => Err(error),
+            EnqueueState::Refused(refusal) => Ok(Err(refusal.unwrap_or(Refusal::Closed))),
+            EnqueueState::Waiting(pending) => Ok(pending.wait()),
+        };
+        finish(&self.spool, self.id, outcome)
+    }
+}
+
+impl Future for Enqueue {
+    type Output = Result<Admission, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let outcome = match &mut this.state {
+            EnqueueState::Failed(error) => Err(error.take()),
+            EnqueueState::Refused(refusal) => Ok(Err(refusal.take().unwrap_or(Refusal::Closed))),
+            EnqueueState::Waiting(pending) => match Pin::new(pending).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(result) => Ok(result),
+            },
+        };
+        Poll::Ready(finish(&this.spool, this.id, outcome))
+    }
+}
+
+fn finish(spool: &Spool, id: Id, outcome: Result<Result<(), Refusal>, Option<PrepareError>>) -> Result<Admission, Error> {
+    match outcome {
+        Ok(Ok(())) => {
+            let depth = spool.inner.depth.fetch_add(1, Ordering::Relaxed) + 1;
+            metrics::counter!("herald_spool_enqueued_total").increment(1);
+            metrics::gauge!("herald_spool_messages").set(depth as f64);
+            Ok(Admission::Accepted(id))
+        }
+        Ok(Err(refusal)) | Err(Some(PrepareError::Refused(refusal))) => {
+            metrics::counter!("herald_spool_refused_total").increment(1);
+            Ok(Admission::Refused(refusal))
+        }
+        Err(Some(PrepareError::Invalid(error))) => Err(error),
+        Err(None) => Err(Error::Unavailable(Refusal::Closed)),
+    }
+}
+
+/// Walks the envelopes and the due index once: counts what is pending, restores missing
+/// due entries and drops entries whose envelope is gone. Both repairs are needed only if
+/// the store was written by a build with a bug; a crash alone cannot cause them, since
+/// every change writes envelope and index in one batch.
+fn recover(store: &Store) -> Result<Recovery, Error> {
+    let mut recovery = Recovery::default();
+    let mut repair = Batch::new();
+    store.for_each_raw(Table::ENVELOPES, |key, value| {
+        let envelope: Envelope = table::decode(Table::ENVELOPES, value)?;
+        let Some(id) = Id::from_slice(key) else {
+            return Err(Error::Corrupt {
+                table: Table::ENVELOPES.name(),
+                reason: format!("key of {} bytes", key.len()),
+            });
+        };
+        recovery.messages += 1;
+        recovery.recipients += envelope.recipients.iter().filter(|r| !r.state.is_final()).count() as u64;
+        let due = due_key(envelope.due, id);
+        if store.get_raw(Table::DUE, &due)?.is_none() {
+            recovery.repaired_due += 1;
+            repair.put_raw(Table::DUE, due, Vec::new());
+        }
+        Ok(true)
+    })?;
+    store.for_each_raw(Table::DUE, |key, _| {
+        let orphan = match parse_due_key(key) {
+            Some((_, id)) => store.get_raw(Table::ENVELOPES, id.as_bytes())?.is_none(),
+            None => true,
+        };
+        if orphan {
+            recovery.removed_orphans += 1;
+            repair.delete_raw(Table::DUE, key.to_vec());
+        }
+        Ok(true)
+    })?;
+    if !repair.is_empty() {
+        tracing::warn!(
+            repaired = recovery.repaired_due,
+            removed = recovery.removed_orphans,
+            "repaired the spool's due index"
+        );
+        store.commit(repair).wait()?;
+    }
+    tracing::info!(messages = recovery.messages, recipients = recovery.recipients, "spool recovered");
+    Ok(recovery)
+}

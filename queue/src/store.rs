@@ -1,0 +1,310 @@
+//! The one RocksDB instance: open, read, scan and commit.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, ReadOptions};
+
+use crate::batch::Batch;
+use crate::clock::{SharedClock, SystemClock, Timestamp};
+use crate::commit::{Commit, CommitLimits, Committer, Pending};
+use crate::disk::DiskGuard;
+use crate::error::{Error, Refusal};
+use crate::id::{Id, IdGenerator};
+use crate::table::{self, Record, Table};
+
+/// How to open a [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Directory of the RocksDB instance; created when missing.
+    pub path: PathBuf,
+    /// New mail is refused while less than this many bytes are free on the file system
+    /// holding `path`. Zero disables the check.
+    pub min_free_space: u64,
+    /// The clock every timestamp and id is read from.
+    pub clock: SharedClock,
+    /// Commit queue limits.
+    pub commit: CommitLimits,
+}
+
+impl StoreOptions {
+    /// Options with the system clock, default limits and a 256 MiB free-space minimum.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StoreOptions {
+            path: path.into(),
+            min_free_space: 256 * 1024 * 1024,
+            clock: Arc::new(SystemClock),
+            commit: CommitLimits::default(),
+        }
+    }
+}
+
+/// A range of one table to read: keys under `prefix`, strictly after the cursor `after`
+/// in the direction of travel, at most `limit` of them.
+#[derive(Debug, Clone, Copy)]
+pub struct Scan<'a> {
+    /// Only keys starting with these bytes.
+    pub prefix: &'a [u8],
+    /// Start after this key (exclusive); `None` starts at the prefix's first key (or last,
+    /// when reversed).
+    pub after: Option<&'a [u8]>,
+    /// Newest first when keys are time-ordered.
+    pub reverse: bool,
+    /// Most records returned.
+    pub limit: usize,
+}
+
+impl<'a> Scan<'a> {
+    /// Every key under `prefix`, in key order.
+    pub fn prefix(prefix: &'a [u8]) -> Self {
+        Scan {
+            prefix,
+            after: None,
+            reverse: false,
+            limit: usize::MAX,
+        }
+    }
+}
+
+/// What the store knows about its own health, for `/healthz` and the logs.
+#[derive(Debug, Clone)]
+pub struct Health {
+    /// Bytes free on the data directory's file system at the last reading.
+    pub disk_available: u64,
+    /// The configured minimum.
+    pub disk_minimum: u64,
+}
+
+/// A handle to the store. Cloning is cheap; the database closes when the last handle is
+/// dropped, after the commit thread has written everything queued.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    // Declared before `db` so it drops first: the commit thread finishes and joins while
+    // the database is still open.
+    committer: Committer,
+    db: Arc<DB>,
+    disk: DiskGuard,
+    clock: SharedClock,
+    ids: IdGenerator,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.inner.path).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store, creating any table this build knows and the
+    /// directory is missing.
+    pub fn open(options: StoreOptions) -> Result<Store, Error> {
+        let path = options.path.clone();
+        std::fs::create_dir_all(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let db = open_db(&path)?;
+        let db = Arc::new(db);
+        let committer = Committer::start(Arc::clone(&db), options.commit).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                committer,
+                db,
+                disk: DiskGuard::new(path.clone(), options.min_free_space),
+                clock: options.clock,
+                ids: IdGenerator::default(),
+                path,
+            }),
+        })
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The current time from the injected clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// A new time-ordered id.
+    pub fn next_id(&self) -> Id {
+        self.inner.ids.next(self.now())
+    }
+
+    /// `Ok` when there is room to accept new data; the refusal says why not.
+    pub fn admit(&self) -> Result<(), Refusal> {
+        self.inner.disk.admit()
+    }
+
+    /// The store's health.
+    pub fn health(&self) -> Health {
+        Health {
+            disk_available: self.inner.disk.available(),
+            disk_minimum: self.inner.disk.minimum(),
+        }
+    }
+
+    /// Commits `batch` atomically with a synced WAL. Concurrent commits share fsyncs.
+    pub fn commit(&self, batch: Batch) -> Commit {
+        Commit::new(self.submit(batch))
+    }
+
+    pub(crate) fn submit(&self, batch: Batch) -> Result<Pending, Refusal> {
+        self.inner.committer.submit(batch)
+    }
+
+    /// The record of type `R` under `key`.
+    pub fn get<R: Record>(&self, key: impl AsRef<[u8]>) -> Result<Option<R>, Error> {
+        self.get_raw(R::TABLE, key.as_ref())?
+            .map(|bytes| table::decode(R::TABLE, &bytes))
+            .transpose()
+    }
+
+    /// Raw bytes under `key` in `table`.
+    pub fn get_raw(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let cf = self.cf(table)?;
+        Ok(self.inner.db.get_cf(cf, key)?)
+    }
+
+    /// Records of type `R` in the range `scan` describes, with their keys.
+    pub fn scan<R: Record>(&self, scan: Scan<'_>) -> Result<Vec<(Vec<u8>, R)>, Error> {
+        self.scan_raw(R::TABLE, scan)?
+            .into_iter()
+            .map(|(key, value)| Ok((key, table::decode(R::TABLE, &value)?)))
+            .collect()
+    }
+
+    /// Raw keys and values in the range `scan` describes.
+    pub fn scan_raw(&self, table: Table, scan: Scan<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+        let cf = self.cf(table)?;
+        let mut read = ReadOptions::default();
+        // Prefix scans are short; keep them out of the block cache's hot list.
+        read.fill_cache(false);
+        let start_after_prefix = prefix_successor(scan.prefix);
+        // A cursor outside the prefix's range starts at the range's edge instead of
+        // ending the scan before it reaches the prefix.
+        let mode = match (scan.reverse, scan.after) {
+            (false, Some(after)) if after > scan.prefix => IteratorMode::From(after, Direction::Forward),
+            (false, _) => IteratorMode::From(scan.prefix, Direction::Forward),
+            (true, Some(after)) if start_after_prefix.as_deref().is_none_or(|end| after < end) => {
+                IteratorMode::From(after, Direction::Reverse)
+            }
+            (true, _) => match &start_after_prefix {
+                Some(end) => IteratorMode::From(end, Direction::Reverse),
+                None => IteratorMode::End,
+            },
+        };
+        let mut out = Vec::new();
+        for item in self.inner.db.iterator_cf_opt(cf, read, mode) {
+            let (key, value) = item?;
+            if scan.after.is_some_and(|after| *key == *after) {
+                continue;
+            }
+            if scan.reverse && start_after_prefix.as_deref().is_some_and(|end| *key >= *end) {
+                continue;
+            }
+            if !key.starts_with(scan.prefix) {
+                break;
+            }
+            if out.len() >= scan.limit {
+                break;
+            }
+            out.push((key.into_vec(), value.into_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Iterates every key and value of `table` in order, calling `visit` until it returns
+    /// `false`. For recovery scans that must not hold the whole table in memory.
+    pub(crate) fn for_each_raw(
+        &self,
+        table: Table,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        let cf = self.cf(table)?;
+        for item in self.inner.db.iterator_cf(cf, IteratorMode::Start) {
+            let (key, value) = item?;
+            if !visit(&key, &value)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn cf(&self, table: Table) -> Result<&rocksdb::ColumnFamily, Error> {
+        self.inner.db.cf_handle(table.name()).ok_or(Error::Corrupt {
+            table: table.name(),
+            reason: "column family missing".to_owned(),
+        })
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, or `None` when there
+/// is none (the prefix is empty or all `0xff`).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn open_db(path: &Path) -> Result<DB, Error> {
+    let mut options = Options::default();
+    options.create_if_missing(true);
+    options.create_missing_column_families(true);
+    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    options.set_max_background_jobs(2);
+    options.set_keep_log_file_num(4);
+    // Bound the WAL: past this, memtables of idle tables are flushed so old logs can go.
+    options.set_max_total_wal_size(256 * 1024 * 1024);
+    let mut names: Vec<String> = Table::ALL.iter().map(|t| t.name().to_owned()).collect();
+    // Tables written by a newer build must be opened too, or RocksDB refuses to open.
+    if let Ok(existing) = DB::list_cf(&options, path) {
+        for name in existing {
+            if name != rocksdb::DEFAULT_COLUMN_FAMILY_NAME && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    let descriptors = names.into_iter().map(|name| {
+        let cf_options = table_options(&name);
+        ColumnFamilyDescriptor::new(name, cf_options)
+    });
+    DB::open_cf_descriptors(&options, path, descriptors).map_err(|source| Error::Open {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn table_options(name: &str) -> Options {
+    let mut options = Options::default();
+    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    if name == Table::MESSAGES.name() {
+        // Message bodies are large and short-lived: keep them in blob files so compaction
+        // moves small pointers instead of rewriting the bodies.
+        options.set_write_buffer_size(64 * 1024 * 1024);
+        options.set_enable_blob_files(true);
+        options.set_min_blob_size(4096);
+        options.set_enable_blob_gc(true);
+    }
+    if name == Table::DUE.name() || name == Table::OUTBOX.name() {
+        // Queues are read from the front and deleted from the front; compact files dense
+        // with tombstones early so scans from the start do not wade through them.
+        options.add_compact_on_deletion_collector_factory(1_000, 500, 0.5);
+    }
+    options
+}

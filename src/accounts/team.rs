@@ -1,0 +1,21 @@
+//! Teams.
+
+use herald_queue::{Id, Record, Table, Timestamp};
+
+/// A team: the owner of keys, domains, emails and every other resource.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Team {
+    /// The team's id.
+    pub id: Id,
+    /// A display name.
+    pub name: String,
+    /// Whether the team is the operator's (the first team): its full-access keys may
+    /// create other teams.
+    pub operator: bool,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+impl Record for Team {
+    const TABLE: Table = Table::TEAMS;
+}

@@ -1,0 +1,103 @@
+//! Renders the effective configuration back to TOML for `herald config`, every key with
+//! its value in force and secrets replaced by a marker.
+
+use std::time::Duration;
+
+use super::raw::{
+    RawApi, RawCertPair, RawConfig, RawDelivery, RawDkimAlgorithm, RawDomains, RawHttp, RawListener, RawLog,
+    RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawWebhooks,
+};
+use super::{Config, DkimAlgorithm, LogFormat, TlsMode};
+
+/// What a secret prints as.
+pub const REDACTED: &str = "<redacted>";
+
+pub fn render(config: &Config) -> String {
+    let raw = RawConfig {
+        server: RawServer {
+            hostname: Some(config.server.hostname.clone()),
+            data_dir: Some(config.server.data_dir.clone()),
+            shutdown_grace: Some(human(config.server.shutdown_grace)),
+        },
+        http: RawHttp {
+            listen: Some(config.http.listen.to_string()),
+        },
+        smtp: RawSmtp {
+            listeners: Some(
+                config
+                    .smtp
+                    .listeners
+                    .iter()
+                    .map(|l| RawListener {
+                        addr: l.addr.to_string(),
+                        tls: match l.tls {
+                            TlsMode::StartTls => RawTlsMode::Starttls,
+                            TlsMode::Implicit => RawTlsMode::Implicit,
+                        },
+                    })
+                    .collect(),
+            ),
+            username: Some(config.smtp.username.clone()),
+        },
+        tls: RawTls {
+            cert: config.tls.cert.clone(),
+            key: config.tls.key.clone(),
+            sni: config
+                .tls
+                .sni
+                .iter()
+                .map(|(cert, key)| RawCertPair {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                })
+                .collect(),
+        },
+        delivery: RawDelivery {
+            nameservers: Some(config.delivery.nameservers.iter().map(ToString::to_string).collect()),
+            mx_port: Some(config.delivery.mx_port),
+            relay: config.delivery.relay.as_ref().map(|r| format!("{}:{}", r.host, r.port)),
+            relay_username: config.delivery.relay.as_ref().and_then(|r| r.credentials.as_ref().map(|c| c.0.clone())),
+            relay_password: config.delivery.relay.as_ref().and_then(|r| r.credentials.as_ref().map(|_| REDACTED.to_owned())),
+            retry_intervals: Some(config.delivery.retry_intervals.iter().copied().map(human).collect()),
+            message_lifetime: Some(human(config.delivery.message_lifetime)),
+            ca_file: config.delivery.ca_file.clone(),
+        },
+        domains: RawDomains {
+            dkim_algorithm: Some(match config.domains.dkim_algorithm {
+                DkimAlgorithm::Rsa => RawDkimAlgorithm::Rsa,
+                DkimAlgorithm::Ed25519 => RawDkimAlgorithm::Ed25519,
+            }),
+            spf: Some(config.domains.spf.clone()),
+        },
+        api: RawApi {
+            rate_limit: Some(config.api.rate_limit.to_string()),
+        },
+        webhooks: RawWebhooks {
+            allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),
+            retry_intervals: Some(config.webhooks.retry_intervals.iter().copied().map(human).collect()),
+            timeout: Some(human(config.webhooks.timeout)),
+        },
+        spool: RawSpool {
+            min_free_space: Some(bytesize::ByteSize::b(config.spool.min_free_space).display().iec().to_string()),
+        },
+        log: RawLog {
+            format: Some(match config.log.format {
+                LogFormat::Human => RawLogFormat::Human,
+                LogFormat::Json => RawLogFormat::Json,
+            }),
+            level: Some(config.log.level.clone()),
+        },
+    };
+    let source = match &config.file {
+        Some(file) => format!("# effective configuration, from {}\n", file.display()),
+        None => "# effective configuration, from the built-in defaults\n".to_owned(),
+    };
+    // Every field is a plain string, number, bool or table, which TOML always represents;
+    // a failure would be a bug in the raw structs, shown in place of the config.
+    let body = toml::to_string_pretty(&raw).unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"));
+    source + &body
+}
+
+fn human(duration: Duration) -> String {
+    humantime::format_duration(duration).to_string()
+}

@@ -1,0 +1,557 @@
+//! Configuration: read once at start, from TOML into validated types.
+//!
+//! `herald serve --config PATH` reads PATH; without `--config`, `./herald.toml` if it
+//! exists, else the built-in defaults. Every key has a default, an unknown key fails the
+//! start, and every error names the file and the key. Relative paths in a file are
+//! resolved against the file's directory, so a config works wherever herald is started.
+
+mod effective;
+mod raw;
+pub mod values;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use values::Rate;
+
+use raw::{RawConfig, RawDkimAlgorithm, RawLogFormat, RawTlsMode};
+
+/// The config file read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "herald.toml";
+
+/// A configuration error: which file, which key, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}{message}", source_prefix(.file), key_prefix(.key))]
+pub struct ConfigError {
+    /// The file, or `None` for the built-in defaults and the environment.
+    pub file: Option<PathBuf>,
+    /// The key, dotted (`delivery.retry_intervals[2]`), or empty for the file as a whole.
+    pub key: String,
+    /// What is wrong, and how to write it right.
+    pub message: String,
+}
+
+fn source_prefix(file: &Option<PathBuf>) -> String {
+    file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default()
+}
+
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() { String::new() } else { format!("`{key}`: ") }
+}
+
+/// Everything herald reads from its config, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from, if any.
+    pub file: Option<PathBuf>,
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[http]`.
+    pub http: HttpConfig,
+    /// `[smtp]`.
+    pub smtp: SmtpConfig,
+    /// `[tls]`.
+    pub tls: TlsConfig,
+    /// `[delivery]`.
+    pub delivery: DeliveryConfig,
+    /// `[domains]`.
+    pub domains: DomainsConfig,
+    /// `[api]`.
+    pub api: ApiConfig,
+    /// `[webhooks]`.
+    pub webhooks: WebhooksConfig,
+    /// `[spool]`.
+    pub spool: SpoolConfig,
+    /// `[log]`.
+    pub log: LogConfig,
+}
+
+/// `[server]`: identity and storage.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// EHLO name, Message-ID domain, and the host named in SPF and return-path MX records.
+    pub hostname: String,
+    /// Where the spool, TLS material and the bootstrap key live.
+    pub data_dir: PathBuf,
+    /// How long shutdown waits for sessions and deliveries in flight.
+    pub shutdown_grace: Duration,
+}
+
+/// `[http]`: the REST API, dashboard, `/metrics` and `/healthz`.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+}
+
+/// `[smtp]`: submission listeners.
+#[derive(Debug, Clone)]
+pub struct SmtpConfig {
+    /// One listener per entry.
+    pub listeners: Vec<Listener>,
+    /// Whether `listeners` came from the config file. Only the built-in defaults may be
+    /// skipped when a privileged port cannot be bound; a configured listener that cannot
+    /// be bound fails the start.
+    pub listeners_configured: bool,
+    /// The SMTP AUTH user name; the password is an API key.
+    pub username: String,
+}
+
+/// An SMTP listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    /// Address to bind.
+    pub addr: SocketAddr,
+    /// How TLS starts on it.
+    pub tls: TlsMode,
+}
+
+/// How a listener does TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Plain text until the client says STARTTLS (ports 25, 587, 2587).
+    StartTls,
+    /// TLS from the first byte: SMTPS (ports 465, 2465).
+    Implicit,
+}
+
+/// `[tls]`: the server certificate.
+#[derive(Debug, Clone, Default)]
+pub struct TlsConfig {
+    /// PEM certificate chain; `None` with `key` `None` means a generated self-signed pair.
+    pub cert: Option<PathBuf>,
+    /// PEM private key.
+    pub key: Option<PathBuf>,
+    /// Further certificate/key pairs, chosen by the name the client asks for (SNI).
+    pub sni: Vec<(PathBuf, PathBuf)>,
+}
+
+/// `[delivery]`: outbound delivery to MX hosts.
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    /// DNS servers for MX lookups and domain verification; empty is the system resolver.
+    pub nameservers: Vec<SocketAddr>,
+    /// The port MX hosts are contacted on.
+    pub mx_port: u16,
+    /// A smarthost that receives all mail instead of the MX hosts.
+    pub relay: Option<Relay>,
+    /// Waits between attempts; the last repeats. Each gets ±10 % jitter.
+    pub retry_intervals: Vec<Duration>,
+    /// How long a message is retried, counted from its first due time.
+    pub message_lifetime: Duration,
+    /// Extra trusted roots for verified TLS to MX hosts.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// A smarthost.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    /// Host name or IP.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// AUTH credentials, when the smarthost wants them.
+    pub credentials: Option<(String, Secret)>,
+}
+
+/// A secret config value: never printed, never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// `[domains]`: sending domains.
+#[derive(Debug, Clone)]
+pub struct DomainsConfig {
+    /// Key algorithm for new domains' DKIM keys.
+    pub dkim_algorithm: DkimAlgorithm,
+    /// The SPF mechanism published in the return-path SPF record.
+    pub spf: String,
+}
+
+/// A DKIM key algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DkimAlgorithm {
+    /// RSA-SHA256 with a 2048-bit key.
+    Rsa,
+    /// Ed25519-SHA256 (RFC 8463).
+    Ed25519,
+}
+
+/// `[api]`: the REST API.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Requests per team.
+    pub rate_limit: Rate,
+}
+
+/// `[webhooks]`: event delivery to applications.
+#[derive(Debug, Clone)]
+pub struct WebhooksConfig {
+    /// Allow endpoints on loopback, private, link-local and metadata addresses. For tests
+    /// and local development only.
+    pub allow_private_endpoints: bool,
+    /// Waits between retries after the immediate first try; the last repeats.
+    pub retry_intervals: Vec<Duration>,
+    /// Time allowed for one webhook request.
+    pub timeout: Duration,
+}
+
+/// `[spool]`: storage limits.
+#[derive(Debug, Clone)]
+pub struct SpoolConfig {
+    /// New mail is refused (SMTP 452, HTTP 503) while less than this is free on the data
+    /// directory's file system, so the disk never fills mid-write.
+    pub min_free_space: u64,
+}
+
+/// `[log]`: logging.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Human-readable lines or one JSON object per line.
+    pub format: LogFormat,
+    /// A tracing filter such as `info` or `herald=debug,info`; `RUST_LOG` overrides it.
+    pub level: String,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For terminals and journald.
+    Human,
+    /// For log pipelines.
+    Json,
+}
+
+impl Config {
+    /// Loads the config for `herald serve`: `path` when given (it must exist), else
+    /// `./herald.toml` when present, else the built-in defaults.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        match path {
+            Some(path) => Config::from_file(path),
+            None if Path::new(DEFAULT_CONFIG_FILE).exists() => Config::from_file(Path::new(DEFAULT_CONFIG_FILE)),
+            None => Config::from_raw(RawConfig::default(), None),
+        }
+    }
+
+    /// Reads and validates one file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: Some(path.to_owned()),
+            key: String::new(),
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Config::from_toml(&text, Some(path))
+    }
+
+    /// Parses and validates TOML text; `file` names it in errors and anchors relative
+    /// paths.
+    pub fn from_toml(text: &str, file: Option<&Path>) -> Result<Config, ConfigError> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| ConfigError {
+            file: file.map(Path::to_owned),
+            key: String::new(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| ConfigError {
+            file: file.map(Path::to_owned),
+            key: e.path().to_string(),
+            message: e.inner().to_string().lines().last().unwrap_or_default().trim().to_owned(),
+        })?;
+        Config::from_raw(raw, file)
+    }
+
+    /// The built-in defaults.
+    pub fn defaults() -> Config {
+        // The defaults are constants that validate; a failure here is a bug caught by the
+        // unit tests, so it is reported rather than hidden.
+        Config::from_raw(RawConfig::default(), None).unwrap_or_else(|e| panic!("built-in defaults are invalid: {e}"))
+    }
+
+    /// The effective configuration as TOML, secrets redacted: what `herald config`
+    /// prints.
+    pub fn to_toml(&self) -> String {
+        effective::render(self)
+    }
+
+    fn from_raw(raw: RawConfig, file: Option<&Path>) -> Result<Config, ConfigError> {
+        Validator { file }.config(raw)
+    }
+}
+
+/// Turns a [`RawConfig`] into a [`Config`], naming the key in every error.
+struct Validator<'a> {
+    file: Option<&'a Path>,
+}
+
+impl Validator<'_> {
+    fn error(&self, key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.map(Path::to_owned),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn check<T>(&self, key: &str, result: Result<T, String>) -> Result<T, ConfigError> {
+        result.map_err(|message| self.error(key, message))
+    }
+
+    /// Resolves a path from the file against the file's directory.
+    fn path(&self, path: PathBuf) -> PathBuf {
+        match self.file.and_then(Path::parent) {
+            Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => dir.join(path),
+            _ => path,
+        }
+    }
+
+    fn existing_file(&self, key: &str, path: PathBuf) -> Result<PathBuf, ConfigError> {
+        let path = self.path(path);
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(_) => Err(self.error(key, format!("{} is not a file", path.display()))),
+            Err(e) => Err(self.error(key, format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+
+    fn durations(&self, key: &str, texts: Vec<String>) -> Result<Vec<Duration>, ConfigError> {
+        if texts.is_empty() {
+            return Err(self.error(key, "needs at least one interval"));
+        }
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| self.check(&format!("{key}[{i}]"), values::duration(text)))
+            .collect()
+    }
+
+    fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let server = self.server(raw.server)?;
+        let spf = raw.domains.spf.unwrap_or_else(|| format!("a:{}", server.hostname));
+        if spf.trim().is_empty() || spf.contains(char::is_whitespace) {
+            return Err(self.error("domains.spf", "must be one SPF mechanism such as \"a:mail.example.com\""));
+        }
+        Ok(Config {
+            file: self.file.map(Path::to_owned),
+            http: HttpConfig {
+                listen: self.check("http.listen", values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")))?,
+            },
+            smtp: self.smtp(raw.smtp)?,
+            tls: self.tls(raw.tls)?,
+            delivery: self.delivery(raw.delivery)?,
+            domains: DomainsConfig {
+                dkim_algorithm: match raw.domains.dkim_algorithm.unwrap_or(RawDkimAlgorithm::Rsa) {
+                    RawDkimAlgorithm::Rsa => DkimAlgorithm::Rsa,
+                    RawDkimAlgorithm::Ed25519 => DkimAlgorithm::Ed25519,
+                },
+                spf,
+            },
+            api: ApiConfig {
+                rate_limit: self.check("api.rate_limit", values::rate(raw.api.rate_limit.as_deref().unwrap_or("50/s")))?,
+            },
+            webhooks: WebhooksConfig {
+                allow_private_endpoints: raw.webhooks.allow_private_endpoints.unwrap_or(false),
+                retry_intervals: self.durations(
+                    "webhooks.retry_intervals",
+                    raw.webhooks.retry_intervals.unwrap_or_else(|| strings(&["5s", "5m", "30m", "2h", "5h", "10h", "10h"])),
+                )?,
+                timeout: self.check("webhooks.timeout", values::duration(raw.webhooks.timeout.as_deref().unwrap_or("15s")))?,
+            },
+            spool: SpoolConfig {
+                min_free_space: self.check(
+                    "spool.min_free_space",
+                    values::byte_size(raw.spool.min_free_space.as_deref().unwrap_or("256MiB")),
+                )?,
+            },
+            log: LogConfig {
+                format: match raw.log.format.unwrap_or(RawLogFormat::Human) {
+                    RawLogFormat::Human => LogFormat::Human,
+                    RawLogFormat::Json => LogFormat::Json,
+                },
+                level: self.log_level(raw.log.level)?,
+            },
+            server,
+        })
+    }
+
+    fn server(&self, raw: raw::RawServer) -> Result<ServerConfig, ConfigError> {
+        let hostname = match raw.hostname {
+            Some(name) => name,
+            None => gethostname::gethostname().to_string_lossy().into_owned(),
+        };
+        if !values::is_hostname(&hostname) {
+            return Err(self.error("server.hostname", format!("{hostname:?} is not a valid host name")));
+        }
+        let data_dir = match raw.data_dir {
+            Some(dir) => self.path(dir),
+            None => default_data_dir(),
+        };
+        if data_dir.as_os_str().is_empty() {
+            return Err(self.error("server.data_dir", "must not be empty"));
+        }
+        Ok(ServerConfig {
+            hostname: hostname.trim_end_matches('.').to_ascii_lowercase(),
+            data_dir,
+            shutdown_grace: self.check(
+                "server.shutdown_grace",
+                values::duration(raw.shutdown_grace.as_deref().unwrap_or("30s")),
+            )?,
+        })
+    }
+
+    fn smtp(&self, raw: raw::RawSmtp) -> Result<SmtpConfig, ConfigError> {
+        let listeners_configured = raw.listeners.is_some();
+        let listeners = match raw.listeners {
+            Some(listeners) => listeners
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    Ok(Listener {
+                        addr: self.check(&format!("smtp.listeners[{i}].addr"), values::socket_addr(&l.addr))?,
+                        tls: match l.tls {
+                            RawTlsMode::Starttls => TlsMode::StartTls,
+                            RawTlsMode::Implicit => TlsMode::Implicit,
+                        },
+                    })
+                })
+                .collect::<Result<Vec<_>, ConfigError>>()?,
+            None => default_listeners(),
+        };
+        for (i, listener) in listeners.iter().enumerate() {
+            // Port 0 asks the kernel for any free port, so it may appear more than once.
+            if listener.addr.port() != 0 && listeners[..i].iter().any(|l| l.addr == listener.addr) {
+                return Err(self.error(format!("smtp.listeners[{i}].addr"), format!("{} is listed twice", listener.addr)));
+            }
+        }
+        let username = raw.username.unwrap_or_else(|| "resend".to_owned());
+        if username.is_empty() || username.len() > 64 || username.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(self.error("smtp.username", "must be 1 to 64 characters without spaces"));
+        }
+        Ok(SmtpConfig {
+            listeners,
+            listeners_configured,
+            username,
+        })
+    }
+
+    fn tls(&self, raw: raw::RawTls) -> Result<TlsConfig, ConfigError> {
+        let (cert, key) = match (raw.cert, raw.key) {
+            (Some(cert), Some(key)) => (
+                Some(self.existing_file("tls.cert", cert)?),
+                Some(self.existing_file("tls.key", key)?),
+            ),
+            (None, None) => (None, None),
+            (Some(_), None) => return Err(self.error("tls.key", "is required when tls.cert is set")),
+            (None, Some(_)) => return Err(self.error("tls.cert", "is required when tls.key is set")),
+        };
+        if cert.is_none() && !raw.sni.is_empty() {
+            return Err(self.error("tls.sni", "needs tls.cert and tls.key for clients that send no name"));
+        }
+        let sni = raw
+            .sni
+            .into_iter()
+            .enumerate()
+            .map(|(i, pair)| {
+                Ok((
+                    self.existing_file(&format!("tls.sni[{i}].cert"), pair.cert)?,
+                    self.existing_file(&format!("tls.sni[{i}].key"), pair.key)?,
+                ))
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(TlsConfig { cert, key, sni })
+    }
+
+    fn delivery(&self, raw: raw::RawDelivery) -> Result<DeliveryConfig, ConfigError> {
+        let nameservers = raw
+            .nameservers
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(i, text)| self.check(&format!("delivery.nameservers[{i}]"), values::nameserver(text)))
+            .collect::<Result<_, _>>()?;
+        let mx_port = raw.mx_port.unwrap_or(25);
+        if mx_port == 0 {
+            return Err(self.error("delivery.mx_port", "must be a port from 1 to 65535"));
+        }
+        let credentials = match (raw.relay_username, raw.relay_password) {
+            (Some(user), Some(password)) => Some((user, Secret(password))),
+            (None, None) => None,
+            (Some(_), None) => return Err(self.error("delivery.relay_password", "is required with relay_username")),
+            (None, Some(_)) => return Err(self.error("delivery.relay_username", "is required with relay_password")),
+        };
+        let relay = match raw.relay {
+            Some(text) => {
+                let (host, port) = self.check("delivery.relay", values::host_port(&text))?;
+                Some(Relay { host, port, credentials })
+            }
+            None if credentials.is_some() => {
+                return Err(self.error("delivery.relay", "is required when relay credentials are set"));
+            }
+            None => None,
+        };
+        Ok(DeliveryConfig {
+            nameservers,
+            mx_port,
+            relay,
+            retry_intervals: self.durations(
+                "delivery.retry_intervals",
+                raw.retry_intervals.unwrap_or_else(|| strings(&["1m", "5m", "15m", "30m", "1h", "2h", "4h"])),
+            )?,
+            message_lifetime: self.check(
+                "delivery.message_lifetime",
+                values::duration(raw.message_lifetime.as_deref().unwrap_or("72h")),
+            )?,
+            ca_file: raw.ca_file.map(|p| self.existing_file("delivery.ca_file", p)).transpose()?,
+        })
+    }
+
+    fn log_level(&self, level: Option<String>) -> Result<String, ConfigError> {
+        let level = level.unwrap_or_else(|| "info".to_owned());
+        tracing_subscriber::EnvFilter::try_new(&level)
+            .map_err(|e| self.error("log.level", format!("invalid filter {level:?}: {e}")))?;
+        Ok(level)
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The default SMTP listeners: STARTTLS on 25, 587 and 2587; implicit TLS on 465 and 2465.
+fn default_listeners() -> Vec<Listener> {
+    [
+        (25, TlsMode::StartTls),
+        (465, TlsMode::Implicit),
+        (587, TlsMode::StartTls),
+        (2465, TlsMode::Implicit),
+        (2587, TlsMode::StartTls),
+    ]
+    .into_iter()
+    .map(|(port, tls)| Listener {
+        addr: SocketAddr::from(([0, 0, 0, 0], port)),
+        tls,
+    })
+    .collect()
+}
+
+/// `$STATE_DIRECTORY` when systemd sets it (its first entry), else `./herald-data`.
+fn default_data_dir() -> PathBuf {
+    std::env::var_os("STATE_DIRECTORY")
+        .and_then(|dirs| std::env::split_paths(&dirs).next())
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("herald-data"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,133 @@
+//! The config file as written: serde structs where every key is optional or defaulted and
+//! unknown keys are refused. [`super::Config`] is what the rest of herald reads.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    pub server: RawServer,
+    pub http: RawHttp,
+    pub smtp: RawSmtp,
+    pub tls: RawTls,
+    pub delivery: RawDelivery,
+    pub domains: RawDomains,
+    pub api: RawApi,
+    pub webhooks: RawWebhooks,
+    pub spool: RawSpool,
+    pub log: RawLog,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawServer {
+    pub hostname: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub shutdown_grace: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawHttp {
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSmtp {
+    pub listeners: Option<Vec<RawListener>>,
+    pub username: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    pub addr: String,
+    pub tls: RawTlsMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawTlsMode {
+    Starttls,
+    Implicit,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTls {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub sni: Vec<RawCertPair>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCertPair {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDelivery {
+    pub nameservers: Option<Vec<String>>,
+    pub mx_port: Option<u16>,
+    pub relay: Option<String>,
+    pub relay_username: Option<String>,
+    pub relay_password: Option<String>,
+    pub retry_intervals: Option<Vec<String>>,
+    pub message_lifetime: Option<String>,
+    pub ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDomains {
+    pub dkim_algorithm: Option<RawDkimAlgorithm>,
+    pub spf: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawDkimAlgorithm {
+    Rsa,
+    Ed25519,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawApi {
+    pub rate_limit: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawWebhooks {
+    pub allow_private_endpoints: Option<bool>,
+    pub retry_intervals: Option<Vec<String>>,
+    pub timeout: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSpool {
+    pub min_free_space: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawLog {
+    pub format: Option<RawLogFormat>,
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawLogFormat {
+    Human,
+    Json,
+}

@@ -1,0 +1,64 @@
+//! The HTTP listener: REST API, `/healthz` and `/metrics`, on hyper 1.
+//!
+//! One task accepts connections; each connection is served by hyper's HTTP/1 server in
+//! its own task and watched by a graceful-shutdown handle, so shutdown lets responses in
+//! progress finish within the grace period.
+
+mod response;
+mod routes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+pub use response::ApiError;
+
+use crate::server::AppState;
+use crate::shutdown::Shutdown;
+
+/// Time a client has to send a request's headers. Bounds slowloris-style connections
+/// that trickle header bytes.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves HTTP on `listener` until shutdown.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Shutdown) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Accept fails transiently (EMFILE, ECONNABORTED); pause briefly so a
+                    // full file table does not spin the loop.
+                    tracing::warn!(%error, "HTTP accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.triggered() => break,
+        };
+        let state = Arc::clone(&state);
+        let service = service_fn(move |request| {
+            let state = Arc::clone(&state);
+            async move { Ok::<_, std::convert::Infallible>(routes::handle(&state, request).await) }
+        });
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        let handle = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "HTTP connection ended with an error");
+            }
+            drop(handle);
+        });
+    }
+    graceful.shutdown().await;
+}

@@ -1,0 +1,33 @@
+//! # herald
+//!
+//! A self-hosted email delivery service: applications hand it mail over SMTP submission
+//! or a REST API wire-compatible with Resend's; herald keeps every accepted message
+//! durably in a RocksDB spool ([`herald_queue`]), signs it with the sending domain's DKIM
+//! key, delivers it to each recipient's MX hosts, and reports what happened through
+//! signed webhooks, email records, logs and metrics.
+//!
+//! ## Data flow
+//!
+//! ```text
+//!  SMTP submission ─┐
+//!                   ├─> accept ─> spool (RocksDB, synced WAL) ─> delivery ─> MX hosts
+//!  REST /emails ────┘                          └─> events ─> outbox ─> webhooks
+//! ```
+//!
+//! ## Modules
+//!
+//! - [`config`]: the TOML config, parsed once into validated types.
+//! - [`server`]: `herald serve`, start-up and shutdown.
+//! - [`http`]: the HTTP listener (REST API, `/healthz`, `/metrics`).
+//! - [`smtp`]: the SMTP listeners.
+//! - [`accounts`]: teams and API keys, and the first start's bootstrap.
+//! - [`shutdown`]: the shutdown signal and drain.
+//! - [`telemetry`]: logs and metrics.
+
+pub mod accounts;
+pub mod config;
+pub mod http;
+pub mod server;
+pub mod shutdown;
+pub mod smtp;
+pub mod telemetry;

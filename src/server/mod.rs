@@ -1,0 +1,187 @@
+//! `herald serve`: opens the store, initialises the data directory on first start, loads
+//! TLS, binds the listeners and runs until shutdown.
+//!
+//! [`start`] returns a [`Running`] server with the addresses it bound (tests use port 0),
+//! and [`Running::shutdown`] stops it: listeners close, connections get the grace period
+//! to finish, then the store closes after its commit thread has written what is queued.
+
+mod data_dir;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use herald_queue::{SharedClock, Spool, Store, StoreOptions};
+use herald_tls::ServerTls;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::accounts::{self, Bootstrap};
+use crate::config::{Config, Listener};
+use crate::shutdown::Controller;
+use crate::{http, smtp};
+
+/// State shared by every request and session.
+#[derive(Debug)]
+pub struct AppState {
+    /// The validated config.
+    pub config: Config,
+    /// The store (records and spool share it).
+    pub store: Store,
+    /// The spool.
+    pub spool: Spool,
+}
+
+/// How to start a server.
+#[derive(Debug)]
+pub struct Options {
+    /// The configuration.
+    pub config: Config,
+    /// The clock every deadline reads.
+    pub clock: SharedClock,
+    /// `HERALD_BOOTSTRAP_API_KEY`, read by the caller so tests need not set process-wide
+    /// environment variables.
+    pub bootstrap_api_key: Option<String>,
+}
+
+/// A server that is running.
+pub struct Running {
+    /// The HTTP listener's address.
+    pub http_addr: SocketAddr,
+    /// The SMTP listeners bound, with their actual addresses.
+    pub smtp: Vec<(Listener, SocketAddr)>,
+    /// Default SMTP listeners skipped for lack of privilege.
+    pub skipped: Vec<Listener>,
+    /// What the first-start check did.
+    pub bootstrap: Bootstrap,
+    /// The shared state.
+    pub state: Arc<AppState>,
+    tls: ServerTls,
+    controller: Controller,
+    tasks: JoinSet<()>,
+}
+
+impl Running {
+    /// Re-reads the TLS certificate files (SIGHUP). On error the old certificates stay.
+    pub fn reload_tls(&self) -> Result<(), herald_tls::Error> {
+        self.tls.reload()
+    }
+
+    /// Stops accepting, lets connections finish within `[server] shutdown_grace`, then
+    /// closes the store. Returns whether everything finished in time.
+    pub async fn shutdown(mut self) -> bool {
+        let grace = self.state.config.server.shutdown_grace;
+        let drained = self.controller.shutdown(grace).await;
+        if !drained {
+            tracing::warn!(?grace, "connections still open after the grace period; closing them");
+        }
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        // The last store handles drop with `self.state`; the commit thread then finishes
+        // what is queued and RocksDB closes. That blocks, so it happens off the reactor.
+        let state = self.state;
+        let _ = tokio::task::spawn_blocking(move || drop(state)).await;
+        drained
+    }
+}
+
+/// Starts everything `options.config` describes.
+pub async fn start(options: Options) -> anyhow::Result<Running> {
+    let Options {
+        config,
+        clock,
+        bootstrap_api_key,
+    } = options;
+    let data_dir = config.server.data_dir.clone();
+    data_dir::prepare(&data_dir)?;
+
+    let (store, spool, bootstrap) = open_store(&config, clock, bootstrap_api_key).await?;
+
+    let tls = load_tls(&config).await?;
+    let http_listener = TcpListener::bind(config.http.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (`http.listen`)", config.http.listen))?;
+    let http_addr = http_listener.local_addr()?;
+    let bound = smtp::bind_listeners(&config.smtp).await?;
+
+    let state = Arc::new(AppState { config, store, spool });
+    let controller = Controller::default();
+    let mut tasks = JoinSet::new();
+    tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
+    let context = smtp::ListenerContext {
+        hostname: state.config.server.hostname.clone(),
+        tls: smtp::acceptor(tls.server_config()),
+    };
+    let mut smtp_addrs = Vec::new();
+    for (listener, socket) in bound.listeners {
+        smtp_addrs.push((listener, socket.local_addr()?));
+        tasks.spawn(smtp::serve(socket, listener, context.clone(), controller.handle()));
+    }
+    tracing::info!(
+        http = %http_addr,
+        smtp = %smtp_addrs.iter().map(|(_, a)| a.to_string()).collect::<Vec<_>>().join(", "),
+        data_dir = %data_dir.display(),
+        hostname = %state.config.server.hostname,
+        "herald is ready"
+    );
+    Ok(Running {
+        http_addr,
+        smtp: smtp_addrs,
+        skipped: bound.skipped,
+        bootstrap,
+        state,
+        tls,
+        controller,
+        tasks,
+    })
+}
+
+async fn open_store(
+    config: &Config,
+    clock: SharedClock,
+    bootstrap_api_key: Option<String>,
+) -> anyhow::Result<(Store, Spool, Bootstrap)> {
+    let data_dir = config.server.data_dir.clone();
+    let mut store_options = StoreOptions::new(data_dir.join("spool"));
+    store_options.clock = clock;
+    store_options.min_free_space = config.spool.min_free_space;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let store = Store::open(store_options)?;
+        let (spool, recovery) = Spool::open(store.clone())?;
+        if recovery.messages > 0 {
+            tracing::info!(messages = recovery.messages, recipients = recovery.recipients, "resuming spooled mail");
+        }
+        let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
+        Ok((store, spool, bootstrap))
+    })
+    .await
+    .context("the store's start-up task failed")?
+}
+
+async fn load_tls(config: &Config) -> anyhow::Result<ServerTls> {
+    let options = herald_tls::ServerTlsOptions {
+        cert: config.tls.cert.clone(),
+        key: config.tls.key.clone(),
+        extra: config
+            .tls
+            .sni
+            .iter()
+            .map(|(cert, key)| herald_tls::CertKeyPaths {
+                cert: cert.clone(),
+                key: key.clone(),
+            })
+            .collect(),
+        data_dir: config.server.data_dir.clone(),
+        hostname: config.server.hostname.clone(),
+    };
+    let tls = tokio::task::spawn_blocking(move || ServerTls::load(&options))
+        .await
+        .context("the TLS loading task failed")??;
+    Ok(tls)
+}
+
+/// The data directory's bootstrap key file, if the first start generated one.
+pub fn bootstrap_key_file(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join(accounts::BOOTSTRAP_KEY_FILE)
+}

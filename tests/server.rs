@@ -1,0 +1,185 @@
+//! The server shell over real sockets: HTTP health and metrics, SMTP listeners with TLS,
+//! the first start's bootstrap key, certificate reload and shutdown.
+
+mod util;
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use herald::accounts::{ApiKeyDigest, Bootstrap, Token};
+use hyper::{Method, StatusCode};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use util::{config, get, http, read_line, start};
+
+#[tokio::test]
+async fn healthz_and_metrics_answer_without_a_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    let health = get(running.http_addr, "/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(health.content_type(), "application/json; charset=utf-8");
+    let body = health.json();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["spool"]["messages"], 0);
+
+    let metrics = get(running.http_addr, "/metrics").await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    assert!(metrics.content_type().starts_with("text/plain"), "{}", metrics.content_type());
+    let text = metrics.text();
+    assert!(text.contains("herald_http_requests_total"), "{text}");
+    assert!(text.contains("route=\"healthz\""), "{text}");
+    assert!(running.shutdown().await);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_wrong_methods_get_resend_style_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    let missing = get(running.http_addr, "/nope").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.content_type(), "application/json; charset=utf-8");
+    let body = missing.json();
+    assert_eq!(body["statusCode"], 404);
+    assert_eq!(body["name"], "not_found");
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("/nope")), "{body}");
+
+    let wrong = http(running.http_addr, Method::POST, "/healthz").await;
+    assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(wrong.json()["name"], "method_not_allowed");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn healthz_reports_unavailable_when_the_disk_is_below_the_minimum() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = config(dir.path(), "");
+    config.spool.min_free_space = u64::MAX;
+    let running = start(config).await;
+    let health = get(running.http_addr, "/healthz").await;
+    assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE);
+    let body = health.json();
+    assert_eq!(body["status"], "unavailable");
+    assert!(body["reason"].as_str().is_some_and(|r| r.contains("insufficient storage")), "{body}");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn first_start_creates_a_private_bootstrap_key_and_restarts_keep_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    let Bootstrap::Created { team_id, key_file: Some(path) } = running.bootstrap.clone() else {
+        panic!("expected a generated key, got {:?}", running.bootstrap);
+    };
+    assert_eq!(path, dir.path().join("data").join("bootstrap-api-key"));
+    assert_eq!(std::fs::metadata(&path).expect("stat").permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(dir.path().join("data")).expect("stat").permissions().mode() & 0o777, 0o700);
+    let token = Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token");
+    assert!(token.expose().starts_with("re_"));
+    let found: ApiKeyDigest = running.state.store.get(token.digest()).expect("get").expect("key indexed by digest");
+    assert_eq!(found.team_id, team_id);
+    running.shutdown().await;
+
+    let again = start(config(dir.path(), "")).await;
+    assert_eq!(again.bootstrap, Bootstrap::Existing { team_id });
+    assert_eq!(Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token"), token);
+    again.shutdown().await;
+}
+
+fn client_config() -> Arc<rustls::ClientConfig> {
+    herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config")
+}
+
+async fn smtps_handshake(
+    addr: std::net::SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    name: &str,
+) -> (String, Vec<u8>, rustls::ProtocolVersion) {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let server_name = ServerName::try_from(name.to_owned()).expect("server name");
+    let mut tls = connector.connect(server_name, stream).await.expect("TLS handshake");
+    let (_, session) = tls.get_ref();
+    let certificate = session.peer_certificates().expect("certificate")[0].to_vec();
+    let version = session.protocol_version().expect("version");
+    let line = read_line(&mut tls).await;
+    (line, certificate, version)
+}
+
+#[tokio::test]
+async fn smtp_listeners_speak_tls_on_implicit_ports_and_say_submission_is_not_ready() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    assert_eq!(running.smtp.len(), 2);
+    let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
+
+    let plain = TcpStream::connect(starttls).await.expect("connect");
+    let greeting = read_line(plain).await;
+    assert!(greeting.starts_with("421 4.3.2 herald.test "), "{greeting}");
+
+    let (line, certificate, version) = smtps_handshake(implicit, client_config(), "herald.test").await;
+    assert!(line.starts_with("421 4.3.2 herald.test "), "{line}");
+    assert!(!certificate.is_empty());
+    assert!(matches!(version, rustls::ProtocolVersion::TLSv1_3 | rustls::ProtocolVersion::TLSv1_2));
+    // The generated self-signed pair lives in the data directory and is reused.
+    assert!(dir.path().join("data/tls").exists());
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn tls_1_2_clients_are_served_and_reload_swaps_the_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert_a, key_a) = util::certificate("a.herald.test");
+    let cert_path = dir.path().join("cert.pem");
+    let key_path = dir.path().join("key.pem");
+    std::fs::write(&cert_path, &cert_a).expect("write");
+    std::fs::write(&key_path, &key_a).expect("write");
+    let extra = format!("[tls]\ncert = \"{}\"\nkey = \"{}\"\n", cert_path.display(), key_path.display());
+    let running = start(config(dir.path(), &extra)).await;
+    let implicit = running.smtp[1].1;
+
+    let tls12_only = {
+        use rustls::pki_types::pem::PemObject;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(rustls::pki_types::CertificateDer::from_pem_slice(cert_a.as_bytes()).expect("PEM")).expect("root");
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Arc::new(config)
+    };
+    let (_, first, version) = smtps_handshake(implicit, tls12_only, "a.herald.test").await;
+    assert_eq!(version, rustls::ProtocolVersion::TLSv1_2);
+    assert_eq!(first, pem_der(&cert_a));
+
+    let (cert_b, key_b) = util::certificate("b.herald.test");
+    std::fs::write(&cert_path, &cert_b).expect("write");
+    std::fs::write(&key_path, &key_b).expect("write");
+    running.reload_tls().expect("reload");
+    let (_, second, _) = smtps_handshake(implicit, client_config(), "a.herald.test").await;
+    assert_eq!(second, pem_der(&cert_b));
+
+    std::fs::write(&key_path, "not a key").expect("write");
+    assert!(running.reload_tls().is_err(), "a broken key must not be loaded");
+    let (_, third, _) = smtps_handshake(implicit, client_config(), "a.herald.test").await;
+    assert_eq!(third, pem_der(&cert_b), "a failed reload keeps the current certificate");
+    running.shutdown().await;
+}
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).expect("valid PEM").to_vec()
+}
+
+#[tokio::test]
+async fn shutdown_closes_the_listeners() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    let http_addr = running.http_addr;
+    let smtp_addr = running.smtp[0].1;
+    assert!(running.shutdown().await);
+    assert!(TcpStream::connect(http_addr).await.is_err());
+    assert!(TcpStream::connect(smtp_addr).await.is_err());
+}

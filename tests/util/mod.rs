@@ -1,0 +1,124 @@
+//! Helpers for integration tests: configs on loopback port 0, a real HTTP client, a real
+//! TLS client, and waiting on conditions with deadlines instead of sleeping.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use herald::config::Config;
+use herald::server::{self, Options, Running};
+use herald_queue::SystemClock;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpStream;
+
+/// A config for tests: everything on loopback port 0, data in `dir`.
+pub fn config_text(dir: &Path, extra: &str) -> String {
+    format!(
+        r#"
+[server]
+hostname = "herald.test"
+data_dir = "{data}"
+shutdown_grace = "5s"
+[http]
+listen = "127.0.0.1:0"
+[smtp]
+listeners = [{{ addr = "127.0.0.1:0", tls = "starttls" }}, {{ addr = "127.0.0.1:0", tls = "implicit" }}]
+[spool]
+min_free_space = "0"
+[webhooks]
+allow_private_endpoints = true
+{extra}
+"#,
+        data = dir.join("data").display()
+    )
+}
+
+pub fn config(dir: &Path, extra: &str) -> Config {
+    Config::from_toml(&config_text(dir, extra), None).expect("test config is valid")
+}
+
+pub async fn start(config: Config) -> Running {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    server::start(Options {
+        config,
+        clock: Arc::new(SystemClock),
+        bootstrap_api_key: None,
+    })
+    .await
+    .expect("server starts")
+}
+
+/// A response read by a real HTTP/1.1 client.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: StatusCode,
+    pub headers: hyper::HeaderMap,
+    pub body: Bytes,
+}
+
+impl HttpResponse {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+}
+
+pub async fn http(addr: SocketAddr, method: Method, path: &str) -> HttpResponse {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("HTTP handshake");
+    tokio::spawn(connection);
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("user-agent", "herald-tests")
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let response = sender.send_request(request).await.expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    HttpResponse { status, headers, body }
+}
+
+pub async fn get(addr: SocketAddr, path: &str) -> HttpResponse {
+    http(addr, Method::GET, path).await
+}
+
+/// Reads one CRLF-terminated line.
+pub async fn read_line<R: tokio::io::AsyncRead + Unpin>(reader: R) -> String {
+    let mut line = String::new();
+    BufReader::new(reader).read_line(&mut line).await.expect("read line");
+    line
+}
+
+/// Waits until `condition` holds, checking every few milliseconds, failing after
+/// `deadline`.
+pub fn wait_until(deadline: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !condition() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+}
+
+/// A self-signed certificate and key for `name`, as PEM.
+pub fn certificate(name: &str) -> (String, String) {
+    let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("rcgen");
+    (certified.cert.pem(), certified.signing_key.serialize_pem())
+}
