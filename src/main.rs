@@ -77,7 +77,10 @@ fn run(config: Config) -> anyhow::Result<()> {
     // One rustls crypto provider throughout (aws-lc-rs); installing it as the process
     // default covers libraries that build their own TLS configs.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("herald").build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("herald")
+        .build()?;
     runtime.block_on(serve(config))
 }
 

@@ -15,7 +15,9 @@ use crate::config::{LogConfig, LogFormat};
 /// A second call (tests starting several servers in one process) keeps the first.
 pub fn init_logging(config: &LogConfig) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match config.format {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
@@ -42,12 +44,27 @@ pub fn metrics() -> PrometheusHandle {
 }
 
 fn describe() {
-    metrics::describe_counter!("herald_spool_enqueued_total", "Messages durably accepted into the spool.");
-    metrics::describe_counter!("herald_spool_refused_total", "Enqueues refused (disk low, storage error, busy).");
+    metrics::describe_counter!(
+        "herald_spool_enqueued_total",
+        "Messages durably accepted into the spool."
+    );
+    metrics::describe_counter!(
+        "herald_spool_refused_total",
+        "Enqueues refused (disk low, storage error, busy)."
+    );
     metrics::describe_gauge!("herald_spool_messages", "Messages in the spool.");
-    metrics::describe_gauge!("herald_spool_disk_available_bytes", "Free bytes on the data directory's file system.");
+    metrics::describe_gauge!(
+        "herald_spool_disk_available_bytes",
+        "Free bytes on the data directory's file system."
+    );
     metrics::describe_histogram!("herald_spool_commit_seconds", "Time of one synced group commit.");
-    metrics::describe_histogram!("herald_spool_commit_group_size", "Write batches merged into one synced commit.");
+    metrics::describe_histogram!(
+        "herald_spool_commit_group_size",
+        "Write batches merged into one synced commit."
+    );
     metrics::describe_counter!("herald_http_requests_total", "HTTP requests by route and status.");
-    metrics::describe_counter!("herald_smtp_connections_total", "SMTP connections accepted, by listener.");
+    metrics::describe_counter!(
+        "herald_smtp_connections_total",
+        "SMTP connections accepted, by listener."
+    );
 }

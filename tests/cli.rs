@@ -16,7 +16,10 @@ const HERALD: &str = env!("CARGO_BIN_EXE_herald");
 
 fn herald(dir: &Path) -> Command {
     let mut command = Command::new(HERALD);
-    command.current_dir(dir).env_remove("HERALD_BOOTSTRAP_API_KEY").env_remove("RUST_LOG");
+    command
+        .current_dir(dir)
+        .env_remove("HERALD_BOOTSTRAP_API_KEY")
+        .env_remove("RUST_LOG");
     command
 }
 
@@ -52,23 +55,40 @@ fn config_reads_herald_toml_from_the_working_directory_and_redacts_secrets() {
 #[test]
 fn config_errors_exit_2_naming_the_file_and_key() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let missing = herald(dir.path()).args(["serve", "--config", "nowhere.toml"]).output().expect("run");
+    let missing = herald(dir.path())
+        .args(["serve", "--config", "nowhere.toml"])
+        .output()
+        .expect("run");
     assert_eq!(missing.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert!(stderr.contains("nowhere.toml") && stderr.contains("cannot read"), "{stderr}");
+    assert!(
+        stderr.contains("nowhere.toml") && stderr.contains("cannot read"),
+        "{stderr}"
+    );
 
     let file = dir.path().join("bad.toml");
     std::fs::write(&file, "[smtp]\nlistenerz = []\n").expect("write");
-    let unknown = herald(dir.path()).args(["serve", "--config"]).arg(&file).output().expect("run");
+    let unknown = herald(dir.path())
+        .args(["serve", "--config"])
+        .arg(&file)
+        .output()
+        .expect("run");
     assert_eq!(unknown.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert!(stderr.contains("bad.toml") && stderr.contains("listenerz"), "{stderr}");
 
     std::fs::write(&file, "[delivery]\nmessage_lifetime = \"forever\"\n").expect("write");
-    let bad = herald(dir.path()).args(["config", "--config"]).arg(&file).output().expect("run");
+    let bad = herald(dir.path())
+        .args(["config", "--config"])
+        .arg(&file)
+        .output()
+        .expect("run");
     assert_eq!(bad.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("`delivery.message_lifetime`") && stderr.contains("forever"), "{stderr}");
+    assert!(
+        stderr.contains("`delivery.message_lifetime`") && stderr.contains("forever"),
+        "{stderr}"
+    );
 }
 
 /// A running `herald serve` whose JSON log lines arrive on a channel.
@@ -82,7 +102,11 @@ impl Server {
         let config = dir.join("herald.toml");
         std::fs::write(&config, util::config_text(dir, "[log]\nformat = \"json\"\n")).expect("write config");
         let mut command = herald(dir);
-        command.args(["serve", "--config"]).arg(&config).stderr(Stdio::piped()).stdout(Stdio::null());
+        command
+            .args(["serve", "--config"])
+            .arg(&config)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null());
         for (key, value) in env {
             command.env(key, value);
         }
@@ -102,7 +126,10 @@ impl Server {
     /// Waits for the log line whose message is `message`.
     fn wait_for(&self, message: &str) -> serde_json::Value {
         loop {
-            let line = self.lines.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("no {message:?} log line"));
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no {message:?} log line"));
             if line["message"] == message {
                 return line;
             }
@@ -110,7 +137,10 @@ impl Server {
     }
 
     fn signal(&self, signal: &str) {
-        let status = Command::new("kill").args(["-s", signal, &self.child.id().to_string()]).status().expect("kill");
+        let status = Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
         assert!(status.success());
     }
 
@@ -137,7 +167,11 @@ async fn serve_starts_answers_reloads_on_sighup_and_stops_cleanly_on_sigterm() {
     let token = "re_from_the_environment_0123456789";
     let mut server = Server::start(dir.path(), &[("HERALD_BOOTSTRAP_API_KEY", token)]);
     let ready = server.wait_for("herald is ready");
-    let addr = ready["http"].as_str().expect("http address").parse().expect("socket address");
+    let addr = ready["http"]
+        .as_str()
+        .expect("http address")
+        .parse()
+        .expect("socket address");
     let health = util::get(addr, "/healthz").await;
     assert_eq!(health.status, hyper::StatusCode::OK);
 
@@ -167,12 +201,22 @@ fn a_configured_privileged_listener_fails_the_start_for_a_non_root_user() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).expect("chmod");
     let config = dir.path().join("herald.toml");
-    let text = util::config_text(dir.path(), "")
-        .replace("{ addr = \"127.0.0.1:0\", tls = \"starttls\" }", "{ addr = \"127.0.0.1:25\", tls = \"starttls\" }");
+    let text = util::config_text(dir.path(), "").replace(
+        "{ addr = \"127.0.0.1:0\", tls = \"starttls\" }",
+        "{ addr = \"127.0.0.1:25\", tls = \"starttls\" }",
+    );
     std::fs::write(&config, text).expect("write");
     std::fs::set_permissions(&config, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
     let output = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", HERALD, "serve", "--config"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            HERALD,
+            "serve",
+            "--config",
+        ])
         .arg(&config)
         .current_dir(dir.path())
         .env_remove("HERALD_BOOTSTRAP_API_KEY")
@@ -188,6 +232,11 @@ fn a_configured_privileged_listener_fails_the_start_for_a_non_root_user() {
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }

@@ -25,7 +25,11 @@ async fn healthz_and_metrics_answer_without_a_key() {
 
     let metrics = get(running.http_addr, "/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);
-    assert!(metrics.content_type().starts_with("text/plain"), "{}", metrics.content_type());
+    assert!(
+        metrics.content_type().starts_with("text/plain"),
+        "{}",
+        metrics.content_type()
+    );
     let text = metrics.text();
     assert!(text.contains("herald_http_requests_total"), "{text}");
     assert!(text.contains("route=\"healthz\""), "{text}");
@@ -60,7 +64,12 @@ async fn healthz_reports_unavailable_when_the_disk_is_below_the_minimum() {
     assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE);
     let body = health.json();
     assert_eq!(body["status"], "unavailable");
-    assert!(body["reason"].as_str().is_some_and(|r| r.contains("insufficient storage")), "{body}");
+    assert!(
+        body["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("insufficient storage")),
+        "{body}"
+    );
     running.shutdown().await;
 }
 
@@ -68,21 +77,43 @@ async fn healthz_reports_unavailable_when_the_disk_is_below_the_minimum() {
 async fn first_start_creates_a_private_bootstrap_key_and_restarts_keep_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start(config(dir.path(), "")).await;
-    let Bootstrap::Created { team_id, key_file: Some(path) } = running.bootstrap.clone() else {
+    let Bootstrap::Created {
+        team_id,
+        key_file: Some(path),
+    } = running.bootstrap.clone()
+    else {
         panic!("expected a generated key, got {:?}", running.bootstrap);
     };
     assert_eq!(path, dir.path().join("data").join("bootstrap-api-key"));
-    assert_eq!(std::fs::metadata(&path).expect("stat").permissions().mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(dir.path().join("data")).expect("stat").permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&path).expect("stat").permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("data"))
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
     let token = Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token");
     assert!(token.expose().starts_with("re_"));
-    let found: ApiKeyDigest = running.state.store.get(token.digest()).expect("get").expect("key indexed by digest");
+    let found: ApiKeyDigest = running
+        .state
+        .store
+        .get(token.digest())
+        .expect("get")
+        .expect("key indexed by digest");
     assert_eq!(found.team_id, team_id);
     running.shutdown().await;
 
     let again = start(config(dir.path(), "")).await;
     assert_eq!(again.bootstrap, Bootstrap::Existing { team_id });
-    assert_eq!(Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token"), token);
+    assert_eq!(
+        Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token"),
+        token
+    );
     again.shutdown().await;
 }
 
@@ -120,7 +151,10 @@ async fn smtp_listeners_speak_tls_on_implicit_ports_and_say_submission_is_not_re
     let (line, certificate, version) = smtps_handshake(implicit, client_config(), "herald.test").await;
     assert!(line.starts_with("421 4.3.2 herald.test "), "{line}");
     assert!(!certificate.is_empty());
-    assert!(matches!(version, rustls::ProtocolVersion::TLSv1_3 | rustls::ProtocolVersion::TLSv1_2));
+    assert!(matches!(
+        version,
+        rustls::ProtocolVersion::TLSv1_3 | rustls::ProtocolVersion::TLSv1_2
+    ));
     // The generated self-signed pair lives in the data directory and is reused.
     assert!(dir.path().join("data/tls").exists());
     running.shutdown().await;
@@ -134,7 +168,11 @@ async fn tls_1_2_clients_are_served_and_reload_swaps_the_certificate() {
     let key_path = dir.path().join("key.pem");
     std::fs::write(&cert_path, &cert_a).expect("write");
     std::fs::write(&key_path, &key_a).expect("write");
-    let extra = format!("[tls]\ncert = \"{}\"\nkey = \"{}\"\n", cert_path.display(), key_path.display());
+    let extra = format!(
+        "[tls]\ncert = \"{}\"\nkey = \"{}\"\n",
+        cert_path.display(),
+        key_path.display()
+    );
     let running = start(config(dir.path(), &extra)).await;
     let implicit = running.smtp[1].1;
 
@@ -142,7 +180,9 @@ async fn tls_1_2_clients_are_served_and_reload_swaps_the_certificate() {
         use rustls::pki_types::pem::PemObject;
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(rustls::pki_types::CertificateDer::from_pem_slice(cert_a.as_bytes()).expect("PEM")).expect("root");
+        roots
+            .add(rustls::pki_types::CertificateDer::from_pem_slice(cert_a.as_bytes()).expect("PEM"))
+            .expect("root");
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS12])
             .expect("versions")
@@ -170,7 +210,9 @@ async fn tls_1_2_clients_are_served_and_reload_swaps_the_certificate() {
 
 fn pem_der(pem: &str) -> Vec<u8> {
     use rustls::pki_types::pem::PemObject;
-    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).expect("valid PEM").to_vec()
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .expect("valid PEM")
+        .to_vec()
 }
 
 #[tokio::test]

@@ -34,7 +34,10 @@ fn raw_fsync(c: &mut Criterion) {
 
 fn enqueue(c: &mut Criterion) {
     let mut group = c.benchmark_group("durable_enqueue");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     for size in SIZES {
         for writers in WRITERS {
             let dir = tempfile::tempdir_in(bench_dir()).expect("tempdir");
@@ -75,7 +78,9 @@ fn run(store: &Store, spool: &Spool, raw: &[u8], writers: usize, iters: u64) -> 
         }
     });
     // Scale to the requested count so a rounded-up last writer does not flatter the rate.
-    started.elapsed().mul_f64(iters as f64 / (per_writer * writers as u64) as f64)
+    started
+        .elapsed()
+        .mul_f64(iters as f64 / (per_writer * writers as u64) as f64)
 }
 
 /// Benchmarks write where the data directory would live (the target dir's file system),

@@ -7,15 +7,8 @@ use crate::table::{self, Record, Table};
 /// One write.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
-    Put {
-        table: Table,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        table: Table,
-        key: Vec<u8>,
-    },
+    Put { table: Table, key: Vec<u8>, value: Vec<u8> },
+    Delete { table: Table, key: Vec<u8> },
 }
 
 /// Writes to commit together. Build it on the caller's thread (encoding happens here, off

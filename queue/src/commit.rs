@@ -139,7 +139,8 @@ fn write_group(db: &DB, group: &[Request], sync: &WriteOptions) -> Result<(), Re
             apply(db, &mut batch, op)?;
         }
     }
-    db.write_opt(batch, sync).map_err(|error| Refusal::Storage(error.to_string()))
+    db.write_opt(batch, sync)
+        .map_err(|error| Refusal::Storage(error.to_string()))
 }
 
 fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {

@@ -166,9 +166,15 @@ mod tests {
         assert_eq!(env.next_due(), Some(t(90)));
         assert!(!env.is_final());
         assert_eq!(env.due_recipients(t(100)).map(|(i, _)| i).collect::<Vec<_>>(), vec![2]);
-        let pending = envelope(&[RecipientState::Pending, RecipientState::Deferred { next_attempt: t(500) }]);
+        let pending = envelope(&[
+            RecipientState::Pending,
+            RecipientState::Deferred { next_attempt: t(500) },
+        ]);
         assert_eq!(pending.next_due(), Some(t(10)));
-        let done = envelope(&[RecipientState::Bounced { at: t(1) }, RecipientState::Canceled { at: t(2) }]);
+        let done = envelope(&[
+            RecipientState::Bounced { at: t(1) },
+            RecipientState::Canceled { at: t(2) },
+        ]);
         assert!(done.is_final());
         assert_eq!(done.next_due(), None);
     }

@@ -45,5 +45,5 @@ pub use envelope::{Envelope, Recipient, RecipientState};
 pub use error::{Error, Refusal};
 pub use id::{Id, IdGenerator};
 pub use spool::{Admission, Claim, Enqueue, NewMessage, RECIPIENTS_MAX, Recovery, Spool, Updated};
-pub use store::{Health, Scan, Store, StoreOptions};
+pub use store::{Health, RawEntry, Scan, Store, StoreOptions};
 pub use table::{Record, Table};

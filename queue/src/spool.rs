@@ -310,7 +310,11 @@ impl Spool {
 
     /// Cancels every open recipient; `extra` adds the caller's records (the cancel event)
     /// to the same write.
-    pub fn cancel(&self, id: Id, extra: impl FnOnce(&Envelope, &mut Batch) -> Result<(), Error>) -> Result<Updated, Error> {
+    pub fn cancel(
+        &self,
+        id: Id,
+        extra: impl FnOnce(&Envelope, &mut Batch) -> Result<(), Error>,
+    ) -> Result<Updated, Error> {
         let now = self.inner.store.now();
         self.update(id, |envelope, batch| {
             for recipient in &mut envelope.recipients {
@@ -387,7 +391,11 @@ impl Future for Enqueue {
     }
 }
 
-fn finish(spool: &Spool, id: Id, outcome: Result<Result<(), Refusal>, Option<PrepareError>>) -> Result<Admission, Error> {
+fn finish(
+    spool: &Spool,
+    id: Id,
+    outcome: Result<Result<(), Refusal>, Option<PrepareError>>,
+) -> Result<Admission, Error> {
     match outcome {
         Ok(Ok(())) => {
             let depth = spool.inner.depth.fetch_add(1, Ordering::Relaxed) + 1;
@@ -447,6 +455,10 @@ fn recover(store: &Store) -> Result<Recovery, Error> {
         );
         store.commit(repair).wait()?;
     }
-    tracing::info!(messages = recovery.messages, recipients = recovery.recipients, "spool recovered");
+    tracing::info!(
+        messages = recovery.messages,
+        recipients = recovery.recipients,
+        "spool recovered"
+    );
     Ok(recovery)
 }

@@ -66,6 +66,9 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// A raw key and value.
+pub type RawEntry = (Vec<u8>, Vec<u8>);
+
 /// What the store knows about its own health, for `/healthz` and the logs.
 #[derive(Debug, Clone)]
 pub struct Health {
@@ -95,7 +98,9 @@ struct Inner {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.inner.path).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -185,7 +190,7 @@ impl Store {
     }
 
     /// Raw keys and values in the range `scan` describes.
-    pub fn scan_raw(&self, table: Table, scan: Scan<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, Error> {
+    pub fn scan_raw(&self, table: Table, scan: Scan<'_>) -> Result<Vec<RawEntry>, Error> {
         let cf = self.cf(table)?;
         let mut read = ReadOptions::default();
         // Prefix scans are short; keep them out of the block cache's hot list.

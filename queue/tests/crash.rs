@@ -31,16 +31,25 @@ fn kill_9_during_enqueues_loses_no_acknowledged_message() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let mut acknowledged: Vec<Id> = Vec::new();
-    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(7, |d| d.subsec_nanos());
+    let seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(7, |d| d.subsec_nanos());
     for round in 0..ROUNDS {
         let kill_after = 200 + (seed as usize / (round + 1)) % 1_500;
         let acked = run_and_kill(dir.path(), kill_after);
-        assert!(acked.len() >= kill_after, "round {round}: child acknowledged only {}", acked.len());
+        assert!(
+            acked.len() >= kill_after,
+            "round {round}: child acknowledged only {}",
+            acked.len()
+        );
         acknowledged.extend(acked);
 
         let (store, spool, recovery) = open(dir.path());
         for id in &acknowledged {
-            assert!(spool.load(*id).expect("load").is_some(), "round {round}: acknowledged {id} lost");
+            assert!(
+                spool.load(*id).expect("load").is_some(),
+                "round {round}: acknowledged {id} lost"
+            );
             let record: Option<EmailRecord> = store.get(id.as_bytes()).expect("get");
             assert!(record.is_some(), "round {round}: email record of {id} lost");
         }
@@ -48,9 +57,20 @@ fn kill_9_during_enqueues_loses_no_acknowledged_message() {
         // child wrote but never got to acknowledge.
         let envelopes = store.scan_raw(Table::ENVELOPES, Scan::prefix(b"")).expect("scan");
         for (key, _) in &envelopes {
-            assert!(store.get_raw(Table::MESSAGES, key).expect("get").is_some(), "envelope without message");
-            assert!(store.get::<EmailRecord>(key).expect("get").is_some(), "envelope without its record");
+            assert!(
+                store.get_raw(Table::MESSAGES, key).expect("get").is_some(),
+                "envelope without message"
+            );
+            assert!(
+                store.get::<EmailRecord>(key).expect("get").is_some(),
+                "envelope without its record"
+            );
         }
+        eprintln!(
+            "round {round}: killed after {} acknowledged enqueues; {} messages in the spool after restart",
+            acknowledged.len(),
+            envelopes.len()
+        );
         assert_eq!(recovery.messages as usize, envelopes.len());
         assert_eq!(recovery.repaired_due, 0);
         assert!(envelopes.len() >= acknowledged.len());

@@ -66,14 +66,19 @@ fn a_message_leaves_the_spool_only_when_every_recipient_is_final() {
     let retry_at = clock.now_plus(Duration::from_secs(60));
     let updated = spool
         .update(id, |envelope, _| {
-            envelope.recipients[0].state = RecipientState::Delivered { at: Timestamp::from_millis(1_000_000) };
+            envelope.recipients[0].state = RecipientState::Delivered {
+                at: Timestamp::from_millis(1_000_000),
+            };
             envelope.recipients[1].state = RecipientState::Deferred { next_attempt: retry_at };
             envelope.recipients[1].attempts += 1;
             Ok(())
         })
         .expect("update");
     assert_eq!(updated, Updated::Kept { due: retry_at });
-    assert!(spool.claim_due(10).expect("claim").is_empty(), "not due before the retry time");
+    assert!(
+        spool.claim_due(10).expect("claim").is_empty(),
+        "not due before the retry time"
+    );
     assert_eq!(spool.next_due().expect("next due"), Some(retry_at));
 
     clock.advance(Duration::from_secs(60));
@@ -81,7 +86,12 @@ fn a_message_leaves_the_spool_only_when_every_recipient_is_final() {
     let updated = spool
         .update(id, |envelope, batch| {
             envelope.recipients[1].state = RecipientState::Bounced { at: retry_at };
-            batch.put(b"event-1", &EmailRecord { subject: "bounced".into() })?;
+            batch.put(
+                b"event-1",
+                &EmailRecord {
+                    subject: "bounced".into(),
+                },
+            )?;
             Ok(())
         })
         .expect("update");
@@ -89,7 +99,10 @@ fn a_message_leaves_the_spool_only_when_every_recipient_is_final() {
     assert!(spool.load(id).expect("load").is_none());
     assert!(store.get_raw(Table::MESSAGES, id.as_bytes()).expect("get").is_none());
     assert!(store.scan_raw(Table::DUE, Scan::prefix(b"")).expect("scan").is_empty());
-    assert!(store.get::<EmailRecord>(b"event-1").expect("get").is_some(), "event written with the change");
+    assert!(
+        store.get::<EmailRecord>(b"event-1").expect("get").is_some(),
+        "event written with the change"
+    );
     assert_eq!(spool.depth(), 0);
     assert_eq!(spool.update(id, |_, _| Ok(())).expect("update"), Updated::Missing);
 }
@@ -146,12 +159,20 @@ fn reschedule_and_cancel() {
     let (store, spool, _) = open_with_clock(dir.path(), clock.clone());
     let id = accept(&spool, &store, 100);
     let later = clock.now_plus(Duration::from_secs(600));
-    assert_eq!(spool.reschedule(id, later).expect("reschedule"), Updated::Kept { due: later });
+    assert_eq!(
+        spool.reschedule(id, later).expect("reschedule"),
+        Updated::Kept { due: later }
+    );
     assert!(spool.claim_due(10).expect("claim").is_empty());
     let outcome = spool
         .cancel(id, |envelope, batch| {
             assert_eq!(envelope.recipients.len(), 2);
-            batch.put(b"cancel-event", &EmailRecord { subject: "canceled".into() })
+            batch.put(
+                b"cancel-event",
+                &EmailRecord {
+                    subject: "canceled".into(),
+                },
+            )
         })
         .expect("cancel");
     assert_eq!(outcome, Updated::Removed);

@@ -36,22 +36,68 @@ fn hex(key: &[u8]) -> String {
 fn prefix_scans_forward_backward_and_after_a_cursor() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = store(dir.path());
-    let keys: Vec<Vec<u8>> = [&b"a1"[..], b"b1", b"b2", b"b3", b"b\xff", b"c1"].iter().map(|k| k.to_vec()).collect();
+    let keys: Vec<Vec<u8>> = [&b"a1"[..], b"b1", b"b2", b"b3", b"b\xff", b"c1"]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
     put_all(&store, &keys);
-    let names = |scan| -> Vec<Vec<u8>> { store.scan::<Team>(scan).expect("scan").into_iter().map(|(k, _)| k).collect() };
-    assert_eq!(names(Scan::prefix(b"b")), vec![b"b1".to_vec(), b"b2".to_vec(), b"b3".to_vec(), b"b\xff".to_vec()]);
-    let reverse = Scan { reverse: true, limit: 2, ..Scan::prefix(b"b") };
+    let names = |scan| -> Vec<Vec<u8>> {
+        store
+            .scan::<Team>(scan)
+            .expect("scan")
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    };
+    assert_eq!(
+        names(Scan::prefix(b"b")),
+        vec![b"b1".to_vec(), b"b2".to_vec(), b"b3".to_vec(), b"b\xff".to_vec()]
+    );
+    let reverse = Scan {
+        reverse: true,
+        limit: 2,
+        ..Scan::prefix(b"b")
+    };
     assert_eq!(names(reverse), vec![b"b\xff".to_vec(), b"b3".to_vec()]);
-    let older = Scan { reverse: true, after: Some(b"b3"), ..Scan::prefix(b"b") };
+    let older = Scan {
+        reverse: true,
+        after: Some(b"b3"),
+        ..Scan::prefix(b"b")
+    };
     assert_eq!(names(older), vec![b"b2".to_vec(), b"b1".to_vec()]);
-    let newer = Scan { after: Some(b"b1"), ..Scan::prefix(b"b") };
+    let newer = Scan {
+        after: Some(b"b1"),
+        ..Scan::prefix(b"b")
+    };
     assert_eq!(names(newer), vec![b"b2".to_vec(), b"b3".to_vec(), b"b\xff".to_vec()]);
-    assert_eq!(names(Scan { reverse: true, ..Scan::prefix(b"") }).len(), 6);
+    assert_eq!(
+        names(Scan {
+            reverse: true,
+            ..Scan::prefix(b"")
+        })
+        .len(),
+        6
+    );
     assert!(names(Scan::prefix(b"z")).is_empty());
-    let before_range = Scan { after: Some(b"a"), ..Scan::prefix(b"b") };
-    assert_eq!(names(before_range).len(), 4, "a cursor before the prefix starts at the prefix");
-    let beyond_range = Scan { reverse: true, after: Some(b"z"), ..Scan::prefix(b"b") };
-    assert_eq!(names(beyond_range).len(), 4, "a cursor after the prefix starts at its end");
+    let before_range = Scan {
+        after: Some(b"a"),
+        ..Scan::prefix(b"b")
+    };
+    assert_eq!(
+        names(before_range).len(),
+        4,
+        "a cursor before the prefix starts at the prefix"
+    );
+    let beyond_range = Scan {
+        reverse: true,
+        after: Some(b"z"),
+        ..Scan::prefix(b"b")
+    };
+    assert_eq!(
+        names(beyond_range).len(),
+        4,
+        "a cursor after the prefix starts at its end"
+    );
 }
 
 #[test]
@@ -65,10 +111,16 @@ fn a_batch_is_all_or_nothing_with_deletes_and_puts() {
     assert_eq!(batch.len(), 2);
     store.commit(batch).wait().expect("commit");
     assert!(store.get::<Team>(b"k1").expect("get").is_none());
-    assert_eq!(store.get::<Team>(b"k3").expect("get"), Some(Team { name: "three".into() }));
+    assert_eq!(
+        store.get::<Team>(b"k3").expect("get"),
+        Some(Team { name: "three".into() })
+    );
     drop(store);
     let reopened = self::store(dir.path());
-    assert_eq!(reopened.get::<Team>(b"k2").expect("get").map(|t| t.name), Some(hex(b"k2")));
+    assert_eq!(
+        reopened.get::<Team>(b"k2").expect("get").map(|t| t.name),
+        Some(hex(b"k2"))
+    );
 }
 
 proptest! {

@@ -90,7 +90,11 @@ impl Token {
 
     /// A new random token from the operating system's CSPRNG.
     pub fn generate() -> Token {
-        let random: String = rand::rng().sample_iter(&Alphanumeric).take(Self::RANDOM_CHARS).map(char::from).collect();
+        let random: String = rand::rng()
+            .sample_iter(&Alphanumeric)
+            .take(Self::RANDOM_CHARS)
+            .map(char::from)
+            .collect();
         Token(format!("{}{random}", Self::PREFIX))
     }
 

@@ -109,11 +109,20 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
     let mut batch = Batch::new();
     batch.put(team.id.as_bytes(), &team)?;
     batch.put(ApiKey::key(team.id, key.id), &key)?;
-    batch.put(token.digest(), &ApiKeyDigest {
-        team_id: team.id,
-        key_id: key.id,
-    })?;
-    batch.put(INITIALISED, &Initialised { team_id: team.id, at: now })?;
+    batch.put(
+        token.digest(),
+        &ApiKeyDigest {
+            team_id: team.id,
+            key_id: key.id,
+        },
+    )?;
+    batch.put(
+        INITIALISED,
+        &Initialised {
+            team_id: team.id,
+            at: now,
+        },
+    )?;
     store.commit(batch).wait()?;
     match &key_file {
         Some(path) => tracing::info!(path = %path.display(), "created the first team; its API key is in this file"),
@@ -130,14 +139,21 @@ fn write_key_file(data_dir: &Path, token: &Token) -> Result<PathBuf, BootstrapEr
     let temp = data_dir.join(format!(".{BOOTSTRAP_KEY_FILE}.tmp"));
     let write = || -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
         file.write_all(token.expose().as_bytes())?;
         file.write_all(b"\n")?;
         file.sync_all()?;
         std::fs::rename(&temp, &path)?;
         std::fs::File::open(data_dir)?.sync_all()
     };
-    write().map_err(|source| BootstrapError::KeyFile { path: path.clone(), source })?;
+    write().map_err(|source| BootstrapError::KeyFile {
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 
@@ -159,7 +175,10 @@ mod tests {
     fn first_start_writes_a_private_key_file_and_later_starts_keep_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = store(dir.path());
-        let Bootstrap::Created { team_id, key_file: Some(path) } = bootstrap(&store, dir.path(), None).expect("bootstrap")
+        let Bootstrap::Created {
+            team_id,
+            key_file: Some(path),
+        } = bootstrap(&store, dir.path(), None).expect("bootstrap")
         else {
             panic!("expected a generated key file");
         };
@@ -168,15 +187,19 @@ mod tests {
         let token = Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token");
         let found: ApiKeyDigest = store.get(token.digest()).expect("get").expect("digest indexed");
         assert_eq!(found.team_id, team_id);
-        let key: ApiKey = store.get(ApiKey::key(team_id, found.key_id)).expect("get").expect("key stored");
+        let key: ApiKey = store
+            .get(ApiKey::key(team_id, found.key_id))
+            .expect("get")
+            .expect("key stored");
         assert_eq!(key.permission, Permission::FullAccess);
         assert_eq!(key.digest, token.digest_hex());
         let team: Team = store.get(team_id.as_bytes()).expect("get").expect("team stored");
         assert!(team.operator);
 
-        assert_eq!(bootstrap(&store, dir.path(), Some("re_ignored_now_0123456789")).expect("again"), Bootstrap::Existing {
-            team_id
-        });
+        assert_eq!(
+            bootstrap(&store, dir.path(), Some("re_ignored_now_0123456789")).expect("again"),
+            Bootstrap::Existing { team_id }
+        );
         assert_eq!(std::fs::read_to_string(&path).expect("read").trim(), token.expose());
         assert_eq!(store.scan::<Team>(Scan::prefix(b"")).expect("scan").len(), 1);
     }

@@ -8,5 +8,5 @@ mod bootstrap;
 mod team;
 
 pub use api_key::{ApiKey, ApiKeyDigest, Permission, Token, TokenError};
-pub use bootstrap::{Bootstrap, BootstrapError, BOOTSTRAP_KEY_FILE, bootstrap};
+pub use bootstrap::{BOOTSTRAP_KEY_FILE, Bootstrap, BootstrapError, bootstrap};
 pub use team::Team;

@@ -56,8 +56,16 @@ pub fn render(config: &Config) -> String {
             nameservers: Some(config.delivery.nameservers.iter().map(ToString::to_string).collect()),
             mx_port: Some(config.delivery.mx_port),
             relay: config.delivery.relay.as_ref().map(|r| format!("{}:{}", r.host, r.port)),
-            relay_username: config.delivery.relay.as_ref().and_then(|r| r.credentials.as_ref().map(|c| c.0.clone())),
-            relay_password: config.delivery.relay.as_ref().and_then(|r| r.credentials.as_ref().map(|_| REDACTED.to_owned())),
+            relay_username: config
+                .delivery
+                .relay
+                .as_ref()
+                .and_then(|r| r.credentials.as_ref().map(|c| c.0.clone())),
+            relay_password: config
+                .delivery
+                .relay
+                .as_ref()
+                .and_then(|r| r.credentials.as_ref().map(|_| REDACTED.to_owned())),
             retry_intervals: Some(config.delivery.retry_intervals.iter().copied().map(human).collect()),
             message_lifetime: Some(human(config.delivery.message_lifetime)),
             ca_file: config.delivery.ca_file.clone(),
@@ -78,7 +86,12 @@ pub fn render(config: &Config) -> String {
             timeout: Some(human(config.webhooks.timeout)),
         },
         spool: RawSpool {
-            min_free_space: Some(bytesize::ByteSize::b(config.spool.min_free_space).display().iec().to_string()),
+            min_free_space: Some(
+                bytesize::ByteSize::b(config.spool.min_free_space)
+                    .display()
+                    .iec()
+                    .to_string(),
+            ),
         },
         log: RawLog {
             format: Some(match config.log.format {

@@ -37,7 +37,11 @@ fn source_prefix(file: &Option<PathBuf>) -> String {
 }
 
 fn key_prefix(key: &str) -> String {
-    if key.is_empty() { String::new() } else { format!("`{key}`: ") }
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("`{key}`: ")
+    }
 }
 
 /// Everything herald reads from its config, validated.
@@ -267,7 +271,14 @@ impl Config {
         let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| ConfigError {
             file: file.map(Path::to_owned),
             key: e.path().to_string(),
-            message: e.inner().to_string().lines().last().unwrap_or_default().trim().to_owned(),
+            message: e
+                .inner()
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
         })?;
         Config::from_raw(raw, file)
     }
@@ -325,7 +336,7 @@ impl Validator<'_> {
         }
     }
 
-    fn durations(&self, key: &str, texts: Vec<String>) -> Result<Vec<Duration>, ConfigError> {
+    fn durations(&self, key: &str, texts: &[String]) -> Result<Vec<Duration>, ConfigError> {
         if texts.is_empty() {
             return Err(self.error(key, "needs at least one interval"));
         }
@@ -340,12 +351,18 @@ impl Validator<'_> {
         let server = self.server(raw.server)?;
         let spf = raw.domains.spf.unwrap_or_else(|| format!("a:{}", server.hostname));
         if spf.trim().is_empty() || spf.contains(char::is_whitespace) {
-            return Err(self.error("domains.spf", "must be one SPF mechanism such as \"a:mail.example.com\""));
+            return Err(self.error(
+                "domains.spf",
+                "must be one SPF mechanism such as \"a:mail.example.com\"",
+            ));
         }
         Ok(Config {
             file: self.file.map(Path::to_owned),
             http: HttpConfig {
-                listen: self.check("http.listen", values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")))?,
+                listen: self.check(
+                    "http.listen",
+                    values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")),
+                )?,
             },
             smtp: self.smtp(raw.smtp)?,
             tls: self.tls(raw.tls)?,
@@ -358,15 +375,23 @@ impl Validator<'_> {
                 spf,
             },
             api: ApiConfig {
-                rate_limit: self.check("api.rate_limit", values::rate(raw.api.rate_limit.as_deref().unwrap_or("50/s")))?,
+                rate_limit: self.check(
+                    "api.rate_limit",
+                    values::rate(raw.api.rate_limit.as_deref().unwrap_or("50/s")),
+                )?,
             },
             webhooks: WebhooksConfig {
                 allow_private_endpoints: raw.webhooks.allow_private_endpoints.unwrap_or(false),
                 retry_intervals: self.durations(
                     "webhooks.retry_intervals",
-                    raw.webhooks.retry_intervals.unwrap_or_else(|| strings(&["5s", "5m", "30m", "2h", "5h", "10h", "10h"])),
+                    &raw.webhooks
+                        .retry_intervals
+                        .unwrap_or_else(|| strings(&["5s", "5m", "30m", "2h", "5h", "10h", "10h"])),
                 )?,
-                timeout: self.check("webhooks.timeout", values::duration(raw.webhooks.timeout.as_deref().unwrap_or("15s")))?,
+                timeout: self.check(
+                    "webhooks.timeout",
+                    values::duration(raw.webhooks.timeout.as_deref().unwrap_or("15s")),
+                )?,
             },
             spool: SpoolConfig {
                 min_free_space: self.check(
@@ -431,11 +456,17 @@ impl Validator<'_> {
         for (i, listener) in listeners.iter().enumerate() {
             // Port 0 asks the kernel for any free port, so it may appear more than once.
             if listener.addr.port() != 0 && listeners[..i].iter().any(|l| l.addr == listener.addr) {
-                return Err(self.error(format!("smtp.listeners[{i}].addr"), format!("{} is listed twice", listener.addr)));
+                return Err(self.error(
+                    format!("smtp.listeners[{i}].addr"),
+                    format!("{} is listed twice", listener.addr),
+                ));
             }
         }
         let username = raw.username.unwrap_or_else(|| "resend".to_owned());
-        if username.is_empty() || username.len() > 64 || username.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        if username.is_empty()
+            || username.len() > 64
+            || username.contains(|c: char| c.is_whitespace() || c.is_control())
+        {
             return Err(self.error("smtp.username", "must be 1 to 64 characters without spaces"));
         }
         Ok(SmtpConfig {
@@ -493,7 +524,11 @@ impl Validator<'_> {
         let relay = match raw.relay {
             Some(text) => {
                 let (host, port) = self.check("delivery.relay", values::host_port(&text))?;
-                Some(Relay { host, port, credentials })
+                Some(Relay {
+                    host,
+                    port,
+                    credentials,
+                })
             }
             None if credentials.is_some() => {
                 return Err(self.error("delivery.relay", "is required when relay credentials are set"));
@@ -506,13 +541,17 @@ impl Validator<'_> {
             relay,
             retry_intervals: self.durations(
                 "delivery.retry_intervals",
-                raw.retry_intervals.unwrap_or_else(|| strings(&["1m", "5m", "15m", "30m", "1h", "2h", "4h"])),
+                &raw.retry_intervals
+                    .unwrap_or_else(|| strings(&["1m", "5m", "15m", "30m", "1h", "2h", "4h"])),
             )?,
             message_lifetime: self.check(
                 "delivery.message_lifetime",
                 values::duration(raw.message_lifetime.as_deref().unwrap_or("72h")),
             )?,
-            ca_file: raw.ca_file.map(|p| self.existing_file("delivery.ca_file", p)).transpose()?,
+            ca_file: raw
+                .ca_file
+                .map(|p| self.existing_file("delivery.ca_file", p))
+                .transpose()?,
         })
     }
 

@@ -11,13 +11,16 @@ fn defaults_match_the_design() {
     let config = Config::from_toml("", None).expect("defaults are valid");
     assert_eq!(config.http.listen, "127.0.0.1:3000".parse().expect("addr"));
     let ports: Vec<_> = config.smtp.listeners.iter().map(|l| (l.addr.port(), l.tls)).collect();
-    assert_eq!(ports, vec![
-        (25, TlsMode::StartTls),
-        (465, TlsMode::Implicit),
-        (587, TlsMode::StartTls),
-        (2465, TlsMode::Implicit),
-        (2587, TlsMode::StartTls),
-    ]);
+    assert_eq!(
+        ports,
+        vec![
+            (25, TlsMode::StartTls),
+            (465, TlsMode::Implicit),
+            (587, TlsMode::StartTls),
+            (2465, TlsMode::Implicit),
+            (2587, TlsMode::StartTls),
+        ]
+    );
     assert!(!config.smtp.listeners_configured);
     assert_eq!(config.smtp.username, "resend");
     assert_eq!(config.delivery.mx_port, 25);
@@ -27,7 +30,13 @@ fn defaults_match_the_design() {
     assert_eq!(config.delivery.message_lifetime, Duration::from_secs(72 * 3600));
     assert_eq!(config.domains.dkim_algorithm, DkimAlgorithm::Rsa);
     assert_eq!(config.domains.spf, format!("a:{}", config.server.hostname));
-    assert_eq!(config.api.rate_limit, Rate { count: 50, per: Duration::from_secs(1) });
+    assert_eq!(
+        config.api.rate_limit,
+        Rate {
+            count: 50,
+            per: Duration::from_secs(1)
+        }
+    );
     assert!(!config.webhooks.allow_private_endpoints);
     assert_eq!(config.webhooks.retry_intervals[0], Duration::from_secs(5));
     assert_eq!(config.webhooks.timeout, Duration::from_secs(15));
@@ -72,7 +81,11 @@ fn every_documented_key_is_accepted() {
     )
     .expect("valid");
     assert_eq!(config.server.hostname, "mail.example.com");
-    assert_eq!(config.server.data_dir, PathBuf::from("/etc/herald/data"), "relative to the file");
+    assert_eq!(
+        config.server.data_dir,
+        PathBuf::from("/etc/herald/data"),
+        "relative to the file"
+    );
     assert!(config.smtp.listeners_configured);
     assert_eq!(config.smtp.listeners[1].tls, TlsMode::Implicit);
     assert_eq!(config.delivery.relay.as_ref().map(|r| r.port), Some(587));
@@ -93,31 +106,49 @@ fn unknown_keys_fail_naming_the_key_and_file() {
     let err = parse("[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"starttls\", extra = 1 }]\n")
         .expect_err("unknown nested key");
     assert!(err.to_string().contains("extra"), "{err}");
-    assert_eq!(err.key, "smtp.listeners[0]");
+    assert_eq!(err.key, "smtp.listeners[0].extra");
 }
 
 #[test]
 fn bad_values_fail_naming_the_key() {
     let cases = [
-        ("[delivery]\nretry_intervals = [\"1m\", \"soon\"]\n", "delivery.retry_intervals[1]"),
+        (
+            "[delivery]\nretry_intervals = [\"1m\", \"soon\"]\n",
+            "delivery.retry_intervals[1]",
+        ),
         ("[delivery]\nretry_intervals = []\n", "delivery.retry_intervals"),
         ("[delivery]\nmessage_lifetime = \"0s\"\n", "delivery.message_lifetime"),
-        ("[delivery]\nnameservers = [\"dns.example\"]\n", "delivery.nameservers[0]"),
+        (
+            "[delivery]\nnameservers = [\"dns.example\"]\n",
+            "delivery.nameservers[0]",
+        ),
         ("[delivery]\nrelay = \"smtp.example.net\"\n", "delivery.relay"),
         ("[delivery]\nrelay_password = \"x\"\n", "delivery.relay_username"),
         ("[delivery]\nmx_port = 70000\n", "delivery.mx_port"),
         ("[http]\nlisten = \"localhost\"\n", "http.listen"),
         ("[api]\nrate_limit = \"fast\"\n", "api.rate_limit"),
-        ("[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"maybe\" }]\n", "smtp.listeners[0].tls"),
-        ("[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"starttls\" }, { addr = \"127.0.0.1:25\", tls = \"implicit\" }]\n", "smtp.listeners[1].addr"),
+        (
+            "[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"maybe\" }]\n",
+            "smtp.listeners[0].tls",
+        ),
+        (
+            "[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"starttls\" }, { addr = \"127.0.0.1:25\", tls = \"implicit\" }]\n",
+            "smtp.listeners[1].addr",
+        ),
         ("[server]\nhostname = \"not a host\"\n", "server.hostname"),
         ("[domains]\ndkim_algorithm = \"dsa\"\n", "domains.dkim_algorithm"),
         ("[spool]\nmin_free_space = \"plenty\"\n", "spool.min_free_space"),
         ("[log]\nformat = \"xml\"\n", "log.format"),
-        ("[tls]\ncert = \"/nonexistent/cert.pem\"\nkey = \"/nonexistent/key.pem\"\n", "tls.cert"),
+        (
+            "[tls]\ncert = \"/nonexistent/cert.pem\"\nkey = \"/nonexistent/key.pem\"\n",
+            "tls.cert",
+        ),
         ("[tls]\ncert = \"/nonexistent/cert.pem\"\n", "tls.key"),
         ("[webhooks]\ntimeout = \"forever\"\n", "webhooks.timeout"),
-        ("[webhooks]\nallow_private_endpoints = \"yes\"\n", "webhooks.allow_private_endpoints"),
+        (
+            "[webhooks]\nallow_private_endpoints = \"yes\"\n",
+            "webhooks.allow_private_endpoints",
+        ),
     ];
     for (text, key) in cases {
         let err = parse(text).expect_err(text);
@@ -143,18 +174,35 @@ fn missing_file_is_named() {
 
 #[test]
 fn effective_config_round_trips_and_redacts_secrets() {
-    let config = parse(
-        "[delivery]\nrelay = \"smtp.example.net:587\"\nrelay_username = \"u\"\nrelay_password = \"hunter2\"\n",
-    )
-    .expect("valid");
+    let config =
+        parse("[delivery]\nrelay = \"smtp.example.net:587\"\nrelay_username = \"u\"\nrelay_password = \"hunter2\"\n")
+            .expect("valid");
     let text = config.to_toml();
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("<redacted>"), "{text}");
     assert!(!format!("{config:?}").contains("hunter2"));
-    for key in ["hostname", "data_dir", "listen", "listeners", "retry_intervals", "message_lifetime", "rate_limit", "allow_private_endpoints", "dkim_algorithm", "spf", "mx_port", "nameservers", "timeout", "min_free_space"] {
+    for key in [
+        "hostname",
+        "data_dir",
+        "listen",
+        "listeners",
+        "retry_intervals",
+        "message_lifetime",
+        "rate_limit",
+        "allow_private_endpoints",
+        "dkim_algorithm",
+        "spf",
+        "mx_port",
+        "nameservers",
+        "timeout",
+        "min_free_space",
+    ] {
         assert!(text.contains(key), "{key} missing from\n{text}");
     }
     let defaults = Config::defaults().to_toml();
     let reparsed = Config::from_toml(&defaults, None).expect("the printed defaults parse again");
-    assert_eq!(reparsed.to_toml().lines().skip(1).collect::<Vec<_>>(), defaults.lines().skip(1).collect::<Vec<_>>());
+    assert_eq!(
+        reparsed.to_toml().lines().skip(1).collect::<Vec<_>>(),
+        defaults.lines().skip(1).collect::<Vec<_>>()
+    );
 }

@@ -64,9 +64,9 @@ pub fn byte_size(text: &str) -> Result<u64, String> {
 
 /// `"127.0.0.1:3000"` or `"[::1]:3000"`.
 pub fn socket_addr(text: &str) -> Result<SocketAddr, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| format!("invalid address {text:?}; write it as ip:port, like \"127.0.0.1:3000\" or \"[::1]:3000\""))
+    text.trim().parse().map_err(|_| {
+        format!("invalid address {text:?}; write it as ip:port, like \"127.0.0.1:3000\" or \"[::1]:3000\"")
+    })
 }
 
 /// A DNS server: `"ip:port"`, or a bare IP for port 53.
@@ -122,7 +122,13 @@ mod tests {
 
     #[test]
     fn rates() {
-        assert_eq!(rate("50/s"), Ok(Rate { count: 50, per: Duration::from_secs(1) }));
+        assert_eq!(
+            rate("50/s"),
+            Ok(Rate {
+                count: 50,
+                per: Duration::from_secs(1)
+            })
+        );
         assert_eq!(rate("600/m").map(|r| r.per), Ok(Duration::from_secs(60)));
         assert_eq!(rate("5/10s").map(|r| r.per), Ok(Duration::from_secs(10)));
         assert_eq!(rate("50/s").map(|r| r.to_string()), Ok("50/s".into()));

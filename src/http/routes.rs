@@ -14,10 +14,19 @@ pub async fn handle(state: &AppState, request: Request<Incoming>) -> Response<Fu
     let path = request.uri().path().to_owned();
     let (route, response) = match (request.method(), path.as_str()) {
         (&Method::GET | &Method::HEAD, "/healthz") => ("healthz", healthz(state).await),
-        (_, "/healthz") => ("healthz", ApiError::method_not_allowed("/healthz supports GET only").into_response()),
+        (_, "/healthz") => (
+            "healthz",
+            ApiError::method_not_allowed("/healthz supports GET only").into_response(),
+        ),
         (&Method::GET, "/metrics") => ("metrics", metrics()),
-        (_, "/metrics") => ("metrics", ApiError::method_not_allowed("/metrics supports GET only").into_response()),
-        _ => ("unknown", ApiError::not_found(format!("no route for {} {path}", request.method())).into_response()),
+        (_, "/metrics") => (
+            "metrics",
+            ApiError::method_not_allowed("/metrics supports GET only").into_response(),
+        ),
+        _ => (
+            "unknown",
+            ApiError::not_found(format!("no route for {} {path}", request.method())).into_response(),
+        ),
     };
     metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
         .increment(1);
@@ -31,7 +40,11 @@ async fn healthz(state: &AppState) -> Response<Full<Bytes>> {
     let admission = state.store.admit();
     let (status, label, reason) = match &admission {
         Ok(()) => (StatusCode::OK, "ok", None),
-        Err(refusal) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", Some(refusal.to_string())),
+        Err(refusal) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            Some(refusal.to_string()),
+        ),
     };
     response::json(
         status,
@@ -51,5 +64,9 @@ async fn healthz(state: &AppState) -> Response<Full<Bytes>> {
 fn metrics() -> Response<Full<Bytes>> {
     let handle = crate::telemetry::metrics();
     handle.run_upkeep();
-    response::text(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", handle.render())
+    response::text(
+        StatusCode::OK,
+        "text/plain; version=0.0.4; charset=utf-8",
+        handle.render(),
+    )
 }

@@ -93,6 +93,9 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         clock,
         bootstrap_api_key,
     } = options;
+    // Install the metrics recorder before anything records: counters incremented
+    // without one are lost.
+    let _ = crate::telemetry::metrics();
     let data_dir = config.server.data_dir.clone();
     data_dir::prepare(&data_dir)?;
 
@@ -150,7 +153,11 @@ async fn open_store(
         let store = Store::open(store_options)?;
         let (spool, recovery) = Spool::open(store.clone())?;
         if recovery.messages > 0 {
-            tracing::info!(messages = recovery.messages, recipients = recovery.recipients, "resuming spooled mail");
+            tracing::info!(
+                messages = recovery.messages,
+                recipients = recovery.recipients,
+                "resuming spooled mail"
+            );
         }
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
         Ok((store, spool, bootstrap))

@@ -50,7 +50,11 @@ pub async fn bind_listeners(config: &SmtpConfig) -> Result<Bound, BindError> {
             Ok(socket) => bound.listeners.push((*listener, socket)),
             Err(error) if may_skip(&error, listener, config.listeners_configured) => bound.skipped.push(*listener),
             Err(source) => {
-                let hint = if source.kind() == io::ErrorKind::PermissionDenied { PRIVILEGE_HINT } else { "" };
+                let hint = if source.kind() == io::ErrorKind::PermissionDenied {
+                    PRIVILEGE_HINT
+                } else {
+                    ""
+                };
                 return Err(BindError {
                     index,
                     addr: listener.addr,
@@ -94,9 +98,18 @@ mod tests {
         let denied = io::Error::from(io::ErrorKind::PermissionDenied);
         let in_use = io::Error::from(io::ErrorKind::AddrInUse);
         assert!(may_skip(&denied, &listener(25), false));
-        assert!(!may_skip(&denied, &listener(25), true), "a configured listener is a promise");
-        assert!(!may_skip(&denied, &listener(2587), false), "unprivileged ports are never skipped");
-        assert!(!may_skip(&in_use, &listener(25), false), "address in use is a real failure");
+        assert!(
+            !may_skip(&denied, &listener(25), true),
+            "a configured listener is a promise"
+        );
+        assert!(
+            !may_skip(&denied, &listener(2587), false),
+            "unprivileged ports are never skipped"
+        );
+        assert!(
+            !may_skip(&in_use, &listener(25), false),
+            "address in use is a real failure"
+        );
     }
 
     #[tokio::test]
@@ -104,7 +117,13 @@ mod tests {
         let taken = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = taken.local_addr().expect("addr");
         let config = SmtpConfig {
-            listeners: vec![listener(0), Listener { addr, tls: TlsMode::Implicit }],
+            listeners: vec![
+                listener(0),
+                Listener {
+                    addr,
+                    tls: TlsMode::Implicit,
+                },
+            ],
             listeners_configured: true,
             username: "resend".into(),
         };

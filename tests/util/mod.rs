@@ -73,14 +73,18 @@ impl HttpResponse {
     }
 
     pub fn content_type(&self) -> &str {
-        self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default()
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
     }
 }
 
 pub async fn http(addr: SocketAddr, method: Method, path: &str) -> HttpResponse {
     let stream = TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("HTTP handshake");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("HTTP handshake");
     tokio::spawn(connection);
     let request = Request::builder()
         .method(method)

@@ -48,9 +48,12 @@ pub fn message(store: &Store, size: usize) -> NewMessage {
 pub fn email_batch(id: Id) -> Batch {
     let mut batch = Batch::new();
     batch
-        .put(id.as_bytes(), &EmailRecord {
-            subject: format!("email {id}"),
-        })
+        .put(
+            id.as_bytes(),
+            &EmailRecord {
+                subject: format!("email {id}"),
+            },
+        )
         .expect("encodes");
     batch
 }
