@@ -17,15 +17,23 @@
 //! ## Modules
 //!
 //! - [`config`]: the TOML config, parsed once into validated types.
+//! - [`dns`]: DNS lookups (TXT for domain verification, MX for delivery).
 //! - [`server`]: `herald serve`, start-up and shutdown.
 //! - [`http`]: the HTTP listener (REST API, `/healthz`, `/metrics`).
 //! - [`smtp`]: the SMTP listeners.
 //! - [`accounts`]: teams and API keys, and the first start's bootstrap.
+//! - [`api`]: the REST resources (API keys, teams, domains, logs).
+//! - [`domains`]: sending domains, DKIM keys and DNS verification.
+//! - [`events`]: events written with the changes that cause them, for webhooks.
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
 
 pub mod accounts;
+pub mod api;
 pub mod config;
+pub mod dns;
+pub mod domains;
+pub mod events;
 pub mod http;
 pub mod server;
 pub mod shutdown;

@@ -39,8 +39,13 @@ impl Table {
     pub const API_KEYS: Table = Table::new("api_keys");
     /// API key lookup: SHA-256 digest of the token to the key's location.
     pub const API_KEY_DIGESTS: Table = Table::new("api_key_digests");
+    /// When each API key last authenticated a request, apart from the key record so that
+    /// recording use never races an edit of the key.
+    pub const API_KEY_USAGE: Table = Table::new("api_key_usage");
     /// Sending domains by team and domain id.
     pub const DOMAINS: Table = Table::new("domains");
+    /// Domain lookup by team and name.
+    pub const DOMAIN_NAMES: Table = Table::new("domain_names");
     /// Email records by team and email id.
     pub const EMAILS: Table = Table::new("emails");
     /// Email events by email id and event id.
@@ -49,6 +54,8 @@ impl Table {
     pub const OUTBOX: Table = Table::new("outbox");
     /// API request logs by team and log id.
     pub const LOGS: Table = Table::new("logs");
+    /// Request logs by log id then team, so expiry walks them oldest first.
+    pub const LOG_EXPIRY: Table = Table::new("log_expiry");
     /// Idempotency records by team and key.
     pub const IDEMPOTENCY: Table = Table::new("idempotency");
 
@@ -61,11 +68,14 @@ impl Table {
         Table::TEAMS,
         Table::API_KEYS,
         Table::API_KEY_DIGESTS,
+        Table::API_KEY_USAGE,
         Table::DOMAINS,
+        Table::DOMAIN_NAMES,
         Table::EMAILS,
         Table::EVENTS,
         Table::OUTBOX,
         Table::LOGS,
+        Table::LOG_EXPIRY,
         Table::IDEMPOTENCY,
     ];
 }

@@ -61,6 +61,17 @@ impl Record for ApiKeyDigest {
     const TABLE: Table = Table::API_KEY_DIGESTS;
 }
 
+/// When a key last authenticated a request, under the key's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApiKeyUsage {
+    /// The time.
+    pub last_used_at: Timestamp,
+}
+
+impl Record for ApiKeyUsage {
+    const TABLE: Table = Table::API_KEY_USAGE;
+}
+
 /// An API key token, as clients send it. Its `Debug` form hides it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);
@@ -107,6 +118,11 @@ impl Token {
             return Err(TokenError::Characters);
         }
         Ok(Token(text.to_owned()))
+    }
+
+    /// A token as a client presented it, unchecked: it is only ever hashed for lookup.
+    pub fn from_header(text: &str) -> Token {
+        Token(text.to_owned())
     }
 
     /// The token itself, to show once.

@@ -88,6 +88,7 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
         name: "Default".to_owned(),
         operator: true,
         created_at: now,
+        rate_limit: None,
     };
     let key = ApiKey {
         id: store.next_id(),

@@ -7,6 +7,6 @@ mod api_key;
 mod bootstrap;
 mod team;
 
-pub use api_key::{ApiKey, ApiKeyDigest, Permission, Token, TokenError};
+pub use api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token, TokenError};
 pub use bootstrap::{BOOTSTRAP_KEY_FILE, Bootstrap, BootstrapError, bootstrap};
 pub use team::Team;

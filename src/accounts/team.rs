@@ -14,6 +14,9 @@ pub struct Team {
     pub operator: bool,
     /// When it was created.
     pub created_at: Timestamp,
+    /// The team's own API rate limit (`"100/s"`), overriding `[api] rate_limit`.
+    #[serde(default)]
+    pub rate_limit: Option<String>,
 }
 
 impl Record for Team {

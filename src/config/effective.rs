@@ -76,9 +76,13 @@ pub fn render(config: &Config) -> String {
                 DkimAlgorithm::Ed25519 => RawDkimAlgorithm::Ed25519,
             }),
             spf: Some(config.domains.spf.clone()),
+            retry_intervals: Some(config.domains.retry_intervals.iter().copied().map(human).collect()),
+            verification_window: Some(human(config.domains.verification_window)),
+            recheck_interval: Some(human(config.domains.recheck_interval)),
         },
         api: RawApi {
             rate_limit: Some(config.api.rate_limit.to_string()),
+            log_retention: Some(human(config.api.log_retention)),
         },
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),

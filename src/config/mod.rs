@@ -183,6 +183,13 @@ pub struct DomainsConfig {
     pub dkim_algorithm: DkimAlgorithm,
     /// The SPF mechanism published in the return-path SPF record.
     pub spf: String,
+    /// Waits between DNS checks of a domain that is not verified yet; the last repeats.
+    pub retry_intervals: Vec<Duration>,
+    /// How long after verification was requested (or lost) the checks go on.
+    pub verification_window: Duration,
+    /// Wait between checks of a verified domain, so one whose records disappear stops
+    /// being verified.
+    pub recheck_interval: Duration,
 }
 
 /// A DKIM key algorithm.
@@ -197,8 +204,10 @@ pub enum DkimAlgorithm {
 /// `[api]`: the REST API.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
-    /// Requests per team.
+    /// Requests per team; a team may have its own.
     pub rate_limit: Rate,
+    /// How long API request logs are kept.
+    pub log_retention: Duration,
 }
 
 /// `[webhooks]`: event delivery to applications.
@@ -373,11 +382,29 @@ impl Validator<'_> {
                     RawDkimAlgorithm::Ed25519 => DkimAlgorithm::Ed25519,
                 },
                 spf,
+                retry_intervals: self.durations(
+                    "domains.retry_intervals",
+                    &raw.domains
+                        .retry_intervals
+                        .unwrap_or_else(|| strings(&["1m", "5m", "15m", "1h", "4h"])),
+                )?,
+                verification_window: self.check(
+                    "domains.verification_window",
+                    values::duration(raw.domains.verification_window.as_deref().unwrap_or("72h")),
+                )?,
+                recheck_interval: self.check(
+                    "domains.recheck_interval",
+                    values::duration(raw.domains.recheck_interval.as_deref().unwrap_or("24h")),
+                )?,
             },
             api: ApiConfig {
                 rate_limit: self.check(
                     "api.rate_limit",
                     values::rate(raw.api.rate_limit.as_deref().unwrap_or("50/s")),
+                )?,
+                log_retention: self.check(
+                    "api.log_retention",
+                    values::duration(raw.api.log_retention.as_deref().unwrap_or("7d")),
                 )?,
             },
             webhooks: WebhooksConfig {

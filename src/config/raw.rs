@@ -89,6 +89,9 @@ pub struct RawDelivery {
 pub struct RawDomains {
     pub dkim_algorithm: Option<RawDkimAlgorithm>,
     pub spf: Option<String>,
+    pub retry_intervals: Option<Vec<String>>,
+    pub verification_window: Option<String>,
+    pub recheck_interval: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -102,6 +105,7 @@ pub enum RawDkimAlgorithm {
 #[serde(deny_unknown_fields, default)]
 pub struct RawApi {
     pub rate_limit: Option<String>,
+    pub log_retention: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

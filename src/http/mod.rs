@@ -4,7 +4,14 @@
 //! its own task and watched by a graceful-shutdown handle, so shutdown lets responses in
 //! progress finish within the grace period.
 
+mod auth;
+pub mod format;
+pub mod pagination;
+pub mod ratelimit;
+mod request;
+pub mod request_log;
 mod response;
+mod router;
 mod routes;
 
 use std::sync::Arc;
@@ -16,7 +23,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+pub use auth::{Authenticator, Caller};
+pub use request::{ApiRequest, BODY_MAX};
 pub use response::ApiError;
+pub use router::Route;
 
 use crate::server::AppState;
 use crate::shutdown::Shutdown;

@@ -1,19 +1,30 @@
-//! The route table. Later issues add the REST resources here; what exists now is the
-//! unauthenticated pair every deployment needs.
+//! Request handling: the unauthenticated pair (`/healthz`, `/metrics`), then for
+//! everything else: read the body, authenticate, rate-limit, route, check the key's
+//! permission, run the handler off the async workers, add the RateLimit headers, and log
+//! the exchange.
+
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::Caller;
+use super::request::{ApiRequest, BODY_MAX};
+use super::request_log::{self, RequestLog};
 use super::response::{self, ApiError};
+use super::router::{self, Route};
+use crate::accounts::Permission;
+use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
 
 /// Answers one request.
-pub async fn handle(state: &AppState, request: Request<Incoming>) -> Response<Full<Bytes>> {
-    let path = request.uri().path().to_owned();
-    let (route, response) = match (request.method(), path.as_str()) {
-        (&Method::GET | &Method::HEAD, "/healthz") => ("healthz", healthz(state).await),
+pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let (route, response) = match (request.method(), request.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/healthz") => ("healthz", healthz(state)),
         (_, "/healthz") => (
             "healthz",
             ApiError::method_not_allowed("/healthz supports GET only").into_response(),
@@ -23,19 +34,103 @@ pub async fn handle(state: &AppState, request: Request<Incoming>) -> Response<Fu
             "metrics",
             ApiError::method_not_allowed("/metrics supports GET only").into_response(),
         ),
-        _ => (
-            "unknown",
-            ApiError::not_found(format!("no route for {} {path}", request.method())).into_response(),
-        ),
+        _ => match ApiRequest::read(request, BODY_MAX).await {
+            Ok(request) => api(state, request, started).await,
+            Err(error) => ("unread", error.into_response()),
+        },
     };
     metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
         .increment(1);
+    metrics::histogram!("herald_http_request_seconds", "route" => route).record(started.elapsed().as_secs_f64());
     response
+}
+
+async fn api(state: &Arc<AppState>, request: ApiRequest, started: Instant) -> (&'static str, Response<Full<Bytes>>) {
+    let caller = match state.auth.authenticate(&state.store, request.header("authorization")) {
+        Ok(caller) => caller,
+        Err(error) => return ("unauthenticated", error.into_response()),
+    };
+    let decision = state.rate_limits.check(caller.team_id);
+    let routed = router::route(&request.method, &request.path);
+    let label = routed.as_ref().map_or("unknown", Route::label);
+    let request = Arc::new(request);
+    let result = match routed {
+        _ if !decision.allowed => Err(ApiError::rate_limited()),
+        Err(error) => Err(error),
+        Ok(route) if caller.permission == Permission::SendingAccess && !route.is_sending() => {
+            Err(ApiError::restricted_api_key())
+        }
+        Ok(route) => run(state, &caller, &request, route).await,
+    };
+    let (status, body) = match result {
+        Ok(reply) => (reply.status, reply.body),
+        Err(error) => (error.status, error.body()),
+    };
+    let text = body.to_string();
+    let mut response = Response::new(Full::new(Bytes::from(text.clone())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    decision.apply(response.headers_mut());
+    log(state, &caller, &request, status, &text, started);
+    (label, response)
+}
+
+/// Runs the route's handler on the blocking pool, at most
+/// [`AppState::BLOCKING_MAX`](crate::server::AppState) at a time.
+async fn run(
+    state: &Arc<AppState>,
+    caller: &Caller,
+    request: &Arc<ApiRequest>,
+    route: Route,
+) -> Result<Reply, ApiError> {
+    let Ok(_permit) = state.blocking.acquire().await else {
+        return Err(ApiError::unavailable("The server is shutting down"));
+    };
+    let (state, caller, request) = (Arc::clone(state), caller.clone(), Arc::clone(request));
+    tokio::task::spawn_blocking(move || {
+        let ctx = Ctx {
+            state: &state,
+            caller: &caller,
+            request: &request,
+        };
+        api::dispatch(&ctx, &route)
+    })
+    .await
+    .unwrap_or_else(|error| Err(ApiError::internal(&error)))
+}
+
+fn log(
+    state: &AppState,
+    caller: &Caller,
+    request: &ApiRequest,
+    status: StatusCode,
+    response_body: &str,
+    started: Instant,
+) {
+    let store = &state.store;
+    let entry = RequestLog {
+        id: store.next_id(),
+        team_id: caller.team_id,
+        api_key_id: caller.key_id,
+        method: request.method.to_string(),
+        path: request.path.clone(),
+        query: request.raw_query.clone(),
+        status: status.as_u16(),
+        user_agent: request.header("user-agent").map(|ua| ua.chars().take(512).collect()),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        request_body: request_log::redact(&request.body),
+        response_body: request_log::redact(response_body.as_bytes()),
+        created_at: store.now(),
+    };
+    request_log::record(store, &entry);
 }
 
 /// `200` with the spool's state when herald can accept mail; `503` when storage refuses
 /// new mail, so a load balancer sends traffic elsewhere.
-async fn healthz(state: &AppState) -> Response<Full<Bytes>> {
+fn healthz(state: &AppState) -> Response<Full<Bytes>> {
     let health = state.store.health();
     let admission = state.store.admit();
     let (status, label, reason) = match &admission {

@@ -9,16 +9,21 @@ mod data_dir;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anyhow::Context as _;
 use herald_queue::{SharedClock, Spool, Store, StoreOptions};
 use herald_tls::ServerTls;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::accounts::{self, Bootstrap};
+use crate::accounts::{self, Bootstrap, Team};
 use crate::config::{Config, Listener};
+use crate::dns::Dns;
+use crate::domains::Verifier;
+use crate::http::Authenticator;
+use crate::http::ratelimit::RateLimits;
 use crate::shutdown::Controller;
 use crate::{http, smtp};
 
@@ -31,6 +36,29 @@ pub struct AppState {
     pub store: Store,
     /// The spool.
     pub spool: Spool,
+    /// API key authentication.
+    pub auth: Authenticator,
+    /// Per-team rate limits.
+    pub rate_limits: RateLimits,
+    /// Wakes the domain verifier.
+    pub verifier: Verifier,
+    /// Bounds API handlers running on the blocking pool at once.
+    pub blocking: Semaphore,
+    /// Serialises read-modify-write of resource records (keys, teams, domains). These
+    /// writes are rare and small; one lock keeps every such change simple to reason about.
+    writes: Mutex<()>,
+}
+
+impl AppState {
+    /// API handlers that may run on the blocking pool at once: enough to keep both cores
+    /// and the disk busy, few enough that a flood of requests queues instead of spawning
+    /// hundreds of threads.
+    pub const BLOCKING_MAX: usize = 64;
+
+    /// Takes the lock for a read-modify-write of a resource record.
+    pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
+        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// How to start a server.
@@ -99,7 +127,21 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let data_dir = config.server.data_dir.clone();
     data_dir::prepare(&data_dir)?;
 
-    let (store, spool, bootstrap) = open_store(&config, clock, bootstrap_api_key).await?;
+    let (store, spool, bootstrap) = open_store(&config, clock.clone(), bootstrap_api_key).await?;
+    let operator_team = match &bootstrap {
+        Bootstrap::Existing { team_id } | Bootstrap::Created { team_id, .. } => *team_id,
+    };
+    let rate_limits = RateLimits::new(config.api.rate_limit, clock);
+    for (_, team) in store.scan::<Team>(herald_queue::Scan::prefix(b""))? {
+        if let Some(rate) = team
+            .rate_limit
+            .as_deref()
+            .and_then(|r| crate::config::values::rate(r).ok())
+        {
+            rate_limits.set_override(team.id, Some(rate));
+        }
+    }
+    let dns = Dns::new(&config.delivery.nameservers, false).context("cannot set up DNS (`delivery.nameservers`)")?;
 
     let tls = load_tls(&config).await?;
     let http_listener = TcpListener::bind(config.http.listen)
@@ -108,10 +150,25 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let http_addr = http_listener.local_addr()?;
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
-    let state = Arc::new(AppState { config, store, spool });
+    let state = Arc::new(AppState {
+        config,
+        store,
+        spool,
+        auth: Authenticator::new(operator_team),
+        rate_limits,
+        verifier: Verifier::default(),
+        blocking: Semaphore::new(AppState::BLOCKING_MAX),
+        writes: Mutex::new(()),
+    });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();
     tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
+    tasks.spawn(state.verifier.clone().run(Arc::clone(&state), dns, controller.handle()));
+    tasks.spawn(http::request_log::expire(
+        state.store.clone(),
+        state.config.api.log_retention,
+        controller.handle(),
+    ));
     let context = smtp::ListenerContext {
         hostname: state.config.server.hostname.clone(),
         tls: smtp::acceptor(tls.server_config()),

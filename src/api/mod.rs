@@ -1,0 +1,96 @@
+//! The REST resources. Each handler is a plain function over a [`Ctx`]: it runs on the
+//! blocking pool (it reads and writes RocksDB and may generate keys), returns a [`Reply`]
+//! or an [`ApiError`], and knows nothing of sockets.
+
+mod api_keys;
+mod domains;
+mod logs;
+mod teams;
+
+use hyper::StatusCode;
+use serde_json::Value;
+
+use crate::http::{ApiError, ApiRequest, Caller, Route};
+use crate::server::AppState;
+
+/// What a handler sees.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// Shared state.
+    pub state: &'a AppState,
+    /// Who is calling.
+    pub caller: &'a Caller,
+    /// The request.
+    pub request: &'a ApiRequest,
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The status: 200, or 201 for creations.
+    pub status: StatusCode,
+    /// The JSON body.
+    pub body: Value,
+}
+
+impl Reply {
+    /// `200` with `body`.
+    pub fn ok(body: Value) -> Self {
+        Reply {
+            status: StatusCode::OK,
+            body,
+        }
+    }
+
+    /// `201` with `body`.
+    pub fn created(body: Value) -> Self {
+        Reply {
+            status: StatusCode::CREATED,
+            body,
+        }
+    }
+}
+
+/// Runs the handler of `route`.
+pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
+    match route {
+        Route::CreateApiKey => api_keys::create(ctx),
+        Route::ListApiKeys => api_keys::list(ctx),
+        Route::UpdateApiKey(id) => api_keys::update(ctx, id),
+        Route::DeleteApiKey(id) => api_keys::delete(ctx, id),
+        Route::CreateTeam => teams::create(ctx),
+        Route::ListTeams => teams::list(ctx),
+        Route::GetTeam(id) => teams::get(ctx, id),
+        Route::UpdateTeam(id) => teams::update(ctx, id),
+        Route::CreateDomain => domains::create(ctx),
+        Route::ListDomains => domains::list(ctx),
+        Route::GetDomain(id) => domains::get(ctx, id),
+        Route::UpdateDomain(id) => domains::update(ctx, id),
+        Route::DeleteDomain(id) => domains::delete(ctx, id),
+        Route::VerifyDomain(id) => domains::verify(ctx, id),
+        Route::ListLogs => logs::list(ctx),
+        Route::GetLog(id) => logs::get(ctx, id),
+    }
+}
+
+/// A required string field: present, non-empty after trimming, at most `max` characters.
+fn required_text(value: Option<String>, field: &str, max: usize) -> Result<String, ApiError> {
+    let Some(value) = value else {
+        return Err(ApiError::missing_field(field));
+    };
+    let value = value.trim().to_owned();
+    if value.is_empty() {
+        return Err(ApiError::missing_field(field));
+    }
+    if value.chars().count() > max {
+        return Err(ApiError::validation(format!(
+            "The `{field}` field must be at most {max} characters"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::validation(format!(
+            "The `{field}` field must not contain control characters"
+        )));
+    }
+    Ok(value)
+}

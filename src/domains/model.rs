@@ -1,0 +1,321 @@
+//! The stored domain and its statuses, and the records it asks the owner to publish.
+
+use herald_queue::{Id, Record, Table, Timestamp};
+use serde_json::{Value, json};
+
+use super::dkim::DkimKey;
+use crate::config::Config;
+use crate::http::format;
+
+/// A sending domain.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Domain {
+    /// Its id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// The domain name, lower case, without a trailing dot.
+    pub name: String,
+    /// The region label (Resend's wire field; herald runs wherever it is installed).
+    pub region: String,
+    /// The return-path subdomain's label (`send`).
+    pub custom_return_path: String,
+    /// Open tracking for its emails.
+    pub open_tracking: bool,
+    /// Click tracking for its emails.
+    pub click_tracking: bool,
+    /// TLS policy for delivery of its emails.
+    pub tls: TlsPolicy,
+    /// The DKIM key.
+    pub dkim: DkimKey,
+    /// Each record's status.
+    pub checks: RecordChecks,
+    /// The domain's status, derived from `checks` when they change.
+    pub status: DomainStatus,
+    /// The operator marked it verified without DNS (`herald domains verify --skip-dns`).
+    #[serde(default)]
+    pub dns_verification_skipped: bool,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When verification was last requested (or last lost); retries count from here.
+    pub verification_started_at: Option<Timestamp>,
+    /// When DNS was last checked.
+    pub last_checked_at: Option<Timestamp>,
+    /// When the background verifier checks it next.
+    pub next_check_at: Option<Timestamp>,
+    /// Consecutive checks that did not verify.
+    pub failed_checks: u32,
+}
+
+impl Domain {
+    /// The key in [`Table::DOMAINS`]: team id then domain id.
+    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+
+    /// The return-path host: `<custom_return_path>.<name>`.
+    pub fn return_path_host(&self) -> String {
+        format!("{}.{}", self.custom_return_path, self.name)
+    }
+
+    /// The DKIM record's host.
+    pub fn dkim_host(&self) -> String {
+        format!("{}._domainkey.{}", self.dkim.selector, self.name)
+    }
+
+    /// The DMARC record's host.
+    pub fn dmarc_host(&self) -> String {
+        format!("_dmarc.{}", self.name)
+    }
+
+    /// The SPF record's value under `config`.
+    pub fn spf_value(config: &Config) -> String {
+        format!("v=spf1 {} ~all", config.domains.spf)
+    }
+
+    /// The records to publish, in Resend's shape, with their statuses.
+    pub fn records(&self, config: &Config) -> Vec<Value> {
+        vec![
+            json!({
+                "record": "DKIM",
+                "name": format!("{}._domainkey", self.dkim.selector),
+                "type": "TXT",
+                "ttl": "Auto",
+                "status": self.checks.dkim,
+                "value": self.dkim.record_value(),
+            }),
+            json!({
+                "record": "SPF",
+                "name": self.custom_return_path,
+                "type": "MX",
+                "ttl": "Auto",
+                "status": self.checks.spf_mx,
+                "value": config.server.hostname,
+                "priority": 10,
+            }),
+            json!({
+                "record": "SPF",
+                "name": self.custom_return_path,
+                "type": "TXT",
+                "ttl": "Auto",
+                "status": self.checks.spf_txt,
+                "value": Domain::spf_value(config),
+            }),
+            json!({
+                "record": "DMARC",
+                "name": "_dmarc",
+                "type": "TXT",
+                "ttl": "Auto",
+                "status": self.checks.dmarc,
+                "value": "v=DMARC1; p=none;",
+                "recommended": true,
+            }),
+        ]
+    }
+
+    /// The full resource (`GET /domains/{id}`).
+    pub fn to_json(&self, config: &Config) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.insert("object".into(), json!("domain"));
+            map.insert("records".into(), json!(self.records(config)));
+            map.insert("tls".into(), json!(self.tls));
+            map.insert("custom_return_path".into(), json!(self.custom_return_path));
+            map.insert("dns_verification_skipped".into(), json!(self.dns_verification_skipped));
+            map.insert(
+                "last_checked_at".into(),
+                json!(self.last_checked_at.map(format::timestamp)),
+            );
+        }
+        value
+    }
+
+    /// The list item (`GET /domains`).
+    pub fn summary_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "created_at": format::timestamp(self.created_at),
+            "region": self.region,
+            "open_tracking": self.open_tracking,
+            "click_tracking": self.click_tracking,
+            "capabilities": { "sending": "enabled", "receiving": "disabled" },
+        })
+    }
+
+    /// The payload of `domain.*` events.
+    pub fn event_json(&self, config: &Config) -> Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "created_at": format::timestamp(self.created_at),
+            "region": self.region,
+            "records": self.records(config),
+        })
+    }
+}
+
+impl Record for Domain {
+    const TABLE: Table = Table::DOMAINS;
+}
+
+/// The name index: team id and name to the domain id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DomainName {
+    /// The domain.
+    pub domain_id: Id,
+}
+
+impl DomainName {
+    /// The key in [`Table::DOMAIN_NAMES`].
+    pub fn key(team_id: Id, name: &str) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), name.as_bytes()].concat()
+    }
+}
+
+impl Record for DomainName {
+    const TABLE: Table = Table::DOMAIN_NAMES;
+}
+
+/// TLS policy for delivering a domain's mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsPolicy {
+    /// Use TLS when the receiver offers it.
+    Opportunistic,
+    /// Deliver only over verified TLS.
+    Enforced,
+}
+
+/// A domain's status, in Resend's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainStatus {
+    /// Never checked.
+    NotStarted,
+    /// A check is under way.
+    Pending,
+    /// DKIM and SPF verified.
+    Verified,
+    /// Some required records verified, the others not yet checked.
+    PartiallyVerified,
+    /// Some required records verified, others failed.
+    PartiallyFailed,
+    /// No required record verified.
+    Failed,
+    /// DNS could not be asked; the check will be repeated.
+    TemporaryFailure,
+}
+
+/// One record's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordStatus {
+    /// Never checked.
+    NotStarted,
+    /// A check is under way.
+    Pending,
+    /// Found with the right value.
+    Verified,
+    /// Missing or wrong.
+    Failed,
+    /// DNS could not be asked.
+    TemporaryFailure,
+}
+
+/// The status of each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RecordChecks {
+    /// DKIM TXT.
+    pub dkim: RecordStatus,
+    /// SPF TXT on the return path.
+    pub spf_txt: RecordStatus,
+    /// MX on the return path.
+    pub spf_mx: RecordStatus,
+    /// DMARC TXT (recommended, not required).
+    pub dmarc: RecordStatus,
+}
+
+impl RecordChecks {
+    /// All records at `status`.
+    pub fn all(status: RecordStatus) -> Self {
+        RecordChecks {
+            dkim: status,
+            spf_txt: status,
+            spf_mx: status,
+            dmarc: status,
+        }
+    }
+
+    /// The domain status these record statuses amount to. DKIM and both SPF records are
+    /// required; DMARC is reported only.
+    pub fn domain_status(&self) -> DomainStatus {
+        let required = [self.dkim, self.spf_txt, self.spf_mx];
+        let count = |status| required.iter().filter(|s| **s == status).count();
+        if count(RecordStatus::NotStarted) == required.len() {
+            DomainStatus::NotStarted
+        } else if count(RecordStatus::Pending) > 0 {
+            DomainStatus::Pending
+        } else if count(RecordStatus::Verified) == required.len() {
+            DomainStatus::Verified
+        } else if count(RecordStatus::Failed) == 0 && count(RecordStatus::TemporaryFailure) > 0 {
+            DomainStatus::TemporaryFailure
+        } else if count(RecordStatus::Verified) > 0 && count(RecordStatus::Failed) > 0 {
+            DomainStatus::PartiallyFailed
+        } else if count(RecordStatus::Verified) > 0 {
+            DomainStatus::PartiallyVerified
+        } else {
+            DomainStatus::Failed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RecordStatus::{Failed, NotStarted, Pending, TemporaryFailure, Verified};
+
+    fn checks(dkim: RecordStatus, spf_txt: RecordStatus, spf_mx: RecordStatus) -> RecordChecks {
+        RecordChecks {
+            dkim,
+            spf_txt,
+            spf_mx,
+            dmarc: Failed,
+        }
+    }
+
+    #[test]
+    fn domain_status_follows_the_required_records() {
+        assert_eq!(
+            checks(NotStarted, NotStarted, NotStarted).domain_status(),
+            DomainStatus::NotStarted
+        );
+        assert_eq!(
+            checks(Pending, Verified, Verified).domain_status(),
+            DomainStatus::Pending
+        );
+        assert_eq!(
+            checks(Verified, Verified, Verified).domain_status(),
+            DomainStatus::Verified
+        );
+        assert_eq!(
+            checks(Verified, Failed, Verified).domain_status(),
+            DomainStatus::PartiallyFailed
+        );
+        assert_eq!(
+            checks(Verified, NotStarted, Verified).domain_status(),
+            DomainStatus::PartiallyVerified
+        );
+        assert_eq!(checks(Failed, Failed, Failed).domain_status(), DomainStatus::Failed);
+        assert_eq!(
+            checks(Verified, TemporaryFailure, Verified).domain_status(),
+            DomainStatus::TemporaryFailure
+        );
+        assert_eq!(
+            checks(Failed, TemporaryFailure, Verified).domain_status(),
+            DomainStatus::PartiallyFailed
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! Per-team rate limits (GCRA, exact under concurrency) and the IETF RateLimit header
+//! fields (draft-ietf-httpapi-ratelimit-headers, the separate-field form Resend uses).
+//!
+//! Each team has one limiter with its quota: `count` requests per `per`, as a burst of
+//! `count` that refills one request every `per / count`. Time comes from the injected
+//! clock, so the limits follow the same time as everything else.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use governor::clock::Clock as GovernorClock;
+use governor::middleware::StateInformationMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+use herald_queue::{Id, SharedClock};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::config::Rate;
+
+type Limiter = RateLimiter<NotKeyed, InMemoryState, ClockAdapter, StateInformationMiddleware>;
+
+/// The decision for one request, with what the headers report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request may proceed.
+    pub allowed: bool,
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests left now.
+    pub remaining: u32,
+    /// Seconds until the full quota is available again.
+    pub reset: u64,
+    /// With a refusal: seconds until the next request is allowed.
+    pub retry_after: Option<u64>,
+    /// The window in seconds, for `ratelimit-policy`.
+    pub window: u64,
+}
+
+impl Decision {
+    /// Adds the RateLimit header fields (and `retry-after` on refusals) to `headers`.
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        let mut set = |name: &'static str, value: String| {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        };
+        set("ratelimit-policy", format!("{};w={}", self.limit, self.window));
+        set("ratelimit-limit", self.limit.to_string());
+        set("ratelimit-remaining", self.remaining.to_string());
+        set("ratelimit-reset", self.reset.to_string());
+        if let Some(retry) = self.retry_after {
+            set("retry-after", retry.to_string());
+        }
+    }
+}
+
+/// The limiters of every team.
+#[derive(Debug)]
+pub struct RateLimits {
+    default: Rate,
+    clock: SharedClock,
+    teams: Mutex<HashMap<Id, TeamLimit>>,
+    overrides: Mutex<HashMap<Id, Rate>>,
+}
+
+#[derive(Debug)]
+struct TeamLimit {
+    rate: Rate,
+    limiter: Arc<Limiter>,
+}
+
+impl RateLimits {
+    /// Limits of `default` per team unless a team has its own.
+    pub fn new(default: Rate, clock: SharedClock) -> Self {
+        RateLimits {
+            default,
+            clock,
+            teams: Mutex::new(HashMap::new()),
+            overrides: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Gives `team` its own limit, or (`None`) returns it to the default.
+    pub fn set_override(&self, team: Id, rate: Option<Rate>) {
+        let mut overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner);
+        match rate {
+            Some(rate) => overrides.insert(team, rate),
+            None => overrides.remove(&team),
+        };
+    }
+
+    /// Counts one request of `team` against its limit.
+    pub fn check(&self, team: Id) -> Decision {
+        let rate = {
+            let overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner);
+            overrides.get(&team).copied().unwrap_or(self.default)
+        };
+        let limiter = {
+            let mut teams = self.teams.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = teams.entry(team).or_insert_with(|| TeamLimit {
+                rate,
+                limiter: Arc::new(limiter(rate, &self.clock)),
+            });
+            if entry.rate != rate {
+                // The team's limit changed: start it afresh with the new quota.
+                *entry = TeamLimit {
+                    rate,
+                    limiter: Arc::new(limiter(rate, &self.clock)),
+                };
+            }
+            Arc::clone(&entry.limiter)
+        };
+        let window = rate.per.as_secs().max(1);
+        let refill = refill_interval(rate);
+        match limiter.check() {
+            Ok(snapshot) => {
+                let remaining = snapshot.remaining_burst_capacity();
+                let used = rate.count.saturating_sub(remaining);
+                Decision {
+                    allowed: true,
+                    limit: rate.count,
+                    remaining,
+                    reset: ceil_secs(refill * used),
+                    retry_after: None,
+                    window,
+                }
+            }
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(ClockAdapter(self.clock.clone()).now());
+                Decision {
+                    allowed: false,
+                    limit: rate.count,
+                    remaining: 0,
+                    reset: ceil_secs(refill * rate.count.saturating_sub(1) + wait),
+                    retry_after: Some(ceil_secs(wait).max(1)),
+                    window,
+                }
+            }
+        }
+    }
+}
+
+fn refill_interval(rate: Rate) -> Duration {
+    (rate.per / rate.count.max(1)).max(Duration::from_nanos(1))
+}
+
+fn limiter(rate: Rate, clock: &SharedClock) -> Limiter {
+    let burst = NonZeroU32::new(rate.count).unwrap_or(NonZeroU32::MIN);
+    // `with_period` fails only for a zero period; `refill_interval` is at least 1 ns.
+    let quota = Quota::with_period(refill_interval(rate))
+        .unwrap_or_else(|| Quota::per_second(burst))
+        .allow_burst(burst);
+    RateLimiter::direct_with_clock(quota, ClockAdapter(clock.clone())).with_middleware::<StateInformationMiddleware>()
+}
+
+fn ceil_secs(duration: Duration) -> u64 {
+    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
+}
+
+/// governor's view of herald's clock: time since the epoch as a `Duration`.
+#[derive(Debug, Clone)]
+struct ClockAdapter(SharedClock);
+
+impl GovernorClock for ClockAdapter {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        Duration::from_millis(self.0.now().as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use herald_queue::{ManualClock, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn a_burst_of_the_limit_then_refusals_until_time_passes() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let limits = RateLimits::new(
+            Rate {
+                count: 3,
+                per: Duration::from_secs(3),
+            },
+            clock.clone(),
+        );
+        let team = herald_queue::IdGenerator::default().next(Timestamp::from_millis(1));
+        let decisions: Vec<Decision> = (0..4).map(|_| limits.check(team)).collect();
+        assert_eq!(
+            decisions.iter().map(|d| d.remaining).collect::<Vec<_>>(),
+            vec![2, 1, 0, 0]
+        );
+        assert!(decisions[..3].iter().all(|d| d.allowed));
+        assert!(!decisions[3].allowed);
+        assert_eq!(decisions[3].retry_after, Some(1));
+        assert_eq!(decisions[2].reset, 3);
+        clock.advance(Duration::from_secs(1));
+        assert!(limits.check(team).allowed);
+        assert!(!limits.check(team).allowed);
+    }
+
+    #[test]
+    fn teams_are_limited_separately_and_overrides_apply() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(5_000)));
+        let limits = RateLimits::new(
+            Rate {
+                count: 1,
+                per: Duration::from_secs(60),
+            },
+            clock,
+        );
+        let ids = herald_queue::IdGenerator::default();
+        let (a, b) = (ids.next(Timestamp::from_millis(1)), ids.next(Timestamp::from_millis(1)));
+        assert!(limits.check(a).allowed);
+        assert!(!limits.check(a).allowed);
+        assert!(limits.check(b).allowed);
+        limits.set_override(
+            a,
+            Some(Rate {
+                count: 5,
+                per: Duration::from_secs(1),
+            }),
+        );
+        let decision = limits.check(a);
+        assert!(decision.allowed);
+        assert_eq!((decision.limit, decision.remaining, decision.window), (5, 4, 1));
+        let mut headers = HeaderMap::new();
+        decision.apply(&mut headers);
+        assert_eq!(headers["ratelimit-policy"], "5;w=1");
+        assert_eq!(headers["ratelimit-remaining"], "4");
+        assert!(headers.get("retry-after").is_none());
+        limits.set_override(a, None);
+        assert!(limits.check(a).allowed, "a changed limit starts afresh");
+        assert!(!limits.check(a).allowed);
+    }
+}

@@ -1,0 +1,262 @@
+//! API request logs: every authenticated request and its response, kept for
+//! `[api] log_retention`, listed by `GET /logs`. Bodies are stored with secrets redacted
+//! and capped in size.
+
+use std::time::Duration;
+
+use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use serde_json::{Value, json};
+
+use super::format;
+use crate::shutdown::Shutdown;
+
+/// Bytes of a request or response body kept in a log at most.
+pub const BODY_MAX: usize = 16 * 1024;
+
+/// Fields whose values are secrets, replaced wherever they appear in a logged body.
+const SECRET_FIELDS: &[&str] = &[
+    "token",
+    "password",
+    "secret",
+    "signing_secret",
+    "api_key",
+    "private_key",
+    "authorization",
+];
+
+/// Fields whose values are bulky payloads (attachment content), replaced by their size.
+const BULK_FIELDS: &[&str] = &["content"];
+
+/// Logs deleted per expiry batch, so one sweep never builds a huge write.
+const EXPIRY_BATCH: usize = 1_000;
+
+/// How often expired logs are swept.
+const EXPIRY_INTERVAL: Duration = Duration::from_secs(60);
+
+/// One logged request.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RequestLog {
+    /// The log's id.
+    pub id: Id,
+    /// The caller's team.
+    pub team_id: Id,
+    /// The key used.
+    pub api_key_id: Id,
+    /// HTTP method.
+    pub method: String,
+    /// Path, without the query.
+    pub path: String,
+    /// The query string, if any.
+    pub query: Option<String>,
+    /// Response status.
+    pub status: u16,
+    /// The client's `User-Agent`.
+    pub user_agent: Option<String>,
+    /// Time to answer, in milliseconds.
+    pub duration_ms: u64,
+    /// The request body, redacted and capped.
+    pub request_body: Option<String>,
+    /// The response body, redacted and capped.
+    pub response_body: Option<String>,
+    /// When the request arrived.
+    pub created_at: Timestamp,
+}
+
+impl RequestLog {
+    /// The key in [`Table::LOGS`].
+    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+
+    /// The list item.
+    pub fn summary_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "created_at": format::timestamp(self.created_at),
+            "method": self.method,
+            "endpoint": self.path,
+            "response_status": self.status,
+            "user_agent": self.user_agent,
+            "api_key_id": self.api_key_id,
+            "duration_ms": self.duration_ms,
+        })
+    }
+
+    /// The full record (`GET /logs/{id}`).
+    pub fn to_json(&self) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.insert("object".into(), json!("log"));
+            map.insert("query".into(), json!(self.query));
+            map.insert("request_body".into(), json!(self.request_body));
+            map.insert("response_body".into(), json!(self.response_body));
+        }
+        value
+    }
+}
+
+impl Record for RequestLog {
+    const TABLE: Table = Table::LOGS;
+}
+
+/// The expiry index: log id then team id, empty value.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct LogExpiry {}
+
+impl Record for LogExpiry {
+    const TABLE: Table = Table::LOG_EXPIRY;
+}
+
+/// Queues `log` for writing. Nobody waits for it: a log lost in a crash is acceptable,
+/// slowing every request down by a durable write is not.
+pub fn record(store: &Store, log: &RequestLog) {
+    let mut batch = Batch::new();
+    let written = batch.put(RequestLog::key(log.team_id, log.id), log).and_then(|()| {
+        batch.put(
+            [log.id.as_bytes().as_slice(), log.team_id.as_bytes()].concat(),
+            &LogExpiry {},
+        )
+    });
+    match written {
+        Ok(()) => drop(store.commit(batch)),
+        Err(error) => tracing::warn!(%error, "cannot encode a request log"),
+    }
+}
+
+/// A body as it is logged: JSON with secrets redacted and bulk replaced, or text; capped
+/// at [`BODY_MAX`].
+pub fn redact(body: &[u8]) -> Option<String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(mut value) => {
+            scrub(&mut value);
+            value.to_string()
+        }
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    Some(cap(text))
+}
+
+fn scrub(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                let key = key.to_ascii_lowercase();
+                if SECRET_FIELDS.contains(&key.as_str()) && !field.is_null() {
+                    *field = json!("<redacted>");
+                } else if BULK_FIELDS.contains(&key.as_str()) && (field.is_string() || field.is_array()) {
+                    let size = field.to_string().len();
+                    *field = json!(format!("<{size} bytes omitted>"));
+                } else {
+                    scrub(field);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub),
+        _ => {}
+    }
+}
+
+fn cap(mut text: String) -> String {
+    if text.len() <= BODY_MAX {
+        return text;
+    }
+    let total = text.len();
+    let mut end = BODY_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("… (truncated, {total} bytes in all)"));
+    text
+}
+
+/// Deletes logs older than `retention` every minute until shutdown.
+pub async fn expire(store: Store, retention: Duration, mut shutdown: Shutdown) {
+    loop {
+        let sweep = {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || sweep(&store, retention))
+        };
+        match sweep.await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(deleted)) => tracing::debug!(deleted, "expired request logs"),
+            Ok(Err(error)) => tracing::warn!(%error, "request log expiry failed"),
+            Err(error) => tracing::warn!(%error, "request log expiry task failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(EXPIRY_INTERVAL) => {}
+            () = shutdown.triggered() => return,
+        }
+    }
+}
+
+/// Deletes every log older than `retention`; returns how many.
+pub fn sweep(store: &Store, retention: Duration) -> Result<usize, herald_queue::Error> {
+    let cutoff = Timestamp::from_millis(store.now().as_millis().saturating_sub(millis(retention)));
+    let mut deleted = 0;
+    loop {
+        let entries = store.scan_raw(
+            Table::LOG_EXPIRY,
+            Scan {
+                limit: EXPIRY_BATCH,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        let mut reached_cutoff = false;
+        for (key, _) in &entries {
+            let (Some(id), Some(team)) = (Id::from_slice(key), key.get(16..).and_then(Id::from_slice)) else {
+                batch.delete_raw(Table::LOG_EXPIRY, key.clone());
+                continue;
+            };
+            if id.timestamp().is_some_and(|at| at >= cutoff) {
+                reached_cutoff = true;
+                break;
+            }
+            batch.delete_raw(Table::LOG_EXPIRY, key.clone());
+            batch.delete::<RequestLog>(RequestLog::key(team, id));
+            deleted += 1;
+        }
+        let done = reached_cutoff || entries.len() < EXPIRY_BATCH;
+        if !batch.is_empty() {
+            store.commit(batch).wait()?;
+        }
+        if done {
+            return Ok(deleted);
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_and_bulk_is_omitted() {
+        let body = br#"{"name":"k","token":"re_secret","nested":[{"signing_secret":"whsec_x"}],"attachments":[{"content":"aGVsbG8="}]}"#;
+        let logged = redact(body).expect("logged");
+        assert!(!logged.contains("re_secret") && !logged.contains("whsec_x"), "{logged}");
+        assert!(
+            logged.contains("<redacted>") && logged.contains("bytes omitted"),
+            "{logged}"
+        );
+        assert!(logged.contains("\"name\":\"k\""));
+        assert_eq!(redact(b"  "), None);
+        assert_eq!(redact(b"not json").as_deref(), Some("not json"));
+    }
+
+    #[test]
+    fn long_bodies_are_capped_on_a_character_boundary() {
+        let long = "é".repeat(BODY_MAX);
+        let logged = redact(long.as_bytes()).expect("logged");
+        assert!(logged.len() < BODY_MAX + 64);
+        assert!(logged.contains("truncated"));
+    }
+}

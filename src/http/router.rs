@@ -1,0 +1,137 @@
+//! The route table: which resource and verb a method and path name.
+
+use hyper::Method;
+
+use super::ApiError;
+
+/// A matched route, with its path parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /api-keys`
+    CreateApiKey,
+    /// `GET /api-keys`
+    ListApiKeys,
+    /// `PATCH /api-keys/{id}`
+    UpdateApiKey(String),
+    /// `DELETE /api-keys/{id}`
+    DeleteApiKey(String),
+    /// `POST /teams`
+    CreateTeam,
+    /// `GET /teams`
+    ListTeams,
+    /// `GET /teams/{id}`
+    GetTeam(String),
+    /// `PATCH /teams/{id}`
+    UpdateTeam(String),
+    /// `POST /domains`
+    CreateDomain,
+    /// `GET /domains`
+    ListDomains,
+    /// `GET /domains/{id}`
+    GetDomain(String),
+    /// `PATCH /domains/{id}`
+    UpdateDomain(String),
+    /// `DELETE /domains/{id}`
+    DeleteDomain(String),
+    /// `POST /domains/{id}/verify`
+    VerifyDomain(String),
+    /// `GET /logs`
+    ListLogs,
+    /// `GET /logs/{id}`
+    GetLog(String),
+}
+
+impl Route {
+    /// Whether a `sending_access` key may call this route.
+    pub fn is_sending(&self) -> bool {
+        false
+    }
+
+    /// A short label for metrics and logs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Route::CreateApiKey => "api_keys.create",
+            Route::ListApiKeys => "api_keys.list",
+            Route::UpdateApiKey(_) => "api_keys.update",
+            Route::DeleteApiKey(_) => "api_keys.delete",
+            Route::CreateTeam => "teams.create",
+            Route::ListTeams => "teams.list",
+            Route::GetTeam(_) => "teams.get",
+            Route::UpdateTeam(_) => "teams.update",
+            Route::CreateDomain => "domains.create",
+            Route::ListDomains => "domains.list",
+            Route::GetDomain(_) => "domains.get",
+            Route::UpdateDomain(_) => "domains.update",
+            Route::DeleteDomain(_) => "domains.delete",
+            Route::VerifyDomain(_) => "domains.verify",
+            Route::ListLogs => "logs.list",
+            Route::GetLog(_) => "logs.get",
+        }
+    }
+}
+
+/// Matches `method` and `path`: `404` when no route has the path, `405` when one has it
+/// with other methods.
+pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
+    let trimmed = path.trim_end_matches('/');
+    let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
+    let one = |allowed: &[(Method, Route)]| -> Result<Route, ApiError> {
+        allowed
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, r)| r.clone())
+            .ok_or_else(|| {
+                let names: Vec<&str> = allowed.iter().map(|(m, _)| m.as_str()).collect();
+                ApiError::method_not_allowed(format!("{path} supports {} only", names.join(", ")))
+            })
+    };
+    match segments.as_slice() {
+        ["api-keys"] => one(&[(Method::POST, Route::CreateApiKey), (Method::GET, Route::ListApiKeys)]),
+        ["api-keys", id] => one(&[
+            (Method::PATCH, Route::UpdateApiKey((*id).to_owned())),
+            (Method::DELETE, Route::DeleteApiKey((*id).to_owned())),
+        ]),
+        ["teams"] => one(&[(Method::POST, Route::CreateTeam), (Method::GET, Route::ListTeams)]),
+        ["teams", id] => one(&[
+            (Method::GET, Route::GetTeam((*id).to_owned())),
+            (Method::PATCH, Route::UpdateTeam((*id).to_owned())),
+        ]),
+        ["domains"] => one(&[(Method::POST, Route::CreateDomain), (Method::GET, Route::ListDomains)]),
+        ["domains", id] => one(&[
+            (Method::GET, Route::GetDomain((*id).to_owned())),
+            (Method::PATCH, Route::UpdateDomain((*id).to_owned())),
+            (Method::DELETE, Route::DeleteDomain((*id).to_owned())),
+        ]),
+        ["domains", id, "verify"] => one(&[(Method::POST, Route::VerifyDomain((*id).to_owned()))]),
+        ["logs"] => one(&[(Method::GET, Route::ListLogs)]),
+        ["logs", id] => one(&[(Method::GET, Route::GetLog((*id).to_owned()))]),
+        _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_paths_and_methods() {
+        assert_eq!(route(&Method::GET, "/domains"), Ok(Route::ListDomains));
+        assert_eq!(route(&Method::GET, "/domains/"), Ok(Route::ListDomains));
+        assert_eq!(
+            route(&Method::POST, "/domains/abc/verify"),
+            Ok(Route::VerifyDomain("abc".into()))
+        );
+        assert_eq!(
+            route(&Method::DELETE, "/api-keys/k"),
+            Ok(Route::DeleteApiKey("k".into()))
+        );
+        let err = route(&Method::PUT, "/domains").expect_err("405");
+        assert_eq!(err.name, "method_not_allowed");
+        assert!(err.message.contains("POST, GET"), "{}", err.message);
+        assert_eq!(route(&Method::GET, "/nope").expect_err("404").name, "not_found");
+        assert_eq!(
+            route(&Method::GET, "/domains/a/b/c").expect_err("404").name,
+            "not_found"
+        );
+    }
+}
