@@ -216,8 +216,15 @@ mod tests {
         let relative = absolute("Example.COM").expect("valid name");
         let already = absolute("example.com.").expect("valid name");
         assert!(relative.is_fqdn());
-        assert_eq!(relative.to_ascii(), "Example.COM.");
+        // IDNA mapping lower-cases, which DNS comparisons ignore anyway.
+        assert_eq!(relative.to_ascii(), "example.com.");
         assert_eq!(already.to_ascii(), "example.com.");
+    }
+
+    #[test]
+    fn absolute_encodes_international_names_as_punycode() {
+        let name = absolute("bücher.example").expect("valid name");
+        assert_eq!(name.to_ascii(), "xn--bcher-kva.example.");
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 }
 
 fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

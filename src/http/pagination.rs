@@ -120,5 +120,9 @@ fn cursor_id(text: &str, name: &str) -> Result<Id, ApiError> {
 
 /// The list envelope: `{"object": "list", "has_more", "data"}`.
 pub fn envelope(data: Vec<Value>, has_more: bool) -> Value {
-    json!({ "object": "list", "has_more": has_more, "data": data })
+    let mut map = serde_json::Map::new();
+    map.insert("object".into(), json!("list"));
+    map.insert("has_more".into(), json!(has_more));
+    map.insert("data".into(), Value::Array(data));
+    Value::Object(map)
 }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod dns;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -45,14 +47,70 @@ pub fn config(dir: &Path, extra: &str) -> Config {
 }
 
 pub async fn start(config: Config) -> Running {
+    start_with_key(config, None).await
+}
+
+/// The operator key the API tests bootstrap with.
+pub const OPERATOR_KEY: &str = "re_operator_test_key_0123456789";
+
+/// Starts a server whose first key is `key` (`HERALD_BOOTSTRAP_API_KEY`).
+pub async fn start_with_key(config: Config, key: Option<&str>) -> Running {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     server::start(Options {
         config,
         clock: Arc::new(SystemClock),
-        bootstrap_api_key: None,
+        bootstrap_api_key: key.map(str::to_owned),
     })
     .await
     .expect("server starts")
+}
+
+/// A server with [`OPERATOR_KEY`] and a generous rate limit.
+pub async fn start_api(dir: &Path, extra: &str) -> Running {
+    let extra = if extra.contains("[api]") {
+        extra.to_owned()
+    } else {
+        format!("[api]\nrate_limit = \"1000/s\"\n{extra}")
+    };
+    start_with_key(config(dir, &extra), Some(OPERATOR_KEY)).await
+}
+
+/// A JSON API call with a bearer `key`.
+pub async fn call(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    key: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> HttpResponse {
+    let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
+    call_raw(addr, method, path, key, bytes).await
+}
+
+/// An API call with a raw body.
+pub async fn call_raw(addr: SocketAddr, method: Method, path: &str, key: Option<&str>, body: Bytes) -> HttpResponse {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("HTTP handshake");
+    tokio::spawn(connection);
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("user-agent", "herald-tests/1.0")
+        .header("content-type", "application/json");
+    if let Some(key) = key {
+        builder = builder.header("authorization", format!("Bearer {key}"));
+    }
+    let response = sender
+        .send_request(builder.body(Full::new(body)).expect("request"))
+        .await
+        .expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    HttpResponse { status, headers, body }
 }
 
 /// A response read by a real HTTP/1.1 client.
