@@ -28,6 +28,10 @@ async fn requests_without_a_valid_key_are_refused_with_resend_errors() {
     assert_eq!(missing.content_type(), "application/json; charset=utf-8");
     assert_eq!(missing.json()["name"], "missing_api_key");
     assert_eq!(missing.json()["statusCode"], 401);
+    assert!(
+        missing.headers.contains_key("ratelimit-remaining"),
+        "RateLimit fields on every response"
+    );
 
     let wrong = call(addr, Method::GET, "/domains", Some("re_not_a_real_key_at_all"), None).await;
     assert_eq!(wrong.status, StatusCode::FORBIDDEN);
@@ -43,6 +47,27 @@ async fn requests_without_a_valid_key_are_refused_with_resend_errors() {
 
     let health = call(addr, Method::GET, "/healthz", None, None).await;
     assert_eq!(health.status, StatusCode::OK, "no key needed for /healthz");
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn guessing_keys_is_rate_limited_per_client_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "[api]\nrate_limit = \"3/m\"\n").await;
+    let addr = running.http_addr;
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let guess = format!("re_guess_{i}_0123456789abcdef");
+        statuses.push(call(addr, Method::GET, "/domains", Some(&guess), None).await.status);
+    }
+    assert_eq!(statuses[..3], [StatusCode::FORBIDDEN; 3]);
+    assert_eq!(statuses[3..], [StatusCode::TOO_MANY_REQUESTS; 2]);
+    let real = call(addr, Method::GET, "/domains", Some(OPERATOR_KEY), None).await;
+    assert_eq!(
+        real.status,
+        StatusCode::OK,
+        "a valid key counts against its team, not the address"
+    );
     running.shutdown().await;
 }
 

@@ -55,7 +55,7 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
         let state = Arc::clone(&state);
         let service = service_fn(move |request| {
             let state = Arc::clone(&state);
-            async move { Ok::<_, std::convert::Infallible>(routes::handle(&state, request).await) }
+            async move { Ok::<_, std::convert::Infallible>(routes::handle(&state, request, peer.ip()).await) }
         });
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())

@@ -56,13 +56,14 @@ impl Decision {
     }
 }
 
-/// The limiters of every team.
+/// The limiters of every team (`K` = team id), or of every client address for requests
+/// that carry no valid key (`K` = IP address), which also slows down key guessing.
 #[derive(Debug)]
-pub struct RateLimits {
+pub struct RateLimits<K = Id> {
     default: Rate,
     clock: SharedClock,
-    teams: Mutex<HashMap<Id, TeamLimit>>,
-    overrides: Mutex<HashMap<Id, Rate>>,
+    teams: Mutex<HashMap<K, TeamLimit>>,
+    overrides: Mutex<HashMap<K, Rate>>,
 }
 
 #[derive(Debug)]
@@ -71,7 +72,7 @@ struct TeamLimit {
     limiter: Arc<Limiter>,
 }
 
-impl RateLimits {
+impl<K: std::hash::Hash + Eq + Copy> RateLimits<K> {
     /// Limits of `default` per team unless a team has its own.
     pub fn new(default: Rate, clock: SharedClock) -> Self {
         RateLimits {
@@ -83,7 +84,7 @@ impl RateLimits {
     }
 
     /// Gives `team` its own limit, or (`None`) returns it to the default.
-    pub fn set_override(&self, team: Id, rate: Option<Rate>) {
+    pub fn set_override(&self, team: K, rate: Option<Rate>) {
         let mut overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner);
         match rate {
             Some(rate) => overrides.insert(team, rate),
@@ -92,7 +93,7 @@ impl RateLimits {
     }
 
     /// Counts one request of `team` against its limit.
-    pub fn check(&self, team: Id) -> Decision {
+    pub fn check(&self, team: K) -> Decision {
         let rate = {
             let overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner);
             overrides.get(&team).copied().unwrap_or(self.default)

@@ -3,6 +3,7 @@
 //! permission, run the handler off the async workers, add the RateLimit headers, and log
 //! the exchange.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,7 +22,7 @@ use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
 
 /// Answers one request.
-pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let (route, response) = match (request.method(), request.uri().path()) {
         (&Method::GET | &Method::HEAD, "/healthz") => ("healthz", healthz(state)),
@@ -35,7 +36,7 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>) -> Respon
             ApiError::method_not_allowed("/metrics supports GET only").into_response(),
         ),
         _ => match ApiRequest::read(request, BODY_MAX).await {
-            Ok(request) => api(state, request, started).await,
+            Ok(request) => api(state, request, peer, started).await,
             Err(error) => ("unread", error.into_response()),
         },
     };
@@ -45,10 +46,27 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>) -> Respon
     response
 }
 
-async fn api(state: &Arc<AppState>, request: ApiRequest, started: Instant) -> (&'static str, Response<Full<Bytes>>) {
+async fn api(
+    state: &Arc<AppState>,
+    request: ApiRequest,
+    peer: IpAddr,
+    started: Instant,
+) -> (&'static str, Response<Full<Bytes>>) {
     let caller = match state.auth.authenticate(&state.store, request.header("authorization")) {
         Ok(caller) => caller,
-        Err(error) => return ("unauthenticated", error.into_response()),
+        Err(error) => {
+            // Without a valid key there is no team to count against: count the client's
+            // address instead, which also bounds how fast keys can be guessed.
+            let decision = state.anonymous_limits.check(peer);
+            let error = if decision.allowed {
+                error
+            } else {
+                ApiError::rate_limited()
+            };
+            let mut response = error.into_response();
+            decision.apply(response.headers_mut());
+            return ("unauthenticated", response);
+        }
     };
     let decision = state.rate_limits.check(caller.team_id);
     let routed = router::route(&request.method, &request.path);

@@ -40,6 +40,8 @@ pub struct AppState {
     pub auth: Authenticator,
     /// Per-team rate limits.
     pub rate_limits: RateLimits,
+    /// Per-address limits for requests without a valid key.
+    pub anonymous_limits: RateLimits<std::net::IpAddr>,
     /// Wakes the domain verifier.
     pub verifier: Verifier,
     /// Bounds API handlers running on the blocking pool at once.
@@ -131,7 +133,8 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let operator_team = match &bootstrap {
         Bootstrap::Existing { team_id } | Bootstrap::Created { team_id, .. } => *team_id,
     };
-    let rate_limits = RateLimits::new(config.api.rate_limit, clock);
+    let rate_limits = RateLimits::new(config.api.rate_limit, clock.clone());
+    let anonymous_limits = RateLimits::new(config.api.rate_limit, clock);
     for (_, team) in store.scan::<Team>(herald_queue::Scan::prefix(b""))? {
         if let Some(rate) = team
             .rate_limit
@@ -156,6 +159,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         spool,
         auth: Authenticator::new(operator_team),
         rate_limits,
+        anonymous_limits,
         verifier: Verifier::default(),
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         writes: Mutex::new(()),
