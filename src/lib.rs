@@ -23,6 +23,7 @@
 //! - [`smtp`]: the SMTP listeners.
 //! - [`accounts`]: teams and API keys, and the first start's bootstrap.
 //! - [`api`]: the REST resources (API keys, teams, domains, logs).
+//! - [`cli`] and [`client`]: the operator's command line, a client of the REST API.
 //! - [`domains`]: sending domains, DKIM keys and DNS verification.
 //! - [`events`]: events written with the changes that cause them, for webhooks.
 //! - [`shutdown`]: the shutdown signal and drain.
@@ -30,6 +31,8 @@
 
 pub mod accounts;
 pub mod api;
+pub mod cli;
+pub mod client;
 pub mod config;
 pub mod dns;
 pub mod domains;

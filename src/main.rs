@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use herald::cli;
+use herald::client::Client;
 use herald::config::Config;
 use herald::server::{self, Options};
 use herald_queue::SystemClock;
@@ -34,6 +36,38 @@ enum Command {
         #[arg(long, short, value_name = "PATH")]
         config: Option<PathBuf>,
     },
+    /// Manage sending domains on the running server.
+    Domains {
+        #[command(subcommand)]
+        command: cli::DomainsCommand,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Manage API keys on the running server.
+    Keys {
+        #[command(subcommand)]
+        command: cli::KeysCommand,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Manage teams on the running server (operator key only).
+    Teams {
+        #[command(subcommand)]
+        command: cli::TeamsCommand,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+/// How the command line reaches the running server.
+#[derive(Debug, clap::Args)]
+struct Remote {
+    /// The server's config file (for [http] listen and the bootstrap key's location).
+    #[arg(long, short, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// The REST API's URL, e.g. http://127.0.0.1:3000 (default: from the config).
+    #[arg(long, global = true, env = "HERALD_URL")]
+    url: Option<String>,
 }
 
 const EXIT_FAILURE: u8 = 1;
@@ -52,6 +86,13 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_CONFIG)
             }
         },
+        Command::Domains { command, remote } => {
+            admin(&remote, |client| async move { cli::domains(&client, command).await })
+        }
+        Command::Keys { command, remote } => admin(&remote, |client| async move { cli::keys(&client, command).await }),
+        Command::Teams { command, remote } => {
+            admin(&remote, |client| async move { cli::teams(&client, command).await })
+        }
         Command::Serve { config } => {
             let config = match Config::load(config.as_deref()) {
                 Ok(config) => config,
@@ -69,6 +110,35 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_FAILURE)
                 }
             }
+        }
+    }
+}
+
+/// Runs an operator command against the running server's REST API, with
+/// `HERALD_API_KEY` or the bootstrap key file.
+fn admin<F, Fut>(remote: &Remote, command: F) -> ExitCode
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let config = match Config::load(remote.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("herald: {error}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let result = Client::new(&config, remote.url.as_deref(), std::env::var("HERALD_API_KEY").ok()).and_then(|client| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(command(client))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("herald: {error:#}");
+            ExitCode::from(EXIT_FAILURE)
         }
     }
 }

@@ -240,3 +240,108 @@ fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+fn admin(dir: &Path, url: &str, key: Option<&str>, args: &[&str]) -> (bool, String, String) {
+    let mut command = herald(dir);
+    command
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("herald.toml"))
+        .arg("--url")
+        .arg(url);
+    if let Some(key) = key {
+        command.env("HERALD_API_KEY", key);
+    }
+    let output = command.output().expect("run herald");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_command_line_manages_domains_keys_and_teams_through_the_api() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(dir.path(), &[]);
+    let ready = server.wait_for("herald is ready");
+    let url = format!("http://{}", ready["http"].as_str().expect("http address"));
+    let dir = dir.path();
+
+    // Without HERALD_API_KEY the bootstrap key file in the data directory is used.
+    let (ok, out, err) = admin(
+        dir,
+        &url,
+        None,
+        &["domains", "add", "example.test", "--dkim-algorithm", "ed25519"],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("added example.test"), "{out}");
+    assert!(
+        out.contains("herald._domainkey.example.test") && out.contains("k=ed25519"),
+        "{out}"
+    );
+    assert!(
+        out.contains("send.example.test") && out.contains("v=spf1 a:herald.test ~all"),
+        "{out}"
+    );
+
+    let (ok, out, err) = admin(dir, &url, None, &["domains", "verify", "example.test", "--skip-dns"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("example.test: verified"), "{out}");
+    let (_, out, _) = admin(dir, &url, None, &["domains", "list"]);
+    assert!(
+        out.lines()
+            .any(|l| l.contains("verified") && l.contains("example.test")),
+        "{out}"
+    );
+
+    let (ok, out, err) = admin(
+        dir,
+        &url,
+        None,
+        &["keys", "create", "deploy", "--sending-only", "--domain", "example.test"],
+    );
+    assert!(ok, "{err}");
+    let token = out
+        .lines()
+        .find_map(|l| l.strip_prefix("token (shown only now): "))
+        .expect("token printed")
+        .to_owned();
+    let id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("created key "))
+        .expect("id printed")
+        .to_owned();
+    let (_, out, _) = admin(dir, &url, None, &["keys", "list"]);
+    assert!(
+        out.lines()
+            .any(|l| l.contains(&id) && l.contains("sending_access") && l.ends_with("deploy")),
+        "{out}"
+    );
+    let (ok, _, err) = admin(dir, &url, Some(&token), &["domains", "list"]);
+    assert!(!ok && err.contains("restricted_api_key"), "{err}");
+    let (ok, out, err) = admin(dir, &url, None, &["keys", "revoke", &id]);
+    assert!(ok && out.contains("revoked"), "{err}");
+
+    let (ok, out, err) = admin(dir, &url, None, &["teams", "create", "Acme", "--rate-limit", "10/s"]);
+    assert!(ok, "{err}");
+    let acme = out
+        .lines()
+        .find_map(|l| l.strip_prefix("its first API key (shown only now): "))
+        .expect("key")
+        .to_owned();
+    let (ok, _, err) = admin(dir, &url, Some(&acme), &["teams", "create", "Rogue"]);
+    assert!(
+        !ok && err.contains("invalid_access"),
+        "only the operator creates teams: {err}"
+    );
+    let (_, out, _) = admin(dir, &url, Some(&acme), &["domains", "list"]);
+    assert!(!out.contains("example.test"), "teams see only their own domains: {out}");
+
+    let (ok, _, err) = admin(dir, &url, Some("re_wrong_key_0123456789"), &["domains", "list"]);
+    assert!(!ok && err.contains("invalid_api_key"), "{err}");
+    let (ok, _, err) = admin(dir, "http://127.0.0.1:1", None, &["domains", "list"]);
+    assert!(!ok && err.contains("cannot reach herald"), "{err}");
+    drop(server);
+}
