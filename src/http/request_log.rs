@@ -253,6 +253,64 @@ mod tests {
     }
 
     #[test]
+    fn logs_older_than_the_retention_are_swept() {
+        use std::sync::Arc;
+
+        use herald_queue::{ManualClock, StoreOptions};
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
+        let mut options = StoreOptions::new(dir.path());
+        options.min_free_space = 0;
+        options.clock = clock.clone();
+        let store = Store::open(options).expect("open");
+        let team = store.next_id();
+        let write = |store: &Store| {
+            let log = RequestLog {
+                id: store.next_id(),
+                team_id: team,
+                api_key_id: team,
+                method: "GET".into(),
+                path: "/domains".into(),
+                query: None,
+                status: 200,
+                user_agent: None,
+                duration_ms: 1,
+                request_body: None,
+                response_body: None,
+                created_at: store.now(),
+            };
+            let mut batch = Batch::new();
+            batch.put(RequestLog::key(team, log.id), &log).expect("encode");
+            batch
+                .put([log.id.as_bytes().as_slice(), team.as_bytes()].concat(), &LogExpiry {})
+                .expect("encode");
+            store.commit(batch).wait().expect("commit");
+        };
+        for _ in 0..3 {
+            write(&store);
+        }
+        clock.advance(Duration::from_secs(3600));
+        write(&store);
+        assert_eq!(sweep(&store, Duration::from_secs(7200)).expect("sweep"), 0);
+        clock.advance(Duration::from_secs(3600));
+        assert_eq!(
+            sweep(&store, Duration::from_secs(5400)).expect("sweep"),
+            3,
+            "only the old three"
+        );
+        let left = store.scan::<RequestLog>(Scan::prefix(team.as_bytes())).expect("scan");
+        assert_eq!(left.len(), 1);
+        assert_eq!(
+            store
+                .scan_raw(Table::LOG_EXPIRY, Scan::prefix(b""))
+                .expect("scan")
+                .len(),
+            1
+        );
+    }
+
+    #[test]
     fn long_bodies_are_capped_on_a_character_boundary() {
         let long = "é".repeat(BODY_MAX);
         let logged = redact(long.as_bytes()).expect("logged");
