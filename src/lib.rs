@@ -25,7 +25,9 @@
 //! - [`api`]: the REST resources (API keys, teams, domains, logs).
 //! - [`cli`] and [`client`]: the operator's command line, a client of the REST API.
 //! - [`domains`]: sending domains, DKIM keys and DNS verification.
+//! - [`emails`]: validation, MIME, records, idempotency and the one path that spools mail.
 //! - [`events`]: events written with the changes that cause them, for webhooks.
+//! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
 
@@ -36,8 +38,10 @@ pub mod client;
 pub mod config;
 pub mod dns;
 pub mod domains;
+pub mod emails;
 pub mod events;
 pub mod http;
+pub mod outbound;
 pub mod server;
 pub mod shutdown;
 pub mod smtp;

@@ -154,6 +154,44 @@ impl Spool {
         }
     }
 
+    /// Spools several messages and `extra` in one synced write: all of them or none.
+    /// Blocks until durable; returns the first message's id when accepted.
+    pub fn enqueue_many(&self, messages: Vec<NewMessage>, extra: Batch) -> Result<Admission, Error> {
+        let Some(first) = messages.first().map(|m| m.id) else {
+            return Err(Error::InvalidMessage("no messages"));
+        };
+        let count = messages.len() as u64;
+        let mut batch = extra;
+        for message in messages {
+            match self.prepare(message, Batch::new()) {
+                Ok(prepared) => batch.extend(prepared),
+                Err(PrepareError::Refused(refusal)) => return Ok(Admission::Refused(refusal)),
+                Err(PrepareError::Invalid(error)) => return Err(error),
+            }
+        }
+        let outcome = match self.inner.store.submit(batch) {
+            Ok(pending) => pending.wait(),
+            Err(refusal) => Err(refusal),
+        };
+        match outcome {
+            Ok(()) => {
+                let depth = self.inner.depth.fetch_add(count, Ordering::Relaxed) + count;
+                metrics::counter!("herald_spool_enqueued_total").increment(count);
+                metrics::gauge!("herald_spool_messages").set(depth as f64);
+                Ok(Admission::Accepted(first))
+            }
+            Err(refusal) => {
+                metrics::counter!("herald_spool_refused_total").increment(1);
+                Ok(Admission::Refused(refusal))
+            }
+        }
+    }
+
+    /// Whether a delivery worker holds a claim on the message now.
+    pub fn is_claimed(&self, id: Id) -> bool {
+        self.lock_in_flight().contains(&id)
+    }
+
     fn prepare(&self, message: NewMessage, extra: Batch) -> Result<Batch, PrepareError> {
         if let Err(refusal) = self.inner.store.admit() {
             return Err(PrepareError::Refused(refusal));

@@ -238,6 +238,28 @@ fn low_disk_refuses_and_writes_nothing() {
 }
 
 #[test]
+fn enqueue_many_writes_all_messages_and_records_in_one_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, spool, _) = open(dir.path());
+    let messages: Vec<_> = (0..10).map(|_| message(&store, 500)).collect();
+    let ids: Vec<_> = messages.iter().map(|m| m.id).collect();
+    let mut extra = Batch::new();
+    for id in &ids {
+        extra.extend(email_batch(*id));
+    }
+    assert_eq!(
+        spool.enqueue_many(messages, extra).expect("enqueue"),
+        Admission::Accepted(ids[0])
+    );
+    assert_eq!(spool.depth(), 10);
+    for id in &ids {
+        assert!(spool.load(*id).expect("load").is_some());
+        assert!(store.get::<EmailRecord>(id.as_bytes()).expect("get").is_some());
+    }
+    assert!(spool.enqueue_many(Vec::new(), Batch::new()).is_err());
+}
+
+#[test]
 fn invalid_messages_are_errors_not_refusals() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, spool, _) = open(dir.path());

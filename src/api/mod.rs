@@ -4,6 +4,7 @@
 
 mod api_keys;
 mod domains;
+mod emails;
 mod logs;
 mod teams;
 
@@ -68,6 +69,12 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::UpdateDomain(id) => domains::update(ctx, id),
         Route::DeleteDomain(id) => domains::delete(ctx, id),
         Route::VerifyDomain(id) => domains::verify(ctx, id),
+        Route::SendEmail => emails::send(ctx),
+        Route::SendBatch => emails::batch(ctx),
+        Route::ListEmails => emails::list(ctx),
+        Route::GetEmail(id) => emails::get(ctx, id),
+        Route::UpdateEmail(id) => emails::update(ctx, id),
+        Route::CancelEmail(id) => emails::cancel(ctx, id),
         Route::ListLogs => logs::list(ctx),
         Route::GetLog(id) => logs::get(ctx, id),
     }

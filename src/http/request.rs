@@ -76,6 +76,17 @@ impl ApiRequest {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// The body as any JSON value (an array for batches); empty is `{}`.
+    pub fn json_value(&self) -> Result<serde_json::Value, ApiError> {
+        let text: &[u8] = if self.body.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &self.body
+        };
+        serde_json::from_slice(text)
+            .map_err(|e| ApiError::bad_request(format!("The request body is not valid JSON: {e}")))
+    }
+
     /// The body decoded as `T`. An empty body (or whitespace) decodes as `{}`, since SDKs
     /// send nothing or `{}` on requests without parameters.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {

@@ -35,6 +35,18 @@ pub enum Route {
     DeleteDomain(String),
     /// `POST /domains/{id}/verify`
     VerifyDomain(String),
+    /// `POST /emails`
+    SendEmail,
+    /// `POST /emails/batch`
+    SendBatch,
+    /// `GET /emails`
+    ListEmails,
+    /// `GET /emails/{id}`
+    GetEmail(String),
+    /// `PATCH /emails/{id}`
+    UpdateEmail(String),
+    /// `POST /emails/{id}/cancel`
+    CancelEmail(String),
     /// `GET /logs`
     ListLogs,
     /// `GET /logs/{id}`
@@ -44,7 +56,7 @@ pub enum Route {
 impl Route {
     /// Whether a `sending_access` key may call this route.
     pub fn is_sending(&self) -> bool {
-        false
+        matches!(self, Route::SendEmail | Route::SendBatch)
     }
 
     /// A short label for metrics and logs.
@@ -64,6 +76,12 @@ impl Route {
             Route::UpdateDomain(_) => "domains.update",
             Route::DeleteDomain(_) => "domains.delete",
             Route::VerifyDomain(_) => "domains.verify",
+            Route::SendEmail => "emails.send",
+            Route::SendBatch => "emails.batch",
+            Route::ListEmails => "emails.list",
+            Route::GetEmail(_) => "emails.get",
+            Route::UpdateEmail(_) => "emails.update",
+            Route::CancelEmail(_) => "emails.cancel",
             Route::ListLogs => "logs.list",
             Route::GetLog(_) => "logs.get",
         }
@@ -103,6 +121,13 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::DELETE, Route::DeleteDomain((*id).to_owned())),
         ]),
         ["domains", id, "verify"] => one(&[(Method::POST, Route::VerifyDomain((*id).to_owned()))]),
+        ["emails"] => one(&[(Method::POST, Route::SendEmail), (Method::GET, Route::ListEmails)]),
+        ["emails", "batch"] => one(&[(Method::POST, Route::SendBatch)]),
+        ["emails", id] => one(&[
+            (Method::GET, Route::GetEmail((*id).to_owned())),
+            (Method::PATCH, Route::UpdateEmail((*id).to_owned())),
+        ]),
+        ["emails", id, "cancel"] => one(&[(Method::POST, Route::CancelEmail((*id).to_owned()))]),
         ["logs"] => one(&[(Method::GET, Route::ListLogs)]),
         ["logs", id] => one(&[(Method::GET, Route::GetLog((*id).to_owned()))]),
         _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),

@@ -22,8 +22,10 @@ use crate::accounts::{self, Bootstrap, Team};
 use crate::config::{Config, Listener};
 use crate::dns::Dns;
 use crate::domains::Verifier;
+use crate::emails::idempotency::Idempotency;
 use crate::http::Authenticator;
 use crate::http::ratelimit::RateLimits;
+use crate::outbound::Outbound;
 use crate::shutdown::Controller;
 use crate::{http, smtp};
 
@@ -46,6 +48,10 @@ pub struct AppState {
     pub verifier: Verifier,
     /// Bounds API handlers running on the blocking pool at once.
     pub blocking: Semaphore,
+    /// Idempotency keys in flight.
+    pub idempotency: Idempotency,
+    /// The outbound HTTP client (attachment downloads, webhooks).
+    pub outbound: Outbound,
     /// Serialises read-modify-write of resource records (keys, teams, domains). These
     /// writes are rare and small; one lock keeps every such change simple to reason about.
     writes: Mutex<()>,
@@ -144,6 +150,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
             rate_limits.set_override(team.id, Some(rate));
         }
     }
+    let outbound = Outbound::new(config.webhooks.allow_private_endpoints)?;
     let dns = Dns::new(&config.delivery.nameservers, false).context("cannot set up DNS (`delivery.nameservers`)")?;
 
     let tls = load_tls(&config).await?;
@@ -162,12 +169,18 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         anonymous_limits,
         verifier: Verifier::default(),
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
+        idempotency: Idempotency::default(),
+        outbound,
         writes: Mutex::new(()),
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();
     tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
     tasks.spawn(state.verifier.clone().run(Arc::clone(&state), dns, controller.handle()));
+    tasks.spawn(crate::emails::idempotency::expire(
+        state.store.clone(),
+        controller.handle(),
+    ));
     tasks.spawn(http::request_log::expire(
         state.store.clone(),
         state.config.api.log_retention,

@@ -65,6 +65,18 @@ pub async fn start_with_key(config: Config, key: Option<&str>) -> Running {
     .expect("server starts")
 }
 
+/// Starts a server whose first key is `key`, reading time from `clock`.
+pub async fn start_with_clock(config: Config, key: Option<&str>, clock: herald_queue::SharedClock) -> Running {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    server::start(Options {
+        config,
+        clock,
+        bootstrap_api_key: key.map(str::to_owned),
+    })
+    .await
+    .expect("server starts")
+}
+
 /// A server with [`OPERATOR_KEY`] and a generous rate limit.
 pub async fn start_api(dir: &Path, extra: &str) -> Running {
     let extra = if extra.contains("[api]") {

@@ -1,0 +1,234 @@
+//! Load benchmark of `POST /emails`: accepted emails per second over keep-alive
+//! connections (single emails and batches of 100), with latency percentiles, against a
+//! real server in this process with a real RocksDB on disk and durable acceptance.
+//!
+//! `cargo bench --profile dev --bench emails` (`HERALD_BENCH_SECONDS`, default 10 per phase;
+//! `HERALD_BENCH_CONNECTIONS`, default 64).
+
+#![allow(missing_docs, clippy::print_stdout)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use herald::config::Config;
+use herald::server::{self, Options};
+use herald_queue::SystemClock;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+
+const KEY: &str = "re_bench_operator_key_0123456789";
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument selects nothing here.
+    let seconds: u64 = env("HERALD_BENCH_SECONDS", 10);
+    let connections: usize = env("HERALD_BENCH_CONNECTIONS", 64);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run(Duration::from_secs(seconds), connections));
+}
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+async fn run(duration: Duration, connections: usize) {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let base = std::env::var_os("HERALD_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::current_dir()
+                .expect("cwd")
+                .join("target")
+                .join("bench-emails")
+        });
+    std::fs::create_dir_all(&base).expect("bench dir");
+    let dir = tempfile::tempdir_in(&base).expect("tempdir");
+    let text = format!(
+        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = []\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n",
+        dir.path().join("data").display()
+    );
+    let config = Config::from_toml(&text, None).expect("config");
+    let running = server::start(Options {
+        config,
+        clock: Arc::new(SystemClock),
+        bootstrap_api_key: Some(KEY.into()),
+    })
+    .await
+    .expect("server");
+    let addr = running.http_addr;
+    setup_domain(addr).await;
+
+    let email = json!({
+        "from": "Bench <bench@bench.test>",
+        "to": ["user@example.org"],
+        "subject": "Your receipt",
+        "html": format!("<p>{}</p>", "Thanks for your order. ".repeat(60)),
+    });
+    let single = Bytes::from(email.to_string());
+    let batch = Bytes::from(Value::Array(vec![email; 100]).to_string());
+
+    println!(
+        "herald POST /emails load benchmark: {connections} keep-alive connections, {}s per phase",
+        duration.as_secs()
+    );
+    let max = phase(
+        "single, max rate",
+        addr,
+        "/emails",
+        single.clone(),
+        connections,
+        duration,
+        None,
+        1,
+    )
+    .await;
+    let half = max / 2.0;
+    phase(
+        "single, half of max",
+        addr,
+        "/emails",
+        single,
+        connections,
+        duration,
+        Some(half),
+        1,
+    )
+    .await;
+    phase(
+        "batch of 100",
+        addr,
+        "/emails/batch",
+        batch,
+        connections.min(16),
+        duration,
+        None,
+        100,
+    )
+    .await;
+    running.shutdown().await;
+}
+
+async fn setup_domain(addr: SocketAddr) {
+    let mut client = Client::connect(addr).await;
+    let (status, body) = client
+        .post(
+            "/domains",
+            Bytes::from(json!({ "name": "bench.test", "dkim_algorithm": "ed25519" }).to_string()),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = body["id"].as_str().expect("id").to_owned();
+    let (status, _) = client
+        .post(
+            &format!("/domains/{id}/verify"),
+            Bytes::from(json!({ "skip_dns": true }).to_string()),
+        )
+        .await;
+    assert_eq!(status, 200);
+}
+
+/// Runs `connections` clients for `duration`; with `rate`, paces them to that many
+/// requests per second in all. Returns accepted emails per second.
+#[allow(clippy::too_many_arguments)]
+async fn phase(
+    name: &str,
+    addr: SocketAddr,
+    path: &'static str,
+    body: Bytes,
+    connections: usize,
+    duration: Duration,
+    rate: Option<f64>,
+    emails_per_request: usize,
+) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (body, stop) = (body.clone(), Arc::clone(&stop));
+        let interval = rate.map(|r| Duration::from_secs_f64(connections as f64 / r));
+        tasks.push(tokio::spawn(async move {
+            let mut client = Client::connect(addr).await;
+            let mut latencies = Vec::new();
+            let mut failures = 0u64;
+            let mut next = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(interval) = interval {
+                    tokio::time::sleep_until(next.into()).await;
+                    next += interval;
+                }
+                let sent = Instant::now();
+                let (status, _) = client.post(path, body.clone()).await;
+                latencies.push(sent.elapsed());
+                if status != 200 {
+                    failures += 1;
+                }
+            }
+            (latencies, failures)
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    let mut failures = 0;
+    for task in tasks {
+        let (l, f) = task.await.expect("client");
+        latencies.extend(l);
+        failures += f;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort_unstable();
+    let requests = latencies.len() as f64;
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    let emails = (requests - failures as f64) * emails_per_request as f64 / elapsed;
+    println!(
+        "{name:<22} {emails:>9.0} emails/s  {:>8.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  failures {failures}",
+        requests / elapsed,
+        pct(0.50).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+    emails
+}
+
+struct Client {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        tokio::spawn(connection);
+        Client { sender }
+    }
+
+    async fn post(&mut self, path: &str, body: Bytes) -> (u16, Value) {
+        let request = Request::post(path)
+            .header("host", "bench")
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("content-type", "application/json")
+            .body(Full::new(body))
+            .expect("request");
+        self.sender.ready().await.expect("ready");
+        let response = self.sender.send_request(request).await.expect("response");
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+}

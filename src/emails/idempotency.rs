@@ -1,0 +1,260 @@
+//! `Idempotency-Key`: the same key with the same body within 24 hours returns the first
+//! response and sends nothing; with another body it is refused; while the first request
+//! is still in flight a second one is refused. Exactly one email per key, even under
+//! concurrent requests: the in-flight set admits one request per key at a time, and the
+//! record is written in the same batch as the email.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// How long a key is remembered.
+pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
+/// Longest key accepted.
+pub const KEY_MAX: usize = 256;
+/// Records examined per sweep batch.
+const SWEEP_BATCH: usize = 1_000;
+
+/// What was answered for a key, under team id and SHA-256 of the key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IdempotencyRecord {
+    /// SHA-256 of the canonical JSON of the first request's body, hex.
+    pub body_sha256: String,
+    /// The status answered.
+    pub status: u16,
+    /// The body answered.
+    pub response: String,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+impl IdempotencyRecord {
+    /// The key in [`Table::IDEMPOTENCY`].
+    pub fn key(team_id: Id, idempotency_key: &str) -> Vec<u8> {
+        let digest: [u8; 32] = Sha256::digest(idempotency_key.as_bytes()).into();
+        [team_id.as_bytes().as_slice(), digest.as_slice()].concat()
+    }
+}
+
+impl Record for IdempotencyRecord {
+    const TABLE: Table = Table::IDEMPOTENCY;
+}
+
+/// What a key says about a request.
+#[derive(Debug)]
+pub enum Outcome<'a> {
+    /// First use (or the old one expired): go ahead; the guard holds the key until the
+    /// request finishes.
+    Fresh(InFlight<'a>),
+    /// Seen with the same body: answer this again.
+    Replay {
+        /// The status.
+        status: u16,
+        /// The body.
+        body: String,
+    },
+    /// Seen with another body.
+    Mismatch,
+    /// A request with this key is still being processed.
+    Concurrent,
+}
+
+/// The keys of requests in flight.
+#[derive(Debug, Default)]
+pub struct Idempotency {
+    in_flight: Mutex<HashSet<Vec<u8>>>,
+}
+
+/// Holds a key as in flight; releases it when dropped.
+#[derive(Debug)]
+pub struct InFlight<'a> {
+    keys: &'a Idempotency,
+    key: Vec<u8>,
+    /// The record key to write the answer under.
+    pub record_key: Vec<u8>,
+    /// The body's hash.
+    pub body_sha256: String,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.keys
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
+    }
+}
+
+impl InFlight<'_> {
+    /// Adds the record of the answer to the batch that sends the email.
+    pub fn record(
+        &self,
+        batch: &mut Batch,
+        status: u16,
+        response: &str,
+        now: Timestamp,
+    ) -> Result<(), herald_queue::Error> {
+        batch.put(
+            &self.record_key,
+            &IdempotencyRecord {
+                body_sha256: self.body_sha256.clone(),
+                status,
+                response: response.to_owned(),
+                created_at: now,
+            },
+        )
+    }
+}
+
+impl Idempotency {
+    /// Looks `key` up for `team_id` and a request whose body hashes to `body_sha256`.
+    pub fn begin(
+        &self,
+        store: &Store,
+        team_id: Id,
+        key: &str,
+        body_sha256: String,
+    ) -> Result<Outcome<'_>, herald_queue::Error> {
+        let record_key = IdempotencyRecord::key(team_id, key);
+        if !self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(record_key.clone())
+        {
+            return Ok(Outcome::Concurrent);
+        }
+        let guard = InFlight {
+            keys: self,
+            key: record_key.clone(),
+            record_key,
+            body_sha256,
+        };
+        let now = store.now();
+        match store.get::<IdempotencyRecord>(&guard.record_key)? {
+            Some(record) if now.saturating_since(record.created_at) < RETENTION => {
+                if record.body_sha256 == guard.body_sha256 {
+                    Ok(Outcome::Replay {
+                        status: record.status,
+                        body: record.response,
+                    })
+                } else {
+                    Ok(Outcome::Mismatch)
+                }
+            }
+            _ => Ok(Outcome::Fresh(guard)),
+        }
+    }
+}
+
+/// SHA-256 (hex) of the canonical form of a JSON body: object keys sorted at every level,
+/// no insignificant whitespace. Bodies that differ only in key order or spacing are the
+/// same request.
+pub fn body_hash(body: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(body, &mut canonical);
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Deletes records older than [`RETENTION`]; returns how many.
+pub fn sweep(store: &Store) -> Result<usize, herald_queue::Error> {
+    let now = store.now();
+    let mut deleted = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan::<IdempotencyRecord>(Scan {
+            prefix: b"",
+            after: after.as_deref(),
+            reverse: false,
+            limit: SWEEP_BATCH,
+        })?;
+        let mut batch = Batch::new();
+        for (key, record) in &page {
+            if now.saturating_since(record.created_at) >= RETENTION {
+                batch.delete::<IdempotencyRecord>(key);
+                deleted += 1;
+            }
+        }
+        if !batch.is_empty() {
+            store.commit(batch).wait()?;
+        }
+        if page.len() < SWEEP_BATCH {
+            return Ok(deleted);
+        }
+        after = page.last().map(|(key, _)| key.clone());
+    }
+}
+
+/// Sweeps expired records every ten minutes until shutdown.
+pub async fn expire(store: Store, mut shutdown: crate::shutdown::Shutdown) {
+    loop {
+        let swept = {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || sweep(&store))
+        };
+        match swept.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "idempotency expiry failed"),
+            Err(error) => tracing::warn!(%error, "idempotency expiry task failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(600)) => {}
+            () = shutdown.triggered() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_order_and_spacing_do_not_change_the_hash() {
+        let a: Value =
+            serde_json::from_str(r#"{"to":["a@b.test"],"from":"x@y.test","n":{"b":1,"a":2}}"#).expect("json");
+        let b: Value =
+            serde_json::from_str(r#"{ "n": {"a":2, "b":1}, "from":"x@y.test", "to":[ "a@b.test" ] }"#).expect("json");
+        let c: Value =
+            serde_json::from_str(r#"{"to":["a@b.test"],"from":"x@y.test","n":{"b":1,"a":3}}"#).expect("json");
+        assert_eq!(body_hash(&a), body_hash(&b));
+        assert_ne!(body_hash(&a), body_hash(&c));
+    }
+}

@@ -1,0 +1,99 @@
+//! The JSON of `POST /emails` as clients send it. Every field is optional here so that
+//! validation can say precisely which one is missing or wrong.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One email to send.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SendEmail {
+    /// Sender: `addr` or `Name <addr>`.
+    pub from: Option<String>,
+    /// Recipients.
+    pub to: Option<OneOrMany>,
+    /// Carbon copies.
+    pub cc: Option<OneOrMany>,
+    /// Blind carbon copies.
+    pub bcc: Option<OneOrMany>,
+    /// Reply-To addresses.
+    pub reply_to: Option<OneOrMany>,
+    /// Subject.
+    pub subject: Option<String>,
+    /// HTML body.
+    pub html: Option<String>,
+    /// Plain-text body.
+    pub text: Option<String>,
+    /// Custom headers: name to string value.
+    pub headers: Option<BTreeMap<String, Value>>,
+    /// Attachments.
+    pub attachments: Option<Vec<AttachmentInput>>,
+    /// Tags.
+    pub tags: Option<Vec<TagInput>>,
+    /// When to send.
+    pub scheduled_at: Option<String>,
+}
+
+/// A string or an array of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One value.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// The values as a list.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+/// An attachment: inline `content`, or a `path` (URL) to fetch.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AttachmentInput {
+    /// The bytes.
+    pub content: Option<Content>,
+    /// An http(s) URL to fetch the bytes from.
+    pub path: Option<String>,
+    /// File name.
+    pub filename: Option<String>,
+    /// MIME type; guessed from the file name when absent.
+    pub content_type: Option<String>,
+    /// Content-ID: makes the attachment inline, referenced as `cid:<id>`.
+    pub content_id: Option<String>,
+}
+
+/// Attachment bytes in the encodings SDKs send: base64 text (Node), an array of byte
+/// values (Python), or a serialised Node `Buffer`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// Base64 text.
+    Base64(String),
+    /// Byte values.
+    Bytes(Vec<u8>),
+    /// `{"type": "Buffer", "data": [...]}`.
+    Buffer {
+        /// Always `Buffer`.
+        #[serde(rename = "type")]
+        kind: String,
+        /// Byte values.
+        data: Vec<u8>,
+    },
+}
+
+/// A tag.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TagInput {
+    /// Name.
+    pub name: Option<String>,
+    /// Value.
+    pub value: Option<String>,
+}

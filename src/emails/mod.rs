@@ -1,0 +1,16 @@
+//! Emails: validation, MIME building, records and events, idempotency, and the one path
+//! that spools them ([`submit`]), shared by the REST API and SMTP submission.
+
+pub mod address;
+pub mod idempotency;
+pub mod input;
+pub mod mime;
+pub mod record;
+pub mod schedule;
+pub mod submit;
+pub mod validate;
+
+pub use address::Mailbox;
+pub use record::{EmailEvent, EmailRecord, Source};
+pub use submit::{Prepared, SendError, Sender};
+pub use validate::{Email, Invalid, validate};

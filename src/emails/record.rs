@@ -1,0 +1,143 @@
+//! The email record (`GET /emails/{id}`) and its event timeline.
+
+use herald_queue::{Id, Record, Table, Timestamp};
+use serde_json::{Value, json};
+
+use super::validate::Tag;
+use crate::http::format;
+
+/// Where an email came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `POST /emails` or `/emails/batch`.
+    Api,
+    /// SMTP submission.
+    Smtp,
+}
+
+/// An email as recorded, keyed by team and email id in [`Table::EMAILS`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EmailRecord {
+    /// The email's id (also its spool id).
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// The key that sent it.
+    pub api_key_id: Option<Id>,
+    /// `From`, as written.
+    pub from: String,
+    /// `To` addresses.
+    pub to: Vec<String>,
+    /// `Cc` addresses.
+    pub cc: Vec<String>,
+    /// `Bcc` addresses.
+    pub bcc: Vec<String>,
+    /// `Reply-To` addresses.
+    pub reply_to: Vec<String>,
+    /// Subject.
+    pub subject: String,
+    /// HTML body.
+    pub html: Option<String>,
+    /// Text body.
+    pub text: Option<String>,
+    /// Tags.
+    pub tags: Vec<Tag>,
+    /// When it was accepted.
+    pub created_at: Timestamp,
+    /// When it is scheduled to go, if it was scheduled.
+    pub scheduled_at: Option<Timestamp>,
+    /// `Message-ID`, with angle brackets.
+    pub message_id: String,
+    /// The latest event: `sent`, `scheduled`, `canceled`, `delivered`, ...
+    pub last_event: String,
+    /// Size of the built message in bytes.
+    pub size: u64,
+    /// Where it came in.
+    pub source: Source,
+}
+
+impl EmailRecord {
+    /// The key in [`Table::EMAILS`].
+    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+
+    /// The list item (`GET /emails`).
+    pub fn summary_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "to": self.to,
+            "from": self.from,
+            "created_at": format::timestamp(self.created_at),
+            "subject": self.subject,
+            "bcc": non_empty(&self.bcc),
+            "cc": non_empty(&self.cc),
+            "reply_to": non_empty(&self.reply_to),
+            "last_event": self.last_event,
+            "scheduled_at": self.scheduled_at.map(format::timestamp),
+            "message_id": self.message_id,
+        })
+    }
+
+    /// The full record (`GET /emails/{id}`).
+    pub fn to_json(&self) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.insert("object".into(), json!("email"));
+            map.insert("html".into(), json!(self.html));
+            map.insert("text".into(), json!(self.text));
+            map.insert("tags".into(), json!(self.tags));
+        }
+        value
+    }
+
+    /// The `data` of this email's webhook events.
+    pub fn event_data(&self, at: Timestamp) -> Value {
+        let tags: serde_json::Map<String, Value> = self.tags.iter().map(|t| (t.name.clone(), json!(t.value))).collect();
+        json!({
+            "email_id": self.id,
+            "created_at": format::iso8601(at),
+            "from": self.from,
+            "to": self.to,
+            "subject": self.subject,
+            "message_id": self.message_id,
+            "tags": tags,
+        })
+    }
+}
+
+fn non_empty(list: &[String]) -> Value {
+    if list.is_empty() { Value::Null } else { json!(list) }
+}
+
+impl Record for EmailRecord {
+    const TABLE: Table = Table::EMAILS;
+}
+
+/// One event on an email's timeline, keyed by email id and event id in
+/// [`Table::EVENTS`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EmailEvent {
+    /// The event's id.
+    pub id: Id,
+    /// The email.
+    pub email_id: Id,
+    /// `sent`, `scheduled`, `canceled`, ...
+    pub kind: String,
+    /// When.
+    pub created_at: Timestamp,
+    /// Details (a delivery's reply, a bounce's reason, ...).
+    pub data: Value,
+}
+
+impl EmailEvent {
+    /// The key in [`Table::EVENTS`].
+    pub fn key(email_id: Id, id: Id) -> Vec<u8> {
+        [email_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+}
+
+impl Record for EmailEvent {
+    const TABLE: Table = Table::EVENTS;
+}

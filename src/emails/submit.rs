@@ -1,0 +1,179 @@
+//! The one path every email takes in, whichever door it came through (REST or SMTP):
+//! check the sender may use the `from` domain, build the message, and spool it together
+//! with its record, its first event and (when given) its idempotency record, in one
+//! synced write.
+
+use std::collections::BTreeMap;
+
+use herald_queue::{Admission, Batch, Id, NewMessage, Refusal, Timestamp};
+
+use super::mime;
+use super::record::{EmailEvent, EmailRecord, Source};
+use super::validate::Email;
+use crate::accounts::Permission;
+use crate::domains::{Domain, DomainName, DomainStatus};
+use crate::server::AppState;
+
+/// Who is sending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sender {
+    /// The team.
+    pub team_id: Id,
+    /// The key used.
+    pub api_key_id: Option<Id>,
+    /// The key's permission.
+    pub permission: Permission,
+    /// The one domain a sending key is bound to.
+    pub domain_id: Option<Id>,
+}
+
+/// Why an email was not accepted (besides invalid input, which validation reports).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The `from` domain is not a verified domain of the team.
+    #[error("The {0} domain is not verified. Add and verify it with POST /domains and POST /domains/{{id}}/verify.")]
+    DomainNotVerified(String),
+    /// The key is bound to another domain.
+    #[error("This API key may only send from {0}")]
+    DomainNotAllowed(String),
+    /// Storage refuses writes for now.
+    #[error("{0}")]
+    Unavailable(Refusal),
+    /// A fault on herald's side.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<herald_queue::Error> for SendError {
+    fn from(error: herald_queue::Error) -> Self {
+        match error {
+            herald_queue::Error::Unavailable(refusal) => SendError::Unavailable(refusal),
+            other => SendError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// An email ready to spool.
+#[derive(Debug)]
+pub struct Prepared {
+    /// Its id.
+    pub id: Id,
+    /// The spool message.
+    pub message: NewMessage,
+    /// Its record and first event.
+    pub records: Batch,
+}
+
+/// The verified domain `email` is sent from, if `sender` may use it.
+pub fn authorize(state: &AppState, sender: &Sender, email: &Email) -> Result<Domain, SendError> {
+    let name = email.from.domain().to_owned();
+    let store = &state.store;
+    let domain = store
+        .get::<DomainName>(DomainName::key(sender.team_id, &name))?
+        .map(|found| store.get::<Domain>(Domain::key(sender.team_id, found.domain_id)))
+        .transpose()?
+        .flatten()
+        .filter(|d| d.status == DomainStatus::Verified)
+        .ok_or_else(|| SendError::DomainNotVerified(name.clone()))?;
+    if sender.permission == Permission::SendingAccess && sender.domain_id.is_some_and(|id| id != domain.id) {
+        let allowed = sender
+            .domain_id
+            .and_then(|id| store.get::<Domain>(Domain::key(sender.team_id, id)).ok().flatten())
+            .map_or_else(|| "its own domain".to_owned(), |d| d.name);
+        return Err(SendError::DomainNotAllowed(allowed));
+    }
+    Ok(domain)
+}
+
+/// Builds the message, record and first event of `email` sent from `domain`.
+pub fn prepare(
+    state: &AppState,
+    sender: &Sender,
+    email: &Email,
+    domain: &Domain,
+    source: Source,
+) -> Result<Prepared, SendError> {
+    let store = &state.store;
+    let now = store.now();
+    let id = store.next_id();
+    let hostname = &state.config.server.hostname;
+    let raw = mime::build(email, id, hostname, now)
+        .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
+    let (kind, last_event) = match email.scheduled_at {
+        Some(_) => ("email.scheduled", "scheduled"),
+        None => ("email.sent", "sent"),
+    };
+    let record = EmailRecord {
+        id,
+        team_id: sender.team_id,
+        api_key_id: sender.api_key_id,
+        from: email.from.display(),
+        to: email.to.iter().map(|m| m.address.clone()).collect(),
+        cc: email.cc.iter().map(|m| m.address.clone()).collect(),
+        bcc: email.bcc.iter().map(|m| m.address.clone()).collect(),
+        reply_to: email.reply_to.iter().map(|m| m.address.clone()).collect(),
+        subject: email.subject.clone(),
+        html: email.html.clone(),
+        text: email.text.clone(),
+        tags: email.tags.clone(),
+        created_at: now,
+        scheduled_at: email.scheduled_at,
+        message_id: format!("<{}>", mime::message_id(id, hostname)),
+        last_event: last_event.to_owned(),
+        size: raw.len() as u64,
+        source,
+    };
+    let mut records = Batch::new();
+    records.put(EmailRecord::key(sender.team_id, id), &record)?;
+    append_event(&mut records, store, &record, last_event, now)?;
+    crate::events::push(&mut records, store, sender.team_id, kind, record.event_data(now))?;
+    let message = NewMessage {
+        id,
+        team: sender.team_id.to_string(),
+        sender: format!("{id}@{}", domain.return_path_host()),
+        recipients: email.recipients(),
+        metadata: BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]),
+        not_before: email.scheduled_at,
+        raw,
+    };
+    Ok(Prepared { id, message, records })
+}
+
+/// Adds an event to an email's timeline.
+pub fn append_event(
+    batch: &mut Batch,
+    store: &herald_queue::Store,
+    record: &EmailRecord,
+    kind: &str,
+    at: Timestamp,
+) -> Result<(), herald_queue::Error> {
+    let event = EmailEvent {
+        id: store.next_id(),
+        email_id: record.id,
+        kind: kind.to_owned(),
+        created_at: at,
+        data: serde_json::Value::Null,
+    };
+    batch.put(EmailEvent::key(record.id, event.id), &event)
+}
+
+/// Spools every prepared email with its records and `extra` (an idempotency record) in
+/// one synced write. Blocks until durable.
+pub fn commit(state: &AppState, prepared: Vec<Prepared>, extra: Batch) -> Result<Vec<Id>, SendError> {
+    let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
+    let mut records = extra;
+    let messages = prepared
+        .into_iter()
+        .map(|p| {
+            records.extend(p.records);
+            p.message
+        })
+        .collect();
+    match state.spool.enqueue_many(messages, records)? {
+        Admission::Accepted(_) => {
+            metrics::counter!("herald_emails_accepted_total", "source" => "api").increment(ids.len() as u64);
+            Ok(ids)
+        }
+        Admission::Refused(refusal) => Err(SendError::Unavailable(refusal)),
+    }
+}

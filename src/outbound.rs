@@ -1,0 +1,344 @@
+//! The one outbound HTTP client: attachment `path` downloads now, webhook deliveries
+//! later. It refuses loopback, private, link-local, shared, multicast and cloud metadata
+//! addresses **when connecting** (it resolves the name itself and connects to the address
+//! it checked, so a name that resolves differently the second time cannot slip through),
+//! unless `[webhooks] allow_private_endpoints` is set. Every request is bounded in time
+//! and in response size; redirects are not followed.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+
+/// Limits of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The whole exchange, connect to last byte.
+    pub timeout: Duration,
+    /// Largest response body read.
+    pub body_max: usize,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutboundError {
+    /// Not an http(s) URL with a host.
+    #[error("invalid URL {0:?}: only http:// and https:// URLs with a host are fetched")]
+    Url(String),
+    /// The host resolves only to addresses herald refuses to contact.
+    #[error("{host} resolves to {addr}, a private, loopback, link-local or metadata address, which is refused")]
+    Refused {
+        /// The host.
+        host: String,
+        /// The refused address.
+        addr: IpAddr,
+    },
+    /// DNS, TCP, TLS or HTTP failed.
+    #[error("cannot fetch {url}: {reason}")]
+    Failed {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The time limit passed.
+    #[error("{0} took longer than the time limit")]
+    Timeout(String),
+    /// The response is larger than allowed.
+    #[error("{url} is larger than {limit} bytes")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The server answered with a status that is not a success.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: u16,
+    },
+}
+
+/// A response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The status.
+    pub status: StatusCode,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// The body.
+    pub body: Bytes,
+}
+
+/// The client.
+#[derive(Clone)]
+pub struct Outbound {
+    allow_private: bool,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for Outbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbound")
+            .field("allow_private", &self.allow_private)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Outbound {
+    /// A client; `allow_private` lifts the address checks (tests, local development).
+    pub fn new(allow_private: bool) -> Result<Outbound, herald_tls::Error> {
+        Ok(Outbound {
+            allow_private,
+            tls: herald_tls::client_config(herald_tls::Verification::Required, None)?,
+        })
+    }
+
+    /// `GET url`; a status other than 2xx is an error.
+    pub async fn get(&self, url: &str, limits: Limits) -> Result<Response, OutboundError> {
+        let response = self.send(Method::GET, url, Vec::new(), Bytes::new(), limits).await?;
+        if !response.status.is_success() {
+            return Err(OutboundError::Status {
+                url: url.to_owned(),
+                status: response.status.as_u16(),
+            });
+        }
+        Ok(response)
+    }
+
+    /// Sends one request with `headers` and `body` and returns the response, whatever its
+    /// status.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+        limits: Limits,
+    ) -> Result<Response, OutboundError> {
+        tokio::time::timeout(
+            limits.timeout,
+            self.exchange(method, url, headers, body, limits.body_max),
+        )
+        .await
+        .map_err(|_| OutboundError::Timeout(url.to_owned()))?
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        url: &str,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+        body_max: usize,
+    ) -> Result<Response, OutboundError> {
+        let uri: hyper::Uri = url.parse().map_err(|_| OutboundError::Url(url.to_owned()))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(OutboundError::Url(url.to_owned())),
+        };
+        let host = uri
+            .host()
+            .ok_or_else(|| OutboundError::Url(url.to_owned()))?
+            .trim_matches(['[', ']'])
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let addr = self.resolve(&host, port, url).await?;
+        let failed = |reason: String| OutboundError::Failed {
+            url: url.to_owned(),
+            reason,
+        };
+        let stream = TcpStream::connect(addr).await.map_err(|e| failed(e.to_string()))?;
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+        let authority = uri.authority().map(ToString::to_string).unwrap_or_else(|| host.clone());
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", authority)
+            .header("user-agent", concat!("herald/", env!("CARGO_PKG_VERSION")));
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let request = request.body(Full::new(body)).map_err(|e| failed(e.to_string()))?;
+        let response = if https {
+            let name = ServerName::try_from(host.clone()).map_err(|e| failed(e.to_string()))?;
+            let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
+                .connect(name, stream)
+                .await
+                .map_err(|e| failed(format!("TLS: {e}")))?;
+            round_trip(TokioIo::new(tls), request).await
+        } else {
+            round_trip(TokioIo::new(stream), request).await
+        }
+        .map_err(failed)?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or(v).trim().to_owned());
+        let body = Limited::new(response.into_body(), body_max)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                    OutboundError::TooLarge {
+                        url: url.to_owned(),
+                        limit: body_max,
+                    }
+                } else {
+                    failed(e.to_string())
+                }
+            })?;
+        Ok(Response {
+            status,
+            content_type,
+            body: body.to_bytes(),
+        })
+    }
+
+    /// The address to connect to: the first one the name resolves to, provided every
+    /// address it resolves to may be contacted.
+    async fn resolve(&self, host: &str, port: u16, url: &str) -> Result<SocketAddr, OutboundError> {
+        let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|e| OutboundError::Failed {
+                    url: url.to_owned(),
+                    reason: format!("cannot resolve {host}: {e}"),
+                })?
+                .collect(),
+        };
+        if !self.allow_private {
+            if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+                return Err(OutboundError::Refused {
+                    host: host.to_owned(),
+                    addr: bad.ip(),
+                });
+            }
+        }
+        addrs.first().copied().ok_or_else(|| OutboundError::Failed {
+            url: url.to_owned(),
+            reason: format!("{host} has no addresses"),
+        })
+    }
+}
+
+async fn round_trip<T>(
+    io: TokioIo<T>,
+    request: Request<Full<Bytes>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    sender.send_request(request).await.map_err(|e| e.to_string())
+}
+
+/// Whether `ip` is an address on the public internet: not loopback, private, link-local
+/// (which includes the 169.254.169.254 metadata service), shared (CGNAT), multicast,
+/// documentation, benchmarking, reserved or unspecified, also when written as an
+/// IPv4-mapped IPv6 address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || ip.is_unspecified()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (18..20).contains(&b))
+        || a >= 240)
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    !(ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        || first == 0x2001 && ip.segments()[1] == 0x0db8
+        || first == 0x0064 && ip.segments()[1] == 0xff9b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_special_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "2001:db8::1",
+        ] {
+            assert!(!is_public(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn loopback_is_refused_unless_allowed() {
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let limits = Limits {
+            timeout: Duration::from_secs(5),
+            body_max: 1024,
+        };
+        let strict = Outbound::new(false).expect("client");
+        let err = strict.get("http://127.0.0.1:9/x", limits).await.expect_err("refused");
+        assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
+        let err = strict.get("http://[::1]:9/x", limits).await.expect_err("refused");
+        assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
+        let err = strict.get("http://localhost:9/x", limits).await.expect_err("refused");
+        assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
+        assert!(matches!(
+            strict.get("ftp://example.com/x", limits).await,
+            Err(OutboundError::Url(_))
+        ));
+    }
+}
