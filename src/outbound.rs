@@ -221,13 +221,13 @@ impl Outbound {
                 })?
                 .collect(),
         };
-        if !self.allow_private {
-            if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-                return Err(OutboundError::Refused {
-                    host: host.to_owned(),
-                    addr: bad.ip(),
-                });
-            }
+        if !self.allow_private
+            && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
+        {
+            return Err(OutboundError::Refused {
+                host: host.to_owned(),
+                addr: bad.ip(),
+            });
         }
         addrs.first().copied().ok_or_else(|| OutboundError::Failed {
             url: url.to_owned(),

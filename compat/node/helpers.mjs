@@ -74,3 +74,20 @@ export function assertRateLimitHeaders(headers) {
   assert.match(policy, /^\d+;w=\d+/);
   assert.equal(policy.split(';')[0], limit, `policy ${policy} disagrees with limit ${limit}`);
 }
+
+/**
+ * Marks a domain verified without DNS: `POST /domains/{id}/verify` with
+ * `{"skip_dns": true}`, which only the operator's key (the suite's) may send. The SDK's
+ * `domains.verify()` sends no body, so this one goes raw.
+ */
+export async function verifyWithoutDns(id) {
+  const response = await raw('POST', `/domains/${id}/verify`, { body: { skip_dns: true } });
+  assert.equal(response.status, 200, response.text);
+  assert.deepEqual(response.json, { object: 'domain', id });
+}
+
+/** Parses a Resend-style timestamp (`2026-11-22 09:00:00.123000+00`) into a Date. */
+export function parseTimestamp(text) {
+  assert.match(text, TIMESTAMP);
+  return new Date(text.replace(' ', 'T').replace(/\+00$/, 'Z'));
+}

@@ -66,7 +66,9 @@ pub struct AttachmentInput {
     pub filename: Option<String>,
     /// MIME type; guessed from the file name when absent.
     pub content_type: Option<String>,
-    /// Content-ID: makes the attachment inline, referenced as `cid:<id>`.
+    /// Content-ID: makes the attachment inline, referenced as `cid:<id>`. Older Python
+    /// SDKs name it `inline_content_id`.
+    #[serde(alias = "inline_content_id")]
     pub content_id: Option<String>,
 }
 
