@@ -24,6 +24,10 @@ use tokio::net::TcpStream;
 
 const KEY: &str = "re_bench_operator_key_0123456789";
 
+/// The same allocator as the `herald` binary, so the numbers match what operators run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     let seconds: u64 = env("HERALD_BENCH_SECONDS", 10);
@@ -79,40 +83,41 @@ async fn run(duration: Duration, connections: usize) {
         "herald POST /emails load benchmark: {connections} keep-alive connections, {}s per phase",
         duration.as_secs()
     );
-    let max = phase(
-        "single, max rate",
-        addr,
-        "/emails",
-        single.clone(),
+    let single_phase = |name, rate, connections| Phase {
+        name,
+        path: "/emails",
+        body: single.clone(),
         connections,
-        duration,
-        None,
-        1,
-    )
-    .await;
-    let half = max / 2.0;
-    phase(
-        "single, half of max",
-        addr,
-        "/emails",
-        single,
-        connections,
-        duration,
-        Some(half),
-        1,
-    )
-    .await;
-    phase(
-        "batch of 100",
-        addr,
-        "/emails/batch",
-        batch,
-        connections.min(16),
-        duration,
-        None,
-        100,
-    )
-    .await;
+        rate,
+        emails_per_request: 1,
+    };
+    let max = single_phase("single, max rate", None, connections)
+        .run(addr, duration)
+        .await;
+    single_phase("single, half of max", Some(max / 2.0), connections)
+        .run(addr, duration)
+        .await;
+    single_phase("single, 200/s", Some(200.0), connections.min(8))
+        .run(addr, duration)
+        .await;
+    let batches = Phase {
+        name: "batch of 100",
+        path: "/emails/batch",
+        body: batch,
+        connections: connections.min(16),
+        rate: None,
+        emails_per_request: 100,
+    };
+    batches.run(addr, duration).await;
+    if std::env::var_os("HERALD_BENCH_METRICS").is_some() {
+        let text = herald::telemetry::metrics().render();
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with("herald_spool_commit") || l.starts_with("herald_http_request_seconds"))
+        {
+            println!("{line}");
+        }
+    }
     running.shutdown().await;
 }
 
@@ -135,72 +140,82 @@ async fn setup_domain(addr: SocketAddr) {
     assert_eq!(status, 200);
 }
 
-/// Runs `connections` clients for `duration`; with `rate`, paces them to that many
-/// requests per second in all. Returns accepted emails per second.
-#[allow(clippy::too_many_arguments)]
-async fn phase(
-    name: &str,
-    addr: SocketAddr,
+/// One load phase: `connections` clients posting `body` to `path` for a while; with
+/// `rate`, paced to that many requests per second in all.
+struct Phase {
+    name: &'static str,
     path: &'static str,
     body: Bytes,
     connections: usize,
-    duration: Duration,
     rate: Option<f64>,
     emails_per_request: usize,
-) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
-        let (body, stop) = (body.clone(), Arc::clone(&stop));
-        let interval = rate.map(|r| Duration::from_secs_f64(connections as f64 / r));
-        tasks.push(tokio::spawn(async move {
-            let mut client = Client::connect(addr).await;
-            let mut latencies = Vec::new();
-            let mut failures = 0u64;
-            let mut next = Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                if let Some(interval) = interval {
-                    tokio::time::sleep_until(next.into()).await;
-                    next += interval;
+}
+
+impl Phase {
+    /// Runs the phase for `duration`; returns accepted emails per second.
+    async fn run(self, addr: SocketAddr, duration: Duration) -> f64 {
+        let Phase {
+            name,
+            path,
+            body,
+            connections,
+            rate,
+            emails_per_request,
+        } = self;
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..connections {
+            let (body, stop) = (body.clone(), Arc::clone(&stop));
+            let interval = rate.map(|r| Duration::from_secs_f64(connections as f64 / r));
+            tasks.push(tokio::spawn(async move {
+                let mut client = Client::connect(addr).await;
+                let mut latencies = Vec::new();
+                let mut failures = 0u64;
+                let mut next = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(interval) = interval {
+                        tokio::time::sleep_until(next.into()).await;
+                        next += interval;
+                    }
+                    let sent = Instant::now();
+                    let (status, _) = client.post(path, body.clone()).await;
+                    latencies.push(sent.elapsed());
+                    if status != 200 {
+                        failures += 1;
+                    }
                 }
-                let sent = Instant::now();
-                let (status, _) = client.post(path, body.clone()).await;
-                latencies.push(sent.elapsed());
-                if status != 200 {
-                    failures += 1;
-                }
-            }
-            (latencies, failures)
-        }));
+                (latencies, failures)
+            }));
+        }
+        tokio::time::sleep(duration).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut latencies = Vec::new();
+        let mut failures = 0;
+        for task in tasks {
+            let (l, f) = task.await.expect("client");
+            latencies.extend(l);
+            failures += f;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        latencies.sort_unstable();
+        let requests = latencies.len() as f64;
+        let pct = |p: f64| {
+            latencies
+                .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or_default()
+        };
+        let emails = (requests - failures as f64) * emails_per_request as f64 / elapsed;
+        println!(
+            "{name:<22} {emails:>9.0} emails/s  {:>8.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  failures {failures}",
+            requests / elapsed,
+            pct(0.50).as_secs_f64() * 1e3,
+            pct(0.99).as_secs_f64() * 1e3,
+            latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        );
+        emails
     }
-    tokio::time::sleep(duration).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut latencies = Vec::new();
-    let mut failures = 0;
-    for task in tasks {
-        let (l, f) = task.await.expect("client");
-        latencies.extend(l);
-        failures += f;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort_unstable();
-    let requests = latencies.len() as f64;
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    let emails = (requests - failures as f64) * emails_per_request as f64 / elapsed;
-    println!(
-        "{name:<22} {emails:>9.0} emails/s  {:>8.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  failures {failures}",
-        requests / elapsed,
-        pct(0.50).as_secs_f64() * 1e3,
-        pct(0.99).as_secs_f64() * 1e3,
-        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
-    );
-    emails
 }
 
 struct Client {

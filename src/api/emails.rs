@@ -80,7 +80,7 @@ fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiErr
 pub fn send(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body = ctx.request.json_value()?;
     with_idempotency(ctx, &body, |record_answer| {
-        let input: SendEmail = parse(body.clone())?;
+        let input: SendEmail = parse(&body)?;
         let email = check(ctx, input)?;
         let sender = sender(ctx);
         let domain = submit::authorize(ctx.state, &sender, &email)?;
@@ -112,7 +112,7 @@ pub fn batch(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         }
     };
     with_idempotency(ctx, &body, |record_answer| {
-        let inputs: Vec<SendEmail> = parse(body.clone())?;
+        let inputs: Vec<SendEmail> = parse(&body)?;
         if inputs.is_empty() {
             return Err(ApiError::validation("The batch is empty"));
         }
@@ -165,7 +165,7 @@ fn prepare_one(ctx: &Ctx<'_>, sender: &Sender, input: SendEmail) -> Result<submi
     Ok(submit::prepare(ctx.state, sender, &email, &domain, Source::Api)?)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: Value) -> Result<T, ApiError> {
+fn parse<T: serde::de::DeserializeOwned>(body: &Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(body).map_err(|e| {
         let path = e.path().to_string();
         ApiError::validation(format!("Invalid `{path}` field: {}", e.into_inner()))

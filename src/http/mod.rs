@@ -52,6 +52,9 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
             },
             () = shutdown.triggered() => break,
         };
+        // Responses are written whole; waiting for more bytes to coalesce (Nagle) would
+        // only delay them behind the client's delayed ACK.
+        let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let service = service_fn(move |request| {
             let state = Arc::clone(&state);

@@ -129,6 +129,11 @@ pub fn redact(body: &[u8]) -> Option<String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
+    // Most bodies name no secret and carry no attachment: keep them as they are instead
+    // of parsing and re-serialising every request's JSON.
+    if !mentions_sensitive_field(body) {
+        return Some(cap(String::from_utf8_lossy(body).into_owned()));
+    }
     let text = match serde_json::from_slice::<Value>(body) {
         Ok(mut value) => {
             scrub(&mut value);
@@ -137,6 +142,16 @@ pub fn redact(body: &[u8]) -> Option<String> {
         Err(_) => String::from_utf8_lossy(body).into_owned(),
     };
     Some(cap(text))
+}
+
+/// Whether `body` contains, anywhere, the quoted name of a field [`scrub`] rewrites.
+/// Field names compare case-insensitively there, so this does too.
+fn mentions_sensitive_field(body: &[u8]) -> bool {
+    let lower = body.to_ascii_lowercase();
+    SECRET_FIELDS.iter().chain(BULK_FIELDS).any(|field| {
+        let quoted = format!("\"{field}\"");
+        lower.windows(quoted.len()).any(|window| window == quoted.as_bytes())
+    })
 }
 
 fn scrub(value: &mut Value) {
@@ -250,6 +265,10 @@ mod tests {
         assert!(logged.contains("\"name\":\"k\""));
         assert_eq!(redact(b"  "), None);
         assert_eq!(redact(b"not json").as_deref(), Some("not json"));
+        let plain = br#"{"name":"k","to":"a@b.test"}"#;
+        assert_eq!(redact(plain).as_deref(), Some(r#"{"name":"k","to":"a@b.test"}"#), "kept as sent");
+        let shouting = redact(br#"{"TOKEN":"re_x"}"#).expect("logged");
+        assert!(!shouting.contains("re_x"), "{shouting}");
     }
 
     #[test]
