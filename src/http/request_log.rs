@@ -266,7 +266,11 @@ mod tests {
         assert_eq!(redact(b"  "), None);
         assert_eq!(redact(b"not json").as_deref(), Some("not json"));
         let plain = br#"{"name":"k","to":"a@b.test"}"#;
-        assert_eq!(redact(plain).as_deref(), Some(r#"{"name":"k","to":"a@b.test"}"#), "kept as sent");
+        assert_eq!(
+            redact(plain).as_deref(),
+            Some(r#"{"name":"k","to":"a@b.test"}"#),
+            "kept as sent"
+        );
         let shouting = redact(br#"{"TOKEN":"re_x"}"#).expect("logged");
         assert!(!shouting.contains("re_x"), "{shouting}");
     }
