@@ -398,24 +398,16 @@ async fn an_idempotency_key_sends_exactly_one_email_even_under_concurrency() {
     verified_domain(addr, "example.test").await;
     let body = json!({ "from": "a@example.test", "to": "b@example.org", "subject": "once", "text": "t" });
     let keyed = |key: &'static str, body: Value| async move {
-        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(connection);
-        let request = hyper::Request::post("/emails")
-            .header("host", "x")
-            .header("authorization", format!("Bearer {OPERATOR_KEY}"))
-            .header("idempotency-key", key)
-            .body(http_body_util::Full::new(bytes::Bytes::from(body.to_string())))
-            .expect("request");
-        let response = sender.send_request(request).await.expect("response");
-        let status = response.status();
-        let bytes = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .expect("body")
-            .to_bytes();
-        (status, serde_json::from_slice::<Value>(&bytes).expect("json"))
+        let response = util::call_with_headers(
+            addr,
+            Method::POST,
+            "/emails",
+            Some(OPERATOR_KEY),
+            &[("idempotency-key", key)],
+            bytes::Bytes::from(body.to_string()),
+        )
+        .await;
+        (response.status, response.json())
     };
     let mut tasks = Vec::new();
     for _ in 0..20 {
@@ -521,24 +513,17 @@ async fn batches_are_strict_or_permissive_and_written_once() {
 }
 
 async fn herald_permissive(addr: std::net::SocketAddr, body: Value) -> Value {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(connection);
-    let request = hyper::Request::post("/emails/batch")
-        .header("host", "x")
-        .header("authorization", format!("Bearer {OPERATOR_KEY}"))
-        .header("x-batch-validation", "permissive")
-        .body(http_body_util::Full::new(bytes::Bytes::from(body.to_string())))
-        .expect("request");
-    let response = sender.send_request(request).await.expect("response");
-    assert_eq!(response.status(), StatusCode::OK);
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .expect("body")
-        .to_bytes();
-    serde_json::from_slice(&bytes).expect("json")
+    let response = util::call_with_headers(
+        addr,
+        Method::POST,
+        "/emails/batch",
+        Some(OPERATOR_KEY),
+        &[("x-batch-validation", "permissive")],
+        bytes::Bytes::from(body.to_string()),
+    )
+    .await;
+    assert_eq!(response.status, StatusCode::OK);
+    response.json()
 }
 
 #[tokio::test]

@@ -101,6 +101,18 @@ pub async fn call(
 
 /// An API call with a raw body.
 pub async fn call_raw(addr: SocketAddr, method: Method, path: &str, key: Option<&str>, body: Bytes) -> HttpResponse {
+    call_with_headers(addr, method, path, key, &[], body).await
+}
+
+/// An API call with extra request headers (`Idempotency-Key`, `x-batch-validation`, ...).
+pub async fn call_with_headers(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    key: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> HttpResponse {
     let stream = TcpStream::connect(addr).await.expect("connect");
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -114,6 +126,9 @@ pub async fn call_raw(addr: SocketAddr, method: Method, path: &str, key: Option<
         .header("content-type", "application/json");
     if let Some(key) = key {
         builder = builder.header("authorization", format!("Bearer {key}"));
+    }
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
     }
     let response = sender
         .send_request(builder.body(Full::new(body)).expect("request"))
