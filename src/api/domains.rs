@@ -6,7 +6,9 @@ use serde_json::json;
 
 use super::{Ctx, Reply};
 use crate::config::{DkimAlgorithm, values};
-use crate::domains::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy, generate_dkim_key};
+use crate::domains::{
+    Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy, generate_dkim_key, save,
+};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 
@@ -159,17 +161,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     domain.open_tracking = body.open_tracking.unwrap_or(domain.open_tracking);
     domain.click_tracking = body.click_tracking.unwrap_or(domain.click_tracking);
     domain.tls = body.tls.unwrap_or(domain.tls);
-    let store = &ctx.state.store;
-    let mut batch = Batch::new();
-    batch.put(Domain::key(ctx.caller.team_id, id), &domain)?;
-    crate::events::push(
-        &mut batch,
-        store,
-        domain.team_id,
-        "domain.updated",
-        domain.event_json(&ctx.state.config),
-    )?;
-    store.commit(batch).wait()?;
+    save(&ctx.state.store, &ctx.state.config, &domain, true)?;
     Ok(Reply::ok(json!({ "object": "domain", "id": id })))
 }
 
@@ -224,18 +216,7 @@ pub fn verify(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
         domain.failed_checks = 0;
         domain.next_check_at = Some(now);
     }
-    let mut batch = Batch::new();
-    batch.put(Domain::key(ctx.caller.team_id, id), &domain)?;
-    if domain.status != before {
-        crate::events::push(
-            &mut batch,
-            store,
-            domain.team_id,
-            "domain.updated",
-            domain.event_json(&ctx.state.config),
-        )?;
-    }
-    store.commit(batch).wait()?;
+    save(store, &ctx.state.config, &domain, domain.status != before)?;
     ctx.state.verifier.wake();
     Ok(Reply::ok(json!({ "object": "domain", "id": id })))
 }

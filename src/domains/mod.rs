@@ -12,6 +12,6 @@ mod verifier;
 mod verify;
 
 pub use dkim::{DkimKey, generate as generate_dkim_key};
-pub use model::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+pub use model::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy, save};
 pub use verifier::{Verifier, VerifierSettings};
 pub use verify::check;

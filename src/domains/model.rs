@@ -1,6 +1,6 @@
 //! The stored domain and its statuses, and the records it asks the owner to publish.
 
-use herald_queue::{Id, Record, Table, Timestamp};
+use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
 use super::dkim::DkimKey;
@@ -159,6 +159,23 @@ impl Domain {
 
 impl Record for Domain {
     const TABLE: Table = Table::DOMAINS;
+}
+
+/// Writes `domain` durably, with a `domain.updated` event in the same batch when
+/// `changed` (webhooks report every change of a domain, and only changes).
+pub fn save(store: &Store, config: &Config, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
+    let mut batch = Batch::new();
+    batch.put(Domain::key(domain.team_id, domain.id), domain)?;
+    if changed {
+        crate::events::push(
+            &mut batch,
+            store,
+            domain.team_id,
+            "domain.updated",
+            domain.event_json(config),
+        )?;
+    }
+    store.commit(batch).wait()
 }
 
 /// The name index: team id and name to the domain id.

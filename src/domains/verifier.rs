@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Batch, Scan, Timestamp};
+use herald_queue::{Scan, Timestamp};
 use tokio::sync::Notify;
 
 use super::model::{Domain, DomainStatus};
@@ -111,9 +111,7 @@ fn record(
     };
     if domain.dns_verification_skipped {
         domain.next_check_at = None;
-        let mut batch = Batch::new();
-        batch.put(&key, &domain)?;
-        store.commit(batch).wait()?;
+        super::model::save(store, config, &domain, false)?;
         return Ok(None);
     }
     let now = store.now();
@@ -141,19 +139,10 @@ fn record(
         domain.failed_checks = domain.failed_checks.saturating_add(1);
         domain.next_check_at = (now.saturating_since(started) < settings.window).then(|| now.saturating_add(interval));
     }
-    let mut batch = Batch::new();
-    batch.put(&key, &domain)?;
     if domain.status != before {
-        crate::events::push(
-            &mut batch,
-            store,
-            domain.team_id,
-            "domain.updated",
-            domain.event_json(config),
-        )?;
         tracing::info!(domain = %domain.name, from = ?before, to = ?domain.status, "domain verification status changed");
     }
-    store.commit(batch).wait()?;
+    super::model::save(store, config, &domain, domain.status != before)?;
     Ok(domain.next_check_at)
 }
 
