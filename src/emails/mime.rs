@@ -11,9 +11,6 @@ use mail_send::mail_builder::headers::text::Text;
 use super::address::Mailbox;
 use super::validate::Email;
 
-/// Line width of text derived from html.
-const TEXT_WIDTH: usize = 78;
-
 /// The message's `Message-ID` without angle brackets: `<email id>@<hostname>`.
 pub fn message_id(id: Id, hostname: &str) -> String {
     format!("{id}@{hostname}")
@@ -54,9 +51,14 @@ pub fn build(email: &Email, id: Id, hostname: &str, now: Timestamp) -> std::io::
     builder.write_to_vec()
 }
 
-/// Plain text for an html body.
+/// Plain text for an html body: block elements become lines, links keep their targets,
+/// entities are decoded, scripts and styles dropped.
+///
+/// This used `html2text` first; its layout engine (wrapping, tables) cost a third of the
+/// API's throughput in the `emails` benchmark (3,535 against 5,327 emails/s with the text
+/// part skipped), so the single-pass `nanohtml2text` replaced it.
 pub fn html_to_text(html: &str) -> String {
-    html2text::from_read(html.as_bytes(), TEXT_WIDTH).unwrap_or_else(|_| html.to_owned())
+    nanohtml2text::html2text(html)
 }
 
 fn address(mailbox: &Mailbox) -> Address<'_> {
@@ -65,4 +67,21 @@ fn address(mailbox: &Mailbox) -> Address<'_> {
 
 fn list(mailboxes: &[Mailbox]) -> Address<'_> {
     Address::new_list(mailboxes.iter().map(address).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_html_keeps_the_words_links_and_lines() {
+        let text = html_to_text(
+            "<html><head><style>p { color: red }</style></head><body><h1>Hi&nbsp;Ann</h1><p>Your <b>order</b> &amp; receipt.</p><p><a href=\"https://example.test/r\">View</a></p><script>alert(1)</script></body></html>",
+        );
+        assert!(text.contains("Hi") && text.contains("Ann"), "{text}");
+        assert!(text.contains("Your order & receipt."), "{text}");
+        assert!(text.contains("https://example.test/r"), "{text}");
+        assert!(!text.contains("color: red") && !text.contains("alert"), "{text}");
+        assert!(text.lines().count() >= 3, "block elements become lines: {text:?}");
+    }
 }
