@@ -1,0 +1,287 @@
+//! The DATA receiver and the BDAT chunk receiver.
+//!
+//! DATA ends only at `CRLF . CRLF` (the dot at the start of a line), and a line starting
+//! with a dot has that dot removed (RFC 5321 4.5.2). Any bare CR or bare LF is refused:
+//! another server might end the message there (SMTP smuggling, CVE-2023-51764), so
+//! herald takes nothing after it as data or as a new command. BDAT chunks are counted
+//! bytes, checked for the same bare line endings.
+
+/// Why data is refused. Each is final for the transaction; after a bare line ending the
+/// driver closes the connection, since the client's idea of where the data ends differs
+/// from herald's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DataError {
+    /// A LF not preceded by CR.
+    #[error("bare LF in message data; lines must end with CRLF")]
+    BareLf,
+    /// A CR not followed by LF.
+    #[error("bare CR in message data; lines must end with CRLF")]
+    BareCr,
+    /// The message is larger than the limit (`552 5.3.4`).
+    #[error("message larger than {0} bytes")]
+    TooLarge(usize),
+}
+
+/// How far a receiver got with the bytes it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the input consumed; the rest belongs to what follows (pipelined commands).
+    pub consumed: usize,
+    /// Whether the data (or chunk) is complete.
+    pub done: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    LineStart,
+    Middle,
+    Cr,
+    Dot,
+    DotCr,
+}
+
+/// Receives DATA: feed it bytes, get the unstuffed message at the end.
+#[derive(Debug)]
+pub struct DataReceiver {
+    state: State,
+    message: Vec<u8>,
+    size_max: usize,
+}
+
+impl DataReceiver {
+    /// A receiver for a message of at most `size_max` bytes (after unstuffing).
+    pub fn new(size_max: usize) -> Self {
+        DataReceiver {
+            state: State::LineStart,
+            message: Vec::new(),
+            size_max,
+        }
+    }
+
+    /// Consumes bytes of `input` up to the end of the data.
+    pub fn feed(&mut self, input: &[u8]) -> Result<Progress, DataError> {
+        for (i, &byte) in input.iter().enumerate() {
+            self.state = match (self.state, byte) {
+                (State::LineStart, b'.') => State::Dot,
+                (State::DotCr, b'\n') => {
+                    return Ok(Progress {
+                        consumed: i + 1,
+                        done: true,
+                    });
+                }
+                (State::Cr, b'\n') => {
+                    self.push(b"\r\n")?;
+                    State::LineStart
+                }
+                (State::Cr | State::DotCr, _) => return Err(DataError::BareCr),
+                (_, b'\n') => return Err(DataError::BareLf),
+                (State::Dot, b'\r') => State::DotCr,
+                (_, b'\r') => State::Cr,
+                // The dot that starts a line is dropped ("transparency"); the byte after
+                // it is data.
+                (State::LineStart | State::Middle | State::Dot, other) => {
+                    self.push(&[other])?;
+                    State::Middle
+                }
+            };
+        }
+        Ok(Progress {
+            consumed: input.len(),
+            done: false,
+        })
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<(), DataError> {
+        if self.message.len() + bytes.len() > self.size_max {
+            return Err(DataError::TooLarge(self.size_max));
+        }
+        self.message.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The message received (complete once `feed` said done).
+    pub fn into_message(self) -> Vec<u8> {
+        self.message
+    }
+}
+
+/// Receives one BDAT chunk of a known size into the message being assembled.
+#[derive(Debug)]
+pub struct BdatReceiver {
+    remaining: u64,
+    previous: Option<u8>,
+}
+
+impl BdatReceiver {
+    /// A receiver for a chunk of `size` bytes; `previous` is the last byte of the message
+    /// so far, so that a CR ending one chunk pairs with the LF starting the next.
+    pub fn new(size: u64, previous: Option<u8>) -> Self {
+        BdatReceiver {
+            remaining: size,
+            previous,
+        }
+    }
+
+    /// Appends bytes of the chunk from `input` to `message` (at most `size_max` in all).
+    pub fn feed(&mut self, input: &[u8], message: &mut Vec<u8>, size_max: usize) -> Result<Progress, DataError> {
+        let take = usize::try_from(self.remaining).unwrap_or(usize::MAX).min(input.len());
+        let chunk = &input[..take];
+        for &byte in chunk {
+            match (self.previous, byte) {
+                (Some(b'\r'), b'\n') => {}
+                (Some(b'\r'), _) => return Err(DataError::BareCr),
+                (_, b'\n') => return Err(DataError::BareLf),
+                _ => {}
+            }
+            self.previous = Some(byte);
+        }
+        if message.len() + take > size_max {
+            return Err(DataError::TooLarge(size_max));
+        }
+        message.extend_from_slice(chunk);
+        self.remaining -= take as u64;
+        Ok(Progress {
+            consumed: take,
+            done: self.remaining == 0,
+        })
+    }
+
+    /// Whether the message may end after this chunk: not in the middle of a CRLF.
+    pub fn ends_cleanly(&self) -> bool {
+        self.previous != Some(b'\r')
+    }
+}
+
+/// Dot-stuffs a message for sending with DATA and appends the terminator: the inverse of
+/// [`DataReceiver`], for tests, fuzzing and herald's own clients. `message` must use CRLF
+/// line endings.
+pub fn stuff(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + 8);
+    let mut line_start = true;
+    for &byte in message {
+        if line_start && byte == b'.' {
+            out.push(b'.');
+        }
+        out.push(byte);
+        line_start = byte == b'\n';
+    }
+    if !message.is_empty() && !message.ends_with(b"\r\n") {
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b".\r\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn receive(input: &[u8]) -> Result<(Vec<u8>, usize), DataError> {
+        let mut receiver = DataReceiver::new(1 << 20);
+        let progress = receiver.feed(input)?;
+        assert!(progress.done, "not done: {:?}", String::from_utf8_lossy(input));
+        Ok((receiver.into_message(), progress.consumed))
+    }
+
+    #[test]
+    fn data_ends_only_at_crlf_dot_crlf_and_is_unstuffed() {
+        let (message, consumed) = receive(b"Subject: x\r\n\r\n..leading dot\r\n.\r\nQUIT\r\n").expect("valid");
+        assert_eq!(message, b"Subject: x\r\n\r\n.leading dot\r\n");
+        assert_eq!(
+            consumed,
+            b"Subject: x\r\n\r\n..leading dot\r\n.\r\n".len(),
+            "pipelined QUIT is left"
+        );
+        let (empty, _) = receive(b".\r\n").expect("empty message");
+        assert!(empty.is_empty());
+        let (dot_word, _) = receive(b".x\r\n.\r\n").expect("valid");
+        assert_eq!(dot_word, b"x\r\n", "a leading dot is dropped even without a second one");
+    }
+
+    #[test]
+    fn every_smuggling_variant_is_refused() {
+        for (input, error) in [
+            (&b"a\r\n\n.\n"[..], DataError::BareLf),
+            (b"a\n.\r\n", DataError::BareLf),
+            (b"a\r\n.\n", DataError::BareLf),
+            (b"a\r.\r", DataError::BareCr),
+            (b"a\r\n.\r", DataError::BareCr),
+            (b"a\r\n.\rMAIL FROM:<x@y>\r\n", DataError::BareCr),
+            (b"a\rb\r\n.\r\n", DataError::BareCr),
+            (b"\n", DataError::BareLf),
+        ] {
+            let mut receiver = DataReceiver::new(1 << 20);
+            let outcome = receiver.feed(input);
+            let refused = match outcome {
+                Err(e) => e == error,
+                Ok(progress) => !progress.done && input.ends_with(b"\r") && error == DataError::BareCr,
+            };
+            assert!(refused, "{:?} gave {outcome:?}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn bytes_split_anywhere_give_the_same_result() {
+        let input = b"Subject: x\r\n\r\n.hidden\r\nline\r\n.\r\n";
+        for split in 0..input.len() {
+            let mut receiver = DataReceiver::new(1 << 20);
+            let first = receiver.feed(&input[..split]).expect("first part");
+            assert!(!first.done);
+            let second = receiver.feed(&input[split..]).expect("second part");
+            assert!(second.done);
+            assert_eq!(receiver.into_message(), b"Subject: x\r\n\r\nhidden\r\nline\r\n");
+        }
+    }
+
+    #[test]
+    fn the_size_limit_applies_to_the_message() {
+        let mut receiver = DataReceiver::new(10);
+        assert_eq!(receiver.feed(b"0123456789abc\r\n.\r\n"), Err(DataError::TooLarge(10)));
+    }
+
+    #[test]
+    fn bdat_chunks_are_counted_and_checked() {
+        let mut message = Vec::new();
+        let mut chunk = BdatReceiver::new(12, None);
+        let progress = chunk
+            .feed(b"Subject: x\r\nRSET\r\n", &mut message, 1000)
+            .expect("chunk");
+        assert_eq!(
+            progress,
+            Progress {
+                consumed: 12,
+                done: true
+            }
+        );
+        assert_eq!(message, b"Subject: x\r\n");
+        let mut split = BdatReceiver::new(2, Some(b'\r'));
+        assert_eq!(
+            split.feed(b"\nA", &mut message, 1000).map(|p| p.done),
+            Ok(true),
+            "CR|LF across chunks"
+        );
+        let mut bad = BdatReceiver::new(3, None);
+        assert_eq!(bad.feed(b"a\nb", &mut message, 1000), Err(DataError::BareLf));
+        let mut ending = BdatReceiver::new(1, None);
+        ending.feed(b"\r", &mut message, 1000).expect("chunk");
+        assert!(!ending.ends_cleanly());
+        let mut large = BdatReceiver::new(5, None);
+        assert_eq!(large.feed(b"12345", &mut Vec::new(), 4), Err(DataError::TooLarge(4)));
+    }
+
+    proptest! {
+        #[test]
+        fn stuffing_then_receiving_round_trips(lines in proptest::collection::vec("[ -~]{0,40}", 0..20)) {
+            let mut message = Vec::new();
+            for line in &lines {
+                message.extend_from_slice(line.as_bytes());
+                message.extend_from_slice(b"\r\n");
+            }
+            let (received, consumed) = receive(&stuff(&message)).expect("valid");
+            prop_assert_eq!(&received, &message);
+            prop_assert_eq!(consumed, stuff(&message).len());
+        }
+    }
+}
