@@ -10,6 +10,7 @@
 //!   SMTP smuggling class) and overlong lines; "need more bytes" is `Ok(None)`.
 //! - [`command`]: parsing a command line into a [`Command`].
 //! - [`reply`]: replies with enhanced status codes, single- and multi-line.
+//! - [`session`]: the session state machine: bytes in, replies and actions out.
 //! - [`data`]: the DATA receiver (dot-unstuffing, end at `CRLF . CRLF` only) and the BDAT
 //!   chunk receiver, both refusing bare line endings.
 
@@ -17,8 +18,10 @@ pub mod command;
 pub mod data;
 pub mod line;
 pub mod reply;
+pub mod session;
 
 pub use command::{Command, CommandError, Param, parse};
 pub use data::{BdatReceiver, DataError, DataReceiver, Progress, stuff};
 pub use line::{LineError, read_line};
 pub use reply::Reply;
+pub use session::{Action, Envelope, Limits, Session, Settings};
