@@ -5,6 +5,7 @@ pub mod address;
 pub mod idempotency;
 pub mod input;
 pub mod mime;
+pub mod raw;
 pub mod record;
 pub mod schedule;
 pub mod submit;

@@ -66,7 +66,12 @@ pub struct Prepared {
 
 /// The verified domain `email` is sent from, if `sender` may use it.
 pub fn authorize(state: &AppState, sender: &Sender, email: &Email) -> Result<Domain, SendError> {
-    let name = email.from.domain().to_owned();
+    authorize_domain(state, sender, email.from.domain())
+}
+
+/// The verified domain `name` of the sender's team, if `sender` may send from it.
+pub fn authorize_domain(state: &AppState, sender: &Sender, name: &str) -> Result<Domain, SendError> {
+    let name = name.to_ascii_lowercase();
     let store = &state.store;
     let domain = store
         .get::<DomainName>(DomainName::key(sender.team_id, &name))?

@@ -187,7 +187,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         controller.handle(),
     ));
     let context = smtp::ListenerContext {
-        hostname: state.config.server.hostname.clone(),
+        state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
     };
     let mut smtp_addrs = Vec::new();

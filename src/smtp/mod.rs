@@ -1,34 +1,29 @@
-//! SMTP submission listeners.
-//!
-//! This module binds the listeners `[smtp] listeners` names, with the rules DESIGN.md
-//! fixes for privileged ports, and serves each connection. Submission itself (the
-//! sans-IO session, AUTH, DATA/BDAT) is not built yet: connections are answered with a
-//! `421` that says so, after the TLS handshake on implicit-TLS ports, so that clients and
-//! operators see the listeners, the certificate and the honest state of the service.
+//! SMTP submission listeners: a thin tokio driver around the sans-IO session of
+//! [`herald_smtp`]. The driver owns sockets, TLS and timeouts; credentials are checked
+//! against the API key store, and accepted messages go through the same path as
+//! `POST /emails` ([`crate::emails::raw`] and [`crate::emails::submit`]).
 
 mod bind;
+mod driver;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 pub use bind::{BindError, Bound, bind_listeners};
 
-use crate::config::{Listener, TlsMode};
+use crate::config::Listener;
+use crate::server::AppState;
 use crate::shutdown::Shutdown;
-
-/// Time allowed for a client's TLS handshake on an implicit-TLS port.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a listener's connections need.
 #[derive(Clone)]
 pub struct ListenerContext {
-    /// The EHLO/greeting name.
-    pub hostname: String,
-    /// TLS for implicit-TLS ports (and STARTTLS, later).
+    /// Shared state (config, store, key authentication).
+    pub state: Arc<AppState>,
+    /// TLS for implicit-TLS ports and STARTTLS.
     pub tls: TlsAcceptor,
 }
 
@@ -51,32 +46,10 @@ pub async fn serve(listener: TcpListener, config: Listener, context: ListenerCon
         let context = context.clone();
         let handle = shutdown.clone();
         tokio::spawn(async move {
-            if let Err(error) = answer(stream, config.tls, &context).await {
+            if let Err(error) = driver::connection(stream, peer, config.tls, &context, handle).await {
                 tracing::debug!(%error, %peer, "SMTP connection ended with an error");
             }
-            drop(handle);
         });
-    }
-}
-
-async fn answer(stream: TcpStream, mode: TlsMode, context: &ListenerContext) -> std::io::Result<()> {
-    let reply = format!(
-        "421 4.3.2 {} SMTP submission is not available on this server yet; use the REST API\r\n",
-        context.hostname
-    );
-    match mode {
-        TlsMode::StartTls => {
-            let mut stream = stream;
-            stream.write_all(reply.as_bytes()).await?;
-            stream.shutdown().await
-        }
-        TlsMode::Implicit => {
-            let mut tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, context.tls.accept(stream))
-                .await
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-            tls.write_all(reply.as_bytes()).await?;
-            tls.shutdown().await
-        }
     }
 }
 

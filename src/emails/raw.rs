@@ -1,0 +1,138 @@
+//! Messages that arrive whole (SMTP submission): checked with mail-parser, completed with
+//! the headers herald adds, and recorded like any email from the API.
+
+use std::collections::BTreeMap;
+
+use herald_queue::{Batch, NewMessage};
+use mail_parser::{Address, MessageParser};
+
+use super::address::Mailbox;
+use super::mime;
+use super::record::{EmailRecord, Source};
+use super::submit::{Prepared, SendError, Sender, append_event, authorize_domain};
+use crate::server::AppState;
+
+/// Why a submitted message is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RawError {
+    /// Not a message: unparseable, or no `From:`.
+    #[error("{0}")]
+    NotAMessage(String),
+    /// Sending refused (domain, storage).
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
+
+/// Prepares a message submitted whole by `sender`, with the envelope `from` and
+/// `recipients`, received from `client` over `protocol`.
+pub fn prepare(
+    state: &AppState,
+    sender: &Sender,
+    from: &str,
+    recipients: &[String],
+    raw: &[u8],
+    received: &str,
+) -> Result<Prepared, RawError> {
+    let parsed = MessageParser::default()
+        .parse_headers(raw)
+        .ok_or_else(|| RawError::NotAMessage("the data is not a message (no headers)".to_owned()))?;
+    let header_from = first_address(parsed.from())
+        .ok_or_else(|| RawError::NotAMessage("the message has no From: header".to_owned()))?;
+    let header_from = Mailbox::parse(&header_from).map_err(|e| RawError::NotAMessage(format!("From: {e}")))?;
+    let envelope_from = Mailbox::parse(from).map_err(|e| RawError::NotAMessage(format!("MAIL FROM: {e}")))?;
+    let domain = authorize_domain(state, sender, header_from.domain())?;
+    if envelope_from.domain() != header_from.domain() {
+        authorize_domain(state, sender, envelope_from.domain())?;
+    }
+    let store = &state.store;
+    let now = store.now();
+    let id = store.next_id();
+    let hostname = &state.config.server.hostname;
+    let mut added = format!("Received: {received};\r\n\t{}\r\n", rfc2822(now));
+    if parsed.message_id().is_none() {
+        added.push_str(&format!("Message-ID: <{}>\r\n", mime::message_id(id, hostname)));
+    }
+    if parsed.date().is_none() {
+        added.push_str(&format!("Date: {}\r\n", rfc2822(now)));
+    }
+    let mut message = added.into_bytes();
+    message.extend_from_slice(raw);
+    let full = MessageParser::default().parse(&message);
+    let list = |address: Option<&Address<'_>>| -> Vec<String> {
+        address
+            .map(|a| a.iter().filter_map(|addr| addr.address().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let to = list(full.as_ref().and_then(|m| m.to()));
+    let cc = list(full.as_ref().and_then(|m| m.cc()));
+    let bcc = recipients
+        .iter()
+        .filter(|r| !to.contains(r) && !cc.contains(r))
+        .cloned()
+        .collect();
+    let record = EmailRecord {
+        id,
+        team_id: sender.team_id,
+        api_key_id: sender.api_key_id,
+        from: header_from.display(),
+        to,
+        cc,
+        bcc,
+        reply_to: list(full.as_ref().and_then(|m| m.reply_to())),
+        subject: full.as_ref().and_then(|m| m.subject()).unwrap_or_default().to_owned(),
+        html: full.as_ref().and_then(|m| m.body_html(0)).map(|h| h.into_owned()),
+        text: full.as_ref().and_then(|m| m.body_text(0)).map(|t| t.into_owned()),
+        tags: Vec::new(),
+        created_at: now,
+        scheduled_at: None,
+        message_id: full
+            .as_ref()
+            .and_then(|m| m.message_id())
+            .map_or_else(|| format!("<{}>", mime::message_id(id, hostname)), |m| format!("<{m}>")),
+        last_event: "sent".to_owned(),
+        size: message.len() as u64,
+        source: Source::Smtp,
+    };
+    let mut records = Batch::new();
+    records
+        .put(EmailRecord::key(sender.team_id, id), &record)
+        .map_err(SendError::from)?;
+    append_event(&mut records, store, &record, "sent", now).map_err(SendError::from)?;
+    crate::events::push(
+        &mut records,
+        store,
+        sender.team_id,
+        "email.sent",
+        record.event_data(now),
+    )
+    .map_err(SendError::from)?;
+    Ok(Prepared {
+        id,
+        message: NewMessage {
+            id,
+            team: sender.team_id.to_string(),
+            sender: format!("{id}@{}", domain.return_path_host()),
+            recipients: recipients.to_vec(),
+            metadata: BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]),
+            not_before: None,
+            raw: message,
+        },
+        records,
+    })
+}
+
+fn first_address(address: Option<&Address<'_>>) -> Option<String> {
+    let first = address?.first()?;
+    let email = first.address()?;
+    Some(match first.name() {
+        Some(name) => format!("{name} <{email}>"),
+        None => email.to_owned(),
+    })
+}
+
+fn rfc2822(at: herald_queue::Timestamp) -> String {
+    let millis = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(millis)
+        .unwrap_or_default()
+        .to_rfc2822()
+}

@@ -1,0 +1,229 @@
+//! One SMTP connection: greeting, the read-feed-act loop, STARTTLS, credentials and
+//! delivery, bounded by an idle timeout, a session time limit and shutdown.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use herald_queue::Refusal;
+use herald_smtp::{Action, Envelope, Limits, Reply, Session, Settings};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::ListenerContext;
+use crate::config::TlsMode;
+use crate::emails::raw::{self, RawError};
+use crate::emails::submit::{self, SendError, Sender};
+use crate::http::Caller;
+use crate::shutdown::Shutdown;
+
+/// Time a client may stay silent before the session is closed (RFC 5321 suggests five
+/// minutes for most states).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest session, however busy.
+const SESSION_MAX: Duration = Duration::from_secs(1800);
+/// Time allowed for a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes read from the socket at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// How a run of the session loop ended.
+enum Ended {
+    Closed,
+    StartTls,
+}
+
+/// Serves one connection.
+pub async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    mode: TlsMode,
+    context: &ListenerContext,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let settings = Settings {
+        hostname: context.state.config.server.hostname.clone(),
+        limits: Limits::default(),
+        starttls: mode == TlsMode::StartTls,
+    };
+    let mut caller = None;
+    let work = async {
+        match mode {
+            TlsMode::Implicit => {
+                let mut tls = handshake(stream, context).await?;
+                let mut session = Session::new(settings, true);
+                tls.write_all(&session.greeting().to_bytes()).await?;
+                run(&mut tls, &mut session, &mut caller, peer, context, shutdown).await?;
+                tls.shutdown().await
+            }
+            TlsMode::StartTls => {
+                let mut plain = stream;
+                let mut session = Session::new(settings, false);
+                plain.write_all(&session.greeting().to_bytes()).await?;
+                match run(&mut plain, &mut session, &mut caller, peer, context, shutdown.clone()).await? {
+                    Ended::Closed => plain.shutdown().await,
+                    Ended::StartTls => {
+                        // Whatever the client pipelined after STARTTLS in plaintext was in
+                        // the loop's buffer and is gone with it (CVE-2011-0411).
+                        let mut tls = handshake(plain, context).await?;
+                        session.tls_started();
+                        run(&mut tls, &mut session, &mut caller, peer, context, shutdown).await?;
+                        tls.shutdown().await
+                    }
+                }
+            }
+        }
+    };
+    match tokio::time::timeout(SESSION_MAX, work).await {
+        Ok(result) => result,
+        Err(_) => Ok(()),
+    }
+}
+
+async fn handshake(
+    stream: TcpStream,
+    context: &ListenerContext,
+) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, context.tls.accept(stream))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))?
+}
+
+/// Reads, feeds the session and carries out its actions until it closes or asks for TLS.
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    session: &mut Session,
+    caller: &mut Option<Caller>,
+    peer: SocketAddr,
+    context: &ListenerContext,
+    mut shutdown: Shutdown,
+) -> std::io::Result<Ended> {
+    let mut buffer: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        let (used, actions) = session.feed(&buffer);
+        buffer.drain(..used);
+        let mut out = Vec::new();
+        let mut queue: VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Reply(reply) => out.extend_from_slice(&reply.to_bytes()),
+                Action::Close => {
+                    stream.write_all(&out).await?;
+                    return Ok(Ended::Closed);
+                }
+                Action::StartTls => {
+                    stream.write_all(&out).await?;
+                    stream.flush().await?;
+                    return Ok(Ended::StartTls);
+                }
+                Action::Authenticate { username, password } => {
+                    *caller = authenticate(context, username, password).await;
+                    queue.extend(session.authenticated(caller.is_some()));
+                }
+                Action::Deliver(envelope) => {
+                    let outcome = deliver(context, caller.as_ref(), envelope, peer).await;
+                    queue.extend(session.delivered(outcome));
+                }
+            }
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+        }
+        if session.is_closed() {
+            return Ok(Ended::Closed);
+        }
+        let read = tokio::select! {
+            read = tokio::time::timeout(IDLE_TIMEOUT, stream.read(&mut chunk)) => read,
+            () = shutdown.triggered() => {
+                stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
+                return Ok(Ended::Closed);
+            }
+        };
+        match read {
+            Ok(Ok(0)) => return Ok(Ended::Closed),
+            Ok(Ok(n)) => buffer.extend_from_slice(&chunk[..n]),
+            Ok(Err(error)) => return Err(error),
+            Err(_) => {
+                stream
+                    .write_all(&Reply::new(421, "4.4.2", "Idle timeout, closing the connection").to_bytes())
+                    .await?;
+                return Ok(Ended::Closed);
+            }
+        }
+    }
+}
+
+/// Checks `[smtp] username` and the API key, off the async workers.
+async fn authenticate(context: &ListenerContext, username: String, password: String) -> Option<Caller> {
+    let state = std::sync::Arc::clone(&context.state);
+    let caller = tokio::task::spawn_blocking(move || {
+        let name_ok = aws_lc_rs::constant_time::verify_slices_are_equal(
+            username.as_bytes(),
+            state.config.smtp.username.as_bytes(),
+        )
+        .is_ok();
+        let caller = state
+            .auth
+            .authenticate(&state.store, Some(&format!("Bearer {password}")))
+            .ok();
+        caller.filter(|_| name_ok)
+    })
+    .await
+    .ok()
+    .flatten();
+    metrics::counter!("herald_smtp_auth_total", "outcome" => if caller.is_some() { "ok" } else { "failed" })
+        .increment(1);
+    caller
+}
+
+/// Records and spools a message; the email id, or the reply that refuses it.
+async fn deliver(
+    context: &ListenerContext,
+    caller: Option<&Caller>,
+    envelope: Envelope,
+    peer: SocketAddr,
+) -> Result<String, Reply> {
+    let Some(caller) = caller.cloned() else {
+        return Err(Reply::new(530, "5.7.0", "Authentication required"));
+    };
+    let state = std::sync::Arc::clone(&context.state);
+    let outcome = tokio::task::spawn_blocking(move || {
+        let sender = Sender {
+            team_id: caller.team_id,
+            api_key_id: Some(caller.key_id),
+            permission: caller.permission,
+            domain_id: caller.domain_id,
+        };
+        let received = format!(
+            "from [{}] by {} (herald) with ESMTPSA",
+            peer.ip(),
+            state.config.server.hostname
+        );
+        let prepared = raw::prepare(
+            &state,
+            &sender,
+            &envelope.from,
+            &envelope.recipients,
+            &envelope.message,
+            &received,
+        )?;
+        let ids = submit::commit(&state, vec![prepared], herald_queue::Batch::new())?;
+        Ok::<_, RawError>(ids.first().map(ToString::to_string).unwrap_or_default())
+    })
+    .await
+    .map_err(|_| Reply::new(451, "4.3.0", "Internal error, try again later"))?;
+    outcome.map_err(|error| match error {
+        RawError::NotAMessage(why) => Reply::new(554, "5.6.0", why),
+        RawError::Send(SendError::DomainNotVerified(_) | SendError::DomainNotAllowed(_)) => {
+            Reply::new(550, "5.7.1", error.to_string())
+        }
+        RawError::Send(SendError::Unavailable(Refusal::DiskLow { .. })) => {
+            Reply::new(452, "4.3.1", "Insufficient system storage, try again later")
+        }
+        RawError::Send(SendError::Unavailable(_) | SendError::Internal(_)) => {
+            Reply::new(451, "4.3.0", "Temporary storage failure, try again later")
+        }
+    })
+}

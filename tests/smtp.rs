@@ -1,0 +1,151 @@
+//! SMTP submission over real TCP and TLS with a real SMTP client library (mail-send), on
+//! both listener modes: accepted mail is recorded and spooled like `POST /emails`.
+
+mod util;
+
+use hyper::{Method, StatusCode};
+use mail_send::SmtpClientBuilder;
+use mail_send::mail_builder::MessageBuilder;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use util::{OPERATOR_KEY, call, start_api};
+
+async fn verified_domain(addr: std::net::SocketAddr, name: &str) {
+    let domain = call(
+        addr,
+        Method::POST,
+        "/domains",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": name, "dkim_algorithm": "ed25519" })),
+    )
+    .await;
+    let id = domain.json()["id"].as_str().expect("id").to_owned();
+    let verified = call(
+        addr,
+        Method::POST,
+        &format!("/domains/{id}/verify"),
+        Some(OPERATOR_KEY),
+        Some(json!({ "skip_dns": true })),
+    )
+    .await;
+    assert_eq!(verified.status, StatusCode::OK);
+}
+
+fn message(from: &'static str, subject: &'static str) -> MessageBuilder<'static> {
+    MessageBuilder::new()
+        .from(("Acme", from))
+        .to("user@example.org")
+        .bcc("hidden@example.org")
+        .subject(subject)
+        .text_body("Hello over SMTP")
+}
+
+#[tokio::test]
+async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    verified_domain(addr, "example.test").await;
+    let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
+
+    for (port, implicit_tls, subject) in [
+        (implicit.port(), true, "via SMTPS"),
+        (starttls.port(), false, "via STARTTLS"),
+    ] {
+        SmtpClientBuilder::new("127.0.0.1", port)
+            .expect("builder")
+            .implicit_tls(implicit_tls)
+            .allow_invalid_certs()
+            .helo_host("client.test")
+            .credentials(("resend", OPERATOR_KEY))
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("{subject}: connect: {e}"))
+            .send(message("hello@example.test", subject))
+            .await
+            .unwrap_or_else(|e| panic!("{subject}: send: {e}"));
+    }
+    let list = call(addr, Method::GET, "/emails", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    let subjects: Vec<&str> = list["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter_map(|e| e["subject"].as_str())
+        .collect();
+    assert_eq!(subjects, vec!["via STARTTLS", "via SMTPS"]);
+    let id = list["data"][0]["id"].as_str().expect("id");
+    let record = call(addr, Method::GET, &format!("/emails/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(record["from"], "Acme <hello@example.test>");
+    assert_eq!(record["to"], json!(["user@example.org"]));
+    assert_eq!(record["bcc"], json!(["hidden@example.org"]));
+    assert_eq!(record["last_event"], "sent");
+    assert_eq!(record["text"].as_str().map(str::trim), Some("Hello over SMTP"));
+    let (envelope, raw) = running
+        .state
+        .spool
+        .load(id.parse().expect("id"))
+        .expect("load")
+        .expect("spooled");
+    assert_eq!(envelope.recipients.len(), 2);
+    let text = String::from_utf8_lossy(&raw);
+    assert!(
+        text.starts_with("Received: from [127.0.0.1] by herald.test (herald) with ESMTPSA;"),
+        "{text}"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_credentials_unverified_domains_and_plaintext_auth_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    verified_domain(running.http_addr, "example.test").await;
+    let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
+
+    let wrong = SmtpClientBuilder::new("127.0.0.1", implicit.port())
+        .expect("builder")
+        .implicit_tls(true)
+        .allow_invalid_certs()
+        .credentials(("resend", "re_wrong_key_0123456789"))
+        .connect()
+        .await;
+    assert!(wrong.is_err(), "a wrong key is refused at AUTH");
+
+    let unverified = SmtpClientBuilder::new("127.0.0.1", implicit.port())
+        .expect("builder")
+        .implicit_tls(true)
+        .allow_invalid_certs()
+        .credentials(("resend", OPERATOR_KEY))
+        .connect()
+        .await
+        .expect("connect")
+        .send(message("a@unverified.test", "nope"))
+        .await;
+    let error = unverified.expect_err("unverified domain refused").to_string();
+    assert!(error.contains("550") || error.contains("5.7.1"), "{error}");
+
+    // Before STARTTLS there is no AUTH and no MAIL, and nothing relays.
+    let mut plain = tokio::net::TcpStream::connect(starttls).await.expect("connect");
+    plain
+        .write_all(b"EHLO c\r\nAUTH PLAIN AHJlc2VuZAByZV94\r\nMAIL FROM:<a@example.test>\r\nQUIT\r\n")
+        .await
+        .expect("write");
+    let mut transcript = String::new();
+    plain.read_to_string(&mut transcript).await.expect("read");
+    assert!(transcript.contains("STARTTLS"), "{transcript}");
+    assert!(!transcript.contains("AUTH PLAIN LOGIN"), "{transcript}");
+    assert_eq!(
+        transcript
+            .matches("530 5.7.0 Must issue a STARTTLS command first")
+            .count(),
+        2,
+        "{transcript}"
+    );
+    assert!(transcript.ends_with("221 2.0.0 Bye\r\n"), "{transcript}");
+    assert_eq!(running.state.spool.depth(), 0);
+    running.shutdown().await;
+}
