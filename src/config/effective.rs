@@ -38,6 +38,22 @@ pub fn render(config: &Config) -> String {
                     .collect(),
             ),
             username: Some(config.smtp.username.clone()),
+            line_length_max: Some(config.smtp.limits.line_length_max),
+            message_size_max: Some(
+                bytesize::ByteSize::b(config.smtp.limits.message_size_max)
+                    .display()
+                    .iec()
+                    .to_string(),
+            ),
+            recipients_max: Some(config.smtp.limits.recipients_max),
+            messages_per_session_max: Some(config.smtp.limits.messages_per_session_max),
+            errors_max: Some(config.smtp.limits.errors_max),
+            idle_timeout: Some(human(config.smtp.limits.idle_timeout)),
+            session_time_max: Some(human(config.smtp.limits.session_time_max)),
+            connections_max: Some(config.smtp.limits.connections_max),
+            connections_per_address_max: Some(config.smtp.limits.connections_per_address_max),
+            auth_failures_max: Some(config.smtp.limits.auth_failures_max),
+            auth_lockout: Some(human(config.smtp.limits.auth_lockout)),
         },
         tls: RawTls {
             cert: config.tls.cert.clone(),

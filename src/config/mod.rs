@@ -100,6 +100,36 @@ pub struct SmtpConfig {
     pub listeners_configured: bool,
     /// The SMTP AUTH user name; the password is an API key.
     pub username: String,
+    /// Limits on what clients may do.
+    pub limits: SmtpLimits,
+}
+
+/// `[smtp]` limits. Each bounds something a client controls.
+#[derive(Debug, Clone)]
+pub struct SmtpLimits {
+    /// Longest command line in bytes, CRLF included (RFC 5321's minimum is 512; AUTH
+    /// tokens need more).
+    pub line_length_max: usize,
+    /// Largest message, advertised with SIZE; the API allows 40 MB of content too.
+    pub message_size_max: u64,
+    /// Recipients per message (to, cc and bcc together), as the API's 50.
+    pub recipients_max: usize,
+    /// Messages per connection, so one client cannot hold a session forever.
+    pub messages_per_session_max: u32,
+    /// Failed commands before the connection is closed.
+    pub errors_max: u32,
+    /// Silence allowed before the connection is closed.
+    pub idle_timeout: Duration,
+    /// Longest session.
+    pub session_time_max: Duration,
+    /// Connections open at once, over all listeners.
+    pub connections_max: usize,
+    /// Connections open at once from one client address.
+    pub connections_per_address_max: usize,
+    /// Failed AUTH attempts from one address before it is refused for `auth_lockout`.
+    pub auth_failures_max: u32,
+    /// How long an address that failed AUTH too often is refused.
+    pub auth_lockout: Duration,
 }
 
 /// An SMTP listener.
@@ -496,10 +526,47 @@ impl Validator<'_> {
         {
             return Err(self.error("smtp.username", "must be 1 to 64 characters without spaces"));
         }
+        let limits = SmtpLimits {
+            line_length_max: positive(self, "smtp.line_length_max", raw.line_length_max.unwrap_or(2048))?,
+            message_size_max: self.check(
+                "smtp.message_size_max",
+                values::byte_size(raw.message_size_max.as_deref().unwrap_or("40MiB")),
+            )?,
+            recipients_max: positive(self, "smtp.recipients_max", raw.recipients_max.unwrap_or(50))?,
+            messages_per_session_max: positive(
+                self,
+                "smtp.messages_per_session_max",
+                raw.messages_per_session_max.unwrap_or(1000),
+            )?,
+            errors_max: positive(self, "smtp.errors_max", raw.errors_max.unwrap_or(10))?,
+            idle_timeout: self.check(
+                "smtp.idle_timeout",
+                values::duration(raw.idle_timeout.as_deref().unwrap_or("5m")),
+            )?,
+            session_time_max: self.check(
+                "smtp.session_time_max",
+                values::duration(raw.session_time_max.as_deref().unwrap_or("30m")),
+            )?,
+            connections_max: positive(self, "smtp.connections_max", raw.connections_max.unwrap_or(1000))?,
+            connections_per_address_max: positive(
+                self,
+                "smtp.connections_per_address_max",
+                raw.connections_per_address_max.unwrap_or(100),
+            )?,
+            auth_failures_max: positive(self, "smtp.auth_failures_max", raw.auth_failures_max.unwrap_or(10))?,
+            auth_lockout: self.check(
+                "smtp.auth_lockout",
+                values::duration(raw.auth_lockout.as_deref().unwrap_or("15m")),
+            )?,
+        };
+        if limits.line_length_max < 512 {
+            return Err(self.error("smtp.line_length_max", "must be at least 512 (RFC 5321)"));
+        }
         Ok(SmtpConfig {
             listeners,
             listeners_configured,
             username,
+            limits,
         })
     }
 
@@ -587,6 +654,15 @@ impl Validator<'_> {
         tracing_subscriber::EnvFilter::try_new(&level)
             .map_err(|e| self.error("log.level", format!("invalid filter {level:?}: {e}")))?;
         Ok(level)
+    }
+}
+
+/// A count that must be at least 1.
+fn positive<T: PartialOrd + Default + Copy>(validator: &Validator<'_>, key: &str, value: T) -> Result<T, ConfigError> {
+    if value > T::default() {
+        Ok(value)
+    } else {
+        Err(validator.error(key, "must be at least 1"))
     }
 }
 

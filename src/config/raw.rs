@@ -40,6 +40,17 @@ pub struct RawHttp {
 pub struct RawSmtp {
     pub listeners: Option<Vec<RawListener>>,
     pub username: Option<String>,
+    pub line_length_max: Option<usize>,
+    pub message_size_max: Option<String>,
+    pub recipients_max: Option<usize>,
+    pub messages_per_session_max: Option<u32>,
+    pub errors_max: Option<u32>,
+    pub idle_timeout: Option<String>,
+    pub session_time_max: Option<String>,
+    pub connections_max: Option<usize>,
+    pub connections_per_address_max: Option<usize>,
+    pub auth_failures_max: Option<u32>,
+    pub auth_lockout: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -55,6 +55,17 @@ fn every_documented_key_is_accepted() {
         [smtp]
         listeners = [{ addr = "127.0.0.1:2587", tls = "starttls" }, { addr = "[::1]:2465", tls = "implicit" }]
         username = "resend"
+        line_length_max = 1000
+        message_size_max = "10MiB"
+        recipients_max = 20
+        messages_per_session_max = 5
+        errors_max = 3
+        idle_timeout = "1m"
+        session_time_max = "10m"
+        connections_max = 10
+        connections_per_address_max = 2
+        auth_failures_max = 4
+        auth_lockout = "5m"
         [delivery]
         nameservers = ["127.0.0.1:5353"]
         mx_port = 2525
@@ -88,6 +99,9 @@ fn every_documented_key_is_accepted() {
     );
     assert!(config.smtp.listeners_configured);
     assert_eq!(config.smtp.listeners[1].tls, TlsMode::Implicit);
+    assert_eq!(config.smtp.limits.message_size_max, 10 << 20);
+    assert_eq!(config.smtp.limits.connections_per_address_max, 2);
+    assert_eq!(config.smtp.limits.auth_lockout, Duration::from_secs(300));
     assert_eq!(config.delivery.relay.as_ref().map(|r| r.port), Some(587));
     assert_eq!(config.domains.dkim_algorithm, DkimAlgorithm::Ed25519);
     assert_eq!(config.spool.min_free_space, 1 << 30);
@@ -136,6 +150,9 @@ fn bad_values_fail_naming_the_key() {
             "smtp.listeners[1].addr",
         ),
         ("[server]\nhostname = \"not a host\"\n", "server.hostname"),
+        ("[smtp]\nline_length_max = 100\n", "smtp.line_length_max"),
+        ("[smtp]\nrecipients_max = 0\n", "smtp.recipients_max"),
+        ("[smtp]\nidle_timeout = \"soon\"\n", "smtp.idle_timeout"),
         ("[domains]\ndkim_algorithm = \"dsa\"\n", "domains.dkim_algorithm"),
         ("[spool]\nmin_free_space = \"plenty\"\n", "spool.min_free_space"),
         ("[log]\nformat = \"xml\"\n", "log.format"),

@@ -189,6 +189,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let context = smtp::ListenerContext {
         state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
+        guard: smtp::Guard::new(state.config.smtp.limits.clone()),
     };
     let mut smtp_addrs = Vec::new();
     for (listener, socket) in bound.listeners {

@@ -126,6 +126,7 @@ mod tests {
             ],
             listeners_configured: true,
             username: "resend".into(),
+            limits: crate::config::Config::defaults().smtp.limits,
         };
         let err = bind_listeners(&config).await.expect_err("in use");
         assert_eq!(err.index, 1);

@@ -17,11 +17,6 @@ use crate::emails::submit::{self, SendError, Sender};
 use crate::http::Caller;
 use crate::shutdown::Shutdown;
 
-/// Time a client may stay silent before the session is closed (RFC 5321 suggests five
-/// minutes for most states).
-const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// Longest session, however busy.
-const SESSION_MAX: Duration = Duration::from_secs(1800);
 /// Time allowed for a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read from the socket at once.
@@ -42,9 +37,16 @@ pub async fn connection(
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
+    let configured = &context.state.config.smtp.limits;
     let settings = Settings {
         hostname: context.state.config.server.hostname.clone(),
-        limits: Limits::default(),
+        limits: Limits {
+            line_max: configured.line_length_max,
+            size_max: usize::try_from(configured.message_size_max).unwrap_or(usize::MAX),
+            recipients_max: configured.recipients_max,
+            messages_max: configured.messages_per_session_max,
+            errors_max: configured.errors_max,
+        },
         starttls: mode == TlsMode::StartTls,
     };
     let mut caller = None;
@@ -75,7 +77,7 @@ pub async fn connection(
             }
         }
     };
-    match tokio::time::timeout(SESSION_MAX, work).await {
+    match tokio::time::timeout(configured.session_time_max, work).await {
         Ok(result) => result,
         Err(_) => Ok(()),
     }
@@ -88,6 +90,12 @@ async fn handshake(
     tokio::time::timeout(HANDSHAKE_TIMEOUT, context.tls.accept(stream))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))?
+}
+
+/// Answers a connection that is over a limit with `421` and closes it.
+pub async fn refuse(mut stream: TcpStream, why: &str) {
+    let _ = stream.write_all(&Reply::new(421, "4.7.0", why).to_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 /// Reads, feeds the session and carries out its actions until it closes or asks for TLS.
@@ -119,7 +127,25 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     return Ok(Ended::StartTls);
                 }
                 Action::Authenticate { username, password } => {
+                    if context.guard.locked_out(peer.ip()) {
+                        out.extend_from_slice(
+                            &Reply::new(
+                                421,
+                                "4.7.0",
+                                "Too many failed authentications from your address, try again later",
+                            )
+                            .to_bytes(),
+                        );
+                        stream.write_all(&out).await?;
+                        return Ok(Ended::Closed);
+                    }
                     *caller = authenticate(context, username, password).await;
+                    let delay = context.guard.record_auth(peer.ip(), caller.is_some());
+                    if !delay.is_zero() {
+                        // Each failure from an address answers later than the last: guessing
+                        // keys costs time even before the lockout.
+                        tokio::time::sleep(delay).await;
+                    }
                     queue.extend(session.authenticated(caller.is_some()));
                 }
                 Action::Deliver(envelope) => {
@@ -135,7 +161,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(Ended::Closed);
         }
         let read = tokio::select! {
-            read = tokio::time::timeout(IDLE_TIMEOUT, stream.read(&mut chunk)) => read,
+            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read(&mut chunk)) => read,
             () = shutdown.triggered() => {
                 stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
                 return Ok(Ended::Closed);

@@ -5,6 +5,7 @@
 
 mod bind;
 mod driver;
+mod guard;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 pub use bind::{BindError, Bound, bind_listeners};
+pub use guard::Guard;
 
 use crate::config::Listener;
 use crate::server::AppState;
@@ -25,6 +27,8 @@ pub struct ListenerContext {
     pub state: Arc<AppState>,
     /// TLS for implicit-TLS ports and STARTTLS.
     pub tls: TlsAcceptor,
+    /// Connection and AUTH-failure limits, shared by every listener.
+    pub guard: Arc<Guard>,
 }
 
 /// Accepts connections on one listener until shutdown.
@@ -46,9 +50,18 @@ pub async fn serve(listener: TcpListener, config: Listener, context: ListenerCon
         let context = context.clone();
         let handle = shutdown.clone();
         tokio::spawn(async move {
+            let slot = match context.guard.admit(peer.ip()) {
+                Ok(slot) => slot,
+                Err(why) => {
+                    metrics::counter!("herald_smtp_refused_total", "reason" => "connections").increment(1);
+                    driver::refuse(stream, why).await;
+                    return;
+                }
+            };
             if let Err(error) = driver::connection(stream, peer, config.tls, &context, handle).await {
                 tracing::debug!(%error, %peer, "SMTP connection ended with an error");
             }
+            drop(slot);
         });
     }
 }
