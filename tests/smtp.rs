@@ -149,3 +149,52 @@ async fn bad_credentials_unverified_domains_and_plaintext_auth_are_refused() {
     assert_eq!(running.state.spool.depth(), 0);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn resend_idempotency_key_sends_a_message_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    verified_domain(addr, "example.test").await;
+    let implicit = running.smtp[1].1;
+    let keyed = |subject: &'static str| {
+        MessageBuilder::new()
+            .from(("Acme", "hello@example.test"))
+            .to("user@example.org")
+            .subject(subject)
+            .message_id("order-7@example.test")
+            .date(mail_send::mail_builder::headers::date::Date::new(1_795_334_400))
+            .header(
+                "Resend-Idempotency-Key",
+                mail_send::mail_builder::headers::raw::Raw::new("order-7"),
+            )
+            .text_body("once")
+    };
+    let connect = || async {
+        SmtpClientBuilder::new("127.0.0.1", implicit.port())
+            .expect("builder")
+            .implicit_tls(true)
+            .allow_invalid_certs()
+            .credentials(("resend", OPERATOR_KEY))
+            .connect()
+            .await
+            .expect("connect")
+    };
+    connect().await.send(keyed("first")).await.expect("first send");
+    connect()
+        .await
+        .send(keyed("first"))
+        .await
+        .expect("the same message again is answered OK");
+    let list = call(addr, Method::GET, "/emails", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(1), "sent once: {list}");
+    let other = connect().await.send(keyed("different")).await;
+    let error = other
+        .expect_err("another message under the same key is refused")
+        .to_string();
+    assert!(error.contains("554") || error.contains("5.7.1"), "{error}");
+    assert_eq!(running.state.spool.depth(), 1);
+    running.shutdown().await;
+}

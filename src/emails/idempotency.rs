@@ -164,6 +164,12 @@ pub fn body_hash(body: &Value) -> String {
         .collect()
 }
 
+/// SHA-256 (hex) of raw bytes: "the same message" for SMTP's `Resend-Idempotency-Key`
+/// is the same bytes as submitted, before herald adds its headers.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {

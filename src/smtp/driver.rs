@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 
 use super::ListenerContext;
 use crate::config::TlsMode;
+use crate::emails::idempotency::{self, Outcome};
 use crate::emails::raw::{self, RawError};
 use crate::emails::submit::{self, SendError, Sender};
 use crate::http::Caller;
@@ -204,7 +205,9 @@ async fn authenticate(context: &ListenerContext, username: String, password: Str
     caller
 }
 
-/// Records and spools a message; the email id, or the reply that refuses it.
+/// Records and spools a message; the email id, or the reply that refuses it. A
+/// `Resend-Idempotency-Key` header works like the API's `Idempotency-Key`: the same key
+/// with the same message bytes answers with the first id and sends nothing.
 async fn deliver(
     context: &ListenerContext,
     caller: Option<&Caller>,
@@ -227,20 +230,72 @@ async fn deliver(
             peer.ip(),
             state.config.server.hostname
         );
-        let prepared = raw::prepare(
-            &state,
-            &sender,
-            &envelope.from,
-            &envelope.recipients,
-            &envelope.message,
-            &received,
-        )?;
-        let ids = submit::commit(&state, vec![prepared], herald_queue::Batch::new())?;
-        Ok::<_, RawError>(ids.first().map(ToString::to_string).unwrap_or_default())
+        let send = |record: &dyn Fn(&mut herald_queue::Batch, herald_queue::Id) -> Result<(), herald_queue::Error>| {
+            let prepared = raw::prepare(
+                &state,
+                &sender,
+                &envelope.from,
+                &envelope.recipients,
+                &envelope.message,
+                &received,
+            )?;
+            let mut extra = herald_queue::Batch::new();
+            record(&mut extra, prepared.id).map_err(SendError::from)?;
+            let ids = submit::commit(&state, vec![prepared], extra)?;
+            Ok::<_, RawError>(ids.first().map(ToString::to_string).unwrap_or_default())
+        };
+        let key = mail_parser::MessageParser::default()
+            .parse_headers(&envelope.message)
+            .and_then(|m| m.header_raw("Resend-Idempotency-Key").map(|k| k.trim().to_owned()))
+            .filter(|k| !k.is_empty());
+        let Some(key) = key else {
+            return send(&|_, _| Ok(())).map_err(failure_reply);
+        };
+        if key.chars().count() > idempotency::KEY_MAX {
+            return Err(Reply::new(
+                554,
+                "5.5.4",
+                "Resend-Idempotency-Key is longer than 256 characters",
+            ));
+        }
+        let hash = idempotency::bytes_hash(&envelope.message);
+        let outcome = state
+            .idempotency
+            .begin(&state.store, sender.team_id, &key, hash)
+            .map_err(|e| failure_reply(RawError::Send(e.into())))?;
+        match outcome {
+            Outcome::Replay { body, .. } => Ok(serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["id"].as_str().map(str::to_owned))
+                .unwrap_or_default()),
+            Outcome::Mismatch => Err(Reply::new(
+                554,
+                "5.7.1",
+                "This Resend-Idempotency-Key was already used with a different message",
+            )),
+            Outcome::Concurrent => Err(Reply::new(
+                451,
+                "4.5.0",
+                "A message with this Resend-Idempotency-Key is still being accepted, try again later",
+            )),
+            Outcome::Fresh(in_flight) => send(&|batch, id| {
+                in_flight.record(
+                    batch,
+                    250,
+                    &serde_json::json!({ "id": id }).to_string(),
+                    state.store.now(),
+                )
+            })
+            .map_err(failure_reply),
+        }
     })
     .await
     .map_err(|_| Reply::new(451, "4.3.0", "Internal error, try again later"))?;
-    outcome.map_err(|error| match error {
+    outcome
+}
+
+fn failure_reply(error: RawError) -> Reply {
+    match error {
         RawError::NotAMessage(why) => Reply::new(554, "5.6.0", why),
         RawError::Send(SendError::DomainNotVerified(_) | SendError::DomainNotAllowed(_)) => {
             Reply::new(550, "5.7.1", error.to_string())
@@ -251,5 +306,5 @@ async fn deliver(
         RawError::Send(SendError::Unavailable(_) | SendError::Internal(_)) => {
             Reply::new(451, "4.3.0", "Temporary storage failure, try again later")
         }
-    })
+    }
 }
