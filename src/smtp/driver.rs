@@ -218,7 +218,7 @@ async fn deliver(
         return Err(Reply::new(530, "5.7.0", "Authentication required"));
     };
     let state = std::sync::Arc::clone(&context.state);
-    let outcome = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let sender = Sender {
             team_id: caller.team_id,
             api_key_id: Some(caller.key_id),
@@ -290,8 +290,7 @@ async fn deliver(
         }
     })
     .await
-    .map_err(|_| Reply::new(451, "4.3.0", "Internal error, try again later"))?;
-    outcome
+    .map_err(|_| Reply::new(451, "4.3.0", "Internal error, try again later"))?
 }
 
 fn failure_reply(error: RawError) -> Reply {
