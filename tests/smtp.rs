@@ -198,3 +198,69 @@ async fn resend_idempotency_key_sends_a_message_once() {
     assert_eq!(running.state.spool.depth(), 1);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn connection_limits_and_auth_lockout_hold_over_real_sockets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replace(
+        "[smtp]\n",
+        "[smtp]\nconnections_per_address_max = 2\nauth_failures_max = 2\n",
+    );
+    let config = herald::config::Config::from_toml(&text, None).expect("config");
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
+
+    let mut first = tokio::net::TcpStream::connect(starttls).await.expect("connect");
+    assert!(util::read_line(&mut first).await.starts_with("220 "));
+    let mut second = tokio::net::TcpStream::connect(starttls).await.expect("connect");
+    assert!(util::read_line(&mut second).await.starts_with("220 "));
+    let mut third = tokio::net::TcpStream::connect(starttls).await.expect("connect");
+    let refused = util::read_line(&mut third).await;
+    assert!(
+        refused.starts_with("421 4.7.0 Too many connections from your address"),
+        "{refused}"
+    );
+    drop((first, second));
+
+    for _ in 0..2 {
+        let wrong = SmtpClientBuilder::new("127.0.0.1", implicit.port())
+            .expect("builder")
+            .implicit_tls(true)
+            .allow_invalid_certs()
+            .credentials(("resend", "re_wrong_key_0123456789"))
+            .connect()
+            .await;
+        let Err(error) = wrong else {
+            panic!("a wrong key must be refused")
+        };
+        let error = error.to_string();
+        assert!(
+            error.contains("535") || error.to_lowercase().contains("auth"),
+            "{error}"
+        );
+    }
+    // Even the right key is refused now, with a clear reply, and the connection closes.
+    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
+    let tcp = tokio::net::TcpStream::connect(implicit).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
+    let mut stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("\0resend\0{OPERATOR_KEY}"),
+    );
+    stream
+        .write_all(format!("EHLO c\r\nAUTH PLAIN {auth}\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut transcript = Vec::new();
+    let _ = stream.read_to_end(&mut transcript).await;
+    let transcript = String::from_utf8_lossy(&transcript);
+    assert!(
+        transcript.contains("421 4.7.0 Too many failed authentications"),
+        "{transcript}"
+    );
+    running.shutdown().await;
+}
