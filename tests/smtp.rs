@@ -264,3 +264,40 @@ async fn connection_limits_and_auth_lockout_hold_over_real_sockets() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn data_that_is_not_a_message_is_refused_and_nothing_is_spooled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    verified_domain(running.http_addr, "example.test").await;
+    let implicit = running.smtp[1].1;
+    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
+    let tcp = tokio::net::TcpStream::connect(implicit).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
+    let mut stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("\0resend\0{OPERATOR_KEY}"),
+    );
+    let script = format!(
+        "EHLO c\r\nAUTH PLAIN {auth}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\njust some text\r\n.\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nSubject: no sender\r\n\r\nhi\r\n.\r\nQUIT\r\n"
+    );
+    stream.write_all(script.as_bytes()).await.expect("write");
+    let mut transcript = Vec::new();
+    let _ = stream.read_to_end(&mut transcript).await;
+    let transcript = String::from_utf8_lossy(&transcript);
+    assert!(
+        transcript.contains("554 5.6.0 malformed header on line 1"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("554 5.6.0 the message has no From: header"),
+        "{transcript}"
+    );
+    assert!(transcript.ends_with("221 2.0.0 Bye\r\n"), "{transcript}");
+    assert_eq!(running.state.spool.depth(), 0);
+    running.shutdown().await;
+}

@@ -33,6 +33,7 @@ pub fn prepare(
     raw: &[u8],
     received: &str,
 ) -> Result<Prepared, RawError> {
+    check_headers(raw).map_err(RawError::NotAMessage)?;
     let parsed = MessageParser::default()
         .parse_headers(raw)
         .ok_or_else(|| RawError::NotAMessage("the data is not a message (no headers)".to_owned()))?;
@@ -121,6 +122,31 @@ pub fn prepare(
     })
 }
 
+/// Refuses a header section that is not RFC 5322: every line before the first empty one
+/// is a `Name: value` field (printable ASCII name, no spaces) or a folded continuation.
+/// mail-parser reads nearly anything; a message that other software would read
+/// differently is refused here instead of being signed and sent.
+pub fn check_headers(raw: &[u8]) -> Result<(), String> {
+    if raw.is_empty() {
+        return Err("the message is empty".to_owned());
+    }
+    for (index, line) in raw.split(|b| *b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return Ok(());
+        }
+        if index > 0 && (line[0] == b' ' || line[0] == b'\t') {
+            continue;
+        }
+        let name = line.split(|b| *b == b':').next().unwrap_or_default();
+        let valid = name.len() < line.len() && !name.is_empty() && name.iter().all(|b| (33..=126).contains(b));
+        if !valid {
+            return Err(format!("malformed header on line {} of the message", index + 1));
+        }
+    }
+    Ok(())
+}
+
 fn first_address(address: Option<&Address<'_>>) -> Option<String> {
     let first = address?.first()?;
     let email = first.address()?;
@@ -135,4 +161,20 @@ fn rfc2822(at: herald_queue::Timestamp) -> String {
     chrono::DateTime::<chrono::Utc>::from_timestamp_millis(millis)
         .unwrap_or_default()
         .to_rfc2822()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_sections_must_be_fields_or_continuations() {
+        assert!(check_headers(b"From: a@b.test\r\nSubject: x\r\n  folded\r\n\r\nbody: not a header\r\n").is_ok());
+        assert!(check_headers(b"From: a@b.test\r\n").is_ok(), "headers only");
+        assert!(check_headers(b"").is_err());
+        assert!(check_headers(b"just some text\r\n\r\n").is_err());
+        assert!(check_headers(b" leading continuation: x\r\n").is_err());
+        assert!(check_headers(b"From: a@b.test\r\nBad Name: x\r\n").is_err());
+        assert!(check_headers(b"From: a@b.test\r\n: empty name\r\n").is_err());
+    }
 }

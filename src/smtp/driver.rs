@@ -114,6 +114,9 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         let (used, actions) = session.feed(&buffer);
         buffer.drain(..used);
         let mut out = Vec::new();
+        // Set when the session resumes after waiting on this driver: bytes pipelined behind
+        // the command that waited are already in the buffer and must be fed before reading.
+        let mut resumed = false;
         let mut queue: VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
             match action {
@@ -148,10 +151,12 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                         tokio::time::sleep(delay).await;
                     }
                     queue.extend(session.authenticated(caller.is_some()));
+                    resumed = true;
                 }
                 Action::Deliver(envelope) => {
                     let outcome = deliver(context, caller.as_ref(), envelope, peer).await;
                     queue.extend(session.delivered(outcome));
+                    resumed = true;
                 }
             }
         }
@@ -160,6 +165,9 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         }
         if session.is_closed() {
             return Ok(Ended::Closed);
+        }
+        if resumed && !buffer.is_empty() {
+            continue;
         }
         let read = tokio::select! {
             read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read(&mut chunk)) => read,
