@@ -14,30 +14,6 @@ use mail_parser::{MessageParser, MimeHeaders};
 use serde_json::{Value, json};
 use util::{OPERATOR_KEY, call, start_api};
 
-/// Adds `name` for the operator's team and marks it verified without DNS.
-async fn verified_domain(addr: std::net::SocketAddr, name: &str) -> String {
-    let domain = call(
-        addr,
-        Method::POST,
-        "/domains",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": name, "dkim_algorithm": "ed25519" })),
-    )
-    .await;
-    assert_eq!(domain.status, StatusCode::CREATED, "{}", domain.text());
-    let id = domain.json()["id"].as_str().expect("id").to_owned();
-    let verified = call(
-        addr,
-        Method::POST,
-        &format!("/domains/{id}/verify"),
-        Some(OPERATOR_KEY),
-        Some(json!({ "skip_dns": true })),
-    )
-    .await;
-    assert_eq!(verified.status, StatusCode::OK);
-    id
-}
-
 async fn send(addr: std::net::SocketAddr, key: &str, body: Value) -> util::HttpResponse {
     call(addr, Method::POST, "/emails", Some(key), Some(body)).await
 }
@@ -56,7 +32,7 @@ async fn a_minimal_email_is_spooled_as_proper_mime_and_recorded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let response = send(
         addr,
         OPERATOR_KEY,
@@ -127,7 +103,7 @@ async fn every_field_reaches_the_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let pdf = b"%PDF-1.4 fake".to_vec();
     let response = send(
         addr,
@@ -216,7 +192,7 @@ async fn invalid_emails_get_precise_errors_and_nothing_is_sent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let base = json!({ "from": "a@example.test", "to": "b@example.org", "subject": "s", "text": "t" });
     let with = |patch: Value| {
         let mut body = base.clone();
@@ -353,8 +329,8 @@ async fn sending_keys_send_only_from_their_domain() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    let ours = verified_domain(addr, "ours.test").await;
-    verified_domain(addr, "other.test").await;
+    let ours = util::verified_domain(addr, "ours.test").await;
+    util::verified_domain(addr, "other.test").await;
     let key = call(
         addr,
         Method::POST,
@@ -395,7 +371,7 @@ async fn an_idempotency_key_sends_exactly_one_email_even_under_concurrency() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let body = json!({ "from": "a@example.test", "to": "b@example.org", "subject": "once", "text": "t" });
     let keyed = |key: &'static str, body: Value| async move {
         let response = util::call_with_headers(
@@ -457,7 +433,7 @@ async fn batches_are_strict_or_permissive_and_written_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let good = |i: usize| json!({ "from": "a@example.test", "to": format!("u{i}@example.org"), "subject": format!("n{i}"), "text": "t" });
     let bad = json!({ "from": "a@example.test", "to": "nope", "subject": "x", "text": "t" });
 
@@ -533,7 +509,7 @@ async fn scheduled_emails_can_be_moved_and_canceled_until_they_are_due() {
     let config = util::config(dir.path(), "[api]\nrate_limit = \"1000/s\"\n");
     let running = util::start_with_clock(config, Some(OPERATOR_KEY), clock.clone()).await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let body = |when: &str| json!({ "from": "a@example.test", "to": "b@example.org", "subject": "later", "text": "t", "scheduled_at": when });
 
     let first = send(addr, OPERATOR_KEY, body("in 1 hour")).await;
@@ -639,7 +615,7 @@ async fn emails_list_newest_first_without_bodies() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     for i in 0..3 {
         send(
             addr,
@@ -696,7 +672,7 @@ async fn attachments_by_path_are_fetched_and_private_addresses_refused() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
-    verified_domain(running.http_addr, "example.test").await;
+    util::verified_domain(running.http_addr, "example.test").await;
     let body = json!({ "from": "a@example.test", "to": "b@example.org", "subject": "s", "text": "t", "attachments": [{ "path": url }] });
     let response = send(running.http_addr, OPERATOR_KEY, body.clone()).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
@@ -712,7 +688,7 @@ async fn attachments_by_path_are_fetched_and_private_addresses_refused() {
         .replace("allow_private_endpoints = true", "allow_private_endpoints = false");
     let config = herald::config::Config::from_toml(&text, None).expect("config");
     let strict = util::start_with_key(config, Some(OPERATOR_KEY)).await;
-    verified_domain(strict.http_addr, "example.test").await;
+    util::verified_domain(strict.http_addr, "example.test").await;
     let refused = send(strict.http_addr, OPERATOR_KEY, body).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(refused.json()["name"], "invalid_attachment");

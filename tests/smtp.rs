@@ -3,33 +3,12 @@
 
 mod util;
 
-use hyper::{Method, StatusCode};
+use hyper::Method;
 use mail_send::SmtpClientBuilder;
 use mail_send::mail_builder::MessageBuilder;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use util::{OPERATOR_KEY, call, start_api};
-
-async fn verified_domain(addr: std::net::SocketAddr, name: &str) {
-    let domain = call(
-        addr,
-        Method::POST,
-        "/domains",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": name, "dkim_algorithm": "ed25519" })),
-    )
-    .await;
-    let id = domain.json()["id"].as_str().expect("id").to_owned();
-    let verified = call(
-        addr,
-        Method::POST,
-        &format!("/domains/{id}/verify"),
-        Some(OPERATOR_KEY),
-        Some(json!({ "skip_dns": true })),
-    )
-    .await;
-    assert_eq!(verified.status, StatusCode::OK);
-}
 
 fn message(from: &'static str, subject: &'static str) -> MessageBuilder<'static> {
     MessageBuilder::new()
@@ -45,7 +24,7 @@ async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
 
     for (port, implicit_tls, subject) in [
@@ -103,7 +82,7 @@ async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
 async fn bad_credentials_unverified_domains_and_plaintext_auth_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
-    verified_domain(running.http_addr, "example.test").await;
+    util::verified_domain(running.http_addr, "example.test").await;
     let (starttls, implicit) = (running.smtp[0].1, running.smtp[1].1);
 
     let wrong = SmtpClientBuilder::new("127.0.0.1", implicit.port())
@@ -155,7 +134,7 @@ async fn resend_idempotency_key_sends_a_message_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    verified_domain(addr, "example.test").await;
+    util::verified_domain(addr, "example.test").await;
     let implicit = running.smtp[1].1;
     let keyed = |subject: &'static str| {
         MessageBuilder::new()
@@ -240,24 +219,8 @@ async fn connection_limits_and_auth_lockout_hold_over_real_sockets() {
         );
     }
     // Even the right key is refused now, with a clear reply, and the connection closes.
-    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
-    let tcp = tokio::net::TcpStream::connect(implicit).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
-    let mut stream = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await
-        .expect("TLS");
-    let auth = base64::Engine::encode(
-        &base64::engine::general_purpose::STANDARD,
-        format!("\0resend\0{OPERATOR_KEY}"),
-    );
-    stream
-        .write_all(format!("EHLO c\r\nAUTH PLAIN {auth}\r\n").as_bytes())
-        .await
-        .expect("write");
-    let mut transcript = Vec::new();
-    let _ = stream.read_to_end(&mut transcript).await;
-    let transcript = String::from_utf8_lossy(&transcript);
+    let auth = util::auth_plain(OPERATOR_KEY);
+    let transcript = util::smtps_transcript(implicit, &format!("EHLO c\r\nAUTH PLAIN {auth}\r\n")).await;
     assert!(
         transcript.contains("421 4.7.0 Too many failed authentications"),
         "{transcript}"
@@ -269,26 +232,13 @@ async fn connection_limits_and_auth_lockout_hold_over_real_sockets() {
 async fn data_that_is_not_a_message_is_refused_and_nothing_is_spooled() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), "").await;
-    verified_domain(running.http_addr, "example.test").await;
+    util::verified_domain(running.http_addr, "example.test").await;
     let implicit = running.smtp[1].1;
-    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
-    let tcp = tokio::net::TcpStream::connect(implicit).await.expect("connect");
-    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
-    let mut stream = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await
-        .expect("TLS");
-    let auth = base64::Engine::encode(
-        &base64::engine::general_purpose::STANDARD,
-        format!("\0resend\0{OPERATOR_KEY}"),
-    );
+    let auth = util::auth_plain(OPERATOR_KEY);
     let script = format!(
         "EHLO c\r\nAUTH PLAIN {auth}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\njust some text\r\n.\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nSubject: no sender\r\n\r\nhi\r\n.\r\nQUIT\r\n"
     );
-    stream.write_all(script.as_bytes()).await.expect("write");
-    let mut transcript = Vec::new();
-    let _ = stream.read_to_end(&mut transcript).await;
-    let transcript = String::from_utf8_lossy(&transcript);
+    let transcript = util::smtps_transcript(implicit, &script).await;
     assert!(
         transcript.contains("554 5.6.0 malformed header on line 1"),
         "{transcript}"

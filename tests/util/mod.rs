@@ -140,6 +140,47 @@ pub async fn call_with_headers(
     HttpResponse { status, headers, body }
 }
 
+/// Adds `name` for the operator's team and marks it verified without DNS; its id.
+pub async fn verified_domain(addr: SocketAddr, name: &str) -> String {
+    let body = serde_json::json!({ "name": name, "dkim_algorithm": "ed25519" });
+    let domain = call(addr, Method::POST, "/domains", Some(OPERATOR_KEY), Some(body)).await;
+    assert_eq!(domain.status, StatusCode::CREATED, "{}", domain.text());
+    let id = domain.json()["id"].as_str().expect("id").to_owned();
+    let skip = serde_json::json!({ "skip_dns": true });
+    let verified = call(
+        addr,
+        Method::POST,
+        &format!("/domains/{id}/verify"),
+        Some(OPERATOR_KEY),
+        Some(skip),
+    )
+    .await;
+    assert_eq!(verified.status, StatusCode::OK, "{}", verified.text());
+    id
+}
+
+/// Opens an SMTPS session to `addr`, writes `script` and returns everything the server
+/// answered until it closed the connection.
+pub async fn smtps_transcript(addr: SocketAddr, script: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
+    let mut stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    stream.write_all(script.as_bytes()).await.expect("write");
+    let mut transcript = Vec::new();
+    let _ = stream.read_to_end(&mut transcript).await;
+    String::from_utf8_lossy(&transcript).into_owned()
+}
+
+/// `AUTH PLAIN` initial response for `resend` and `key`.
+pub fn auth_plain(key: &str) -> String {
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("\0resend\0{key}"))
+}
+
 /// A response read by a real HTTP/1.1 client.
 #[derive(Debug)]
 pub struct HttpResponse {
