@@ -21,6 +21,8 @@
 //! - [`server`]: `herald serve`, start-up and shutdown.
 //! - [`http`]: the HTTP listener (REST API, `/healthz`, `/metrics`).
 //! - [`smtp`]: the SMTP listeners.
+//! - [`suppressions`]: addresses mail is no longer sent to.
+//! - [`delivery`]: the delivery engine: scheduler, DKIM, MX routing, outbound SMTP.
 //! - [`accounts`]: teams and API keys, and the first start's bootstrap.
 //! - [`api`]: the REST resources (API keys, teams, domains, logs).
 //! - [`cli`] and [`client`]: the operator's command line, a client of the REST API.
@@ -45,4 +47,5 @@ pub mod outbound;
 pub mod server;
 pub mod shutdown;
 pub mod smtp;
+pub mod suppressions;
 pub mod telemetry;

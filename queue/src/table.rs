@@ -58,6 +58,10 @@ impl Table {
     pub const LOG_EXPIRY: Table = Table::new("log_expiry");
     /// Idempotency records by team and key.
     pub const IDEMPOTENCY: Table = Table::new("idempotency");
+    /// Suppressed recipient addresses by team and lower-cased address.
+    pub const SUPPRESSIONS: Table = Table::new("suppressions");
+    /// Suppression ids by team and id, pointing at the address.
+    pub const SUPPRESSION_IDS: Table = Table::new("suppression_ids");
 
     /// Every table this build knows. The store creates the missing ones at open.
     pub const ALL: &'static [Table] = &[
@@ -77,6 +81,8 @@ impl Table {
         Table::LOGS,
         Table::LOG_EXPIRY,
         Table::IDEMPOTENCY,
+        Table::SUPPRESSIONS,
+        Table::SUPPRESSION_IDS,
     ];
 }
 
