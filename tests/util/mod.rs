@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod dns;
+pub mod sink;
 
 use std::net::SocketAddr;
 use std::path::Path;
