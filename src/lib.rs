@@ -24,7 +24,7 @@
 //! - [`suppressions`]: addresses mail is no longer sent to.
 //! - [`delivery`]: the delivery engine: scheduler, DKIM, MX routing, outbound SMTP.
 //! - [`accounts`]: teams and API keys, and the first start's bootstrap.
-//! - [`api`]: the REST resources (API keys, teams, domains, logs).
+//! - [`api`]: the REST resources (API keys, teams, domains, emails, logs, suppressions).
 //! - [`cli`] and [`client`]: the operator's command line, a client of the REST API.
 //! - [`domains`]: sending domains, DKIM keys and DNS verification.
 //! - [`emails`]: validation, MIME, records, idempotency and the one path that spools mail.

@@ -96,8 +96,17 @@ impl Suppression {
 
     /// The API object.
     pub fn to_json(&self) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.insert("object".into(), json!("suppression"));
+        }
+        value
+    }
+
+    /// The entry in `GET /suppressions`: the API object without `object`, as Resend
+    /// lists it.
+    pub fn summary_json(&self) -> Value {
         json!({
-            "object": "suppression",
             "id": self.id,
             "email": self.email,
             "origin": self.origin,
@@ -105,11 +114,26 @@ impl Suppression {
             "created_at": format::timestamp(self.created_at),
         })
     }
+
+    /// The payload of `suppression.added` and `suppression.removed` events.
+    pub fn event_json(&self) -> Value {
+        self.summary_json()
+    }
 }
 
 /// The team's entry for `email`, if it is suppressed.
 pub fn find(store: &Store, team_id: Id, email: &str) -> Result<Option<Suppression>, herald_queue::Error> {
     store.get::<Suppression>(Suppression::key(team_id, email))
+}
+
+/// The team's entry with id `id`, if there is one.
+pub fn find_by_id(store: &Store, team_id: Id, id: Id) -> Result<Option<Suppression>, herald_queue::Error> {
+    let Some(index) = store.get::<SuppressionId>(Suppression::id_key(team_id, id))? else {
+        return Ok(None);
+    };
+    // The two reads are not one snapshot: between them the address may have been removed
+    // and added again under a new id. Only the entry with this id answers.
+    Ok(find(store, team_id, &index.email)?.filter(|found| found.id == id))
 }
 
 /// Addresses compare case-insensitively here: mailbox local parts are case-sensitive in

@@ -6,6 +6,8 @@ mod api_keys;
 mod domains;
 mod emails;
 mod logs;
+mod suppressions;
+mod suppressions_batch;
 mod teams;
 
 use hyper::StatusCode;
@@ -77,6 +79,12 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::CancelEmail(id) => emails::cancel(ctx, id),
         Route::ListLogs => logs::list(ctx),
         Route::GetLog(id) => logs::get(ctx, id),
+        Route::AddSuppression => suppressions::add(ctx),
+        Route::ListSuppressions => suppressions::list(ctx),
+        Route::GetSuppression(target) => suppressions::get(ctx, target),
+        Route::DeleteSuppression(target) => suppressions::delete(ctx, target),
+        Route::BatchAddSuppressions => suppressions_batch::add(ctx),
+        Route::BatchRemoveSuppressions => suppressions_batch::remove(ctx),
     }
 }
 

@@ -51,6 +51,18 @@ pub enum Route {
     ListLogs,
     /// `GET /logs/{id}`
     GetLog(String),
+    /// `POST /suppressions`
+    AddSuppression,
+    /// `GET /suppressions`
+    ListSuppressions,
+    /// `GET /suppressions/{id-or-email}`
+    GetSuppression(String),
+    /// `DELETE /suppressions/{id-or-email}`
+    DeleteSuppression(String),
+    /// `POST /suppressions/batch/add`
+    BatchAddSuppressions,
+    /// `POST /suppressions/batch/remove`
+    BatchRemoveSuppressions,
 }
 
 impl Route {
@@ -84,6 +96,12 @@ impl Route {
             Route::CancelEmail(_) => "emails.cancel",
             Route::ListLogs => "logs.list",
             Route::GetLog(_) => "logs.get",
+            Route::AddSuppression => "suppressions.add",
+            Route::ListSuppressions => "suppressions.list",
+            Route::GetSuppression(_) => "suppressions.get",
+            Route::DeleteSuppression(_) => "suppressions.delete",
+            Route::BatchAddSuppressions => "suppressions.batch_add",
+            Route::BatchRemoveSuppressions => "suppressions.batch_remove",
         }
     }
 }
@@ -130,6 +148,16 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["emails", id, "cancel"] => one(&[(Method::POST, Route::CancelEmail((*id).to_owned()))]),
         ["logs"] => one(&[(Method::GET, Route::ListLogs)]),
         ["logs", id] => one(&[(Method::GET, Route::GetLog((*id).to_owned()))]),
+        ["suppressions"] => one(&[
+            (Method::POST, Route::AddSuppression),
+            (Method::GET, Route::ListSuppressions),
+        ]),
+        ["suppressions", "batch", "add"] => one(&[(Method::POST, Route::BatchAddSuppressions)]),
+        ["suppressions", "batch", "remove"] => one(&[(Method::POST, Route::BatchRemoveSuppressions)]),
+        ["suppressions", target] => one(&[
+            (Method::GET, Route::GetSuppression((*target).to_owned())),
+            (Method::DELETE, Route::DeleteSuppression((*target).to_owned())),
+        ]),
         _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),
     }
 }
@@ -154,6 +182,16 @@ mod tests {
         assert_eq!(err.name, "method_not_allowed");
         assert!(err.message.contains("POST, GET"), "{}", err.message);
         assert_eq!(route(&Method::GET, "/nope").expect_err("404").name, "not_found");
+        assert_eq!(
+            route(&Method::DELETE, "/suppressions/bob%40example.com"),
+            Ok(Route::DeleteSuppression("bob%40example.com".into()))
+        );
+        assert_eq!(
+            route(&Method::POST, "/suppressions/batch/remove"),
+            Ok(Route::BatchRemoveSuppressions)
+        );
+        let err = route(&Method::GET, "/suppressions/batch/add").expect_err("405");
+        assert_eq!(err.name, "method_not_allowed");
         assert_eq!(
             route(&Method::GET, "/domains/a/b/c").expect_err("404").name,
             "not_found"
