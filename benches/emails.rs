@@ -56,7 +56,7 @@ async fn run(duration: Duration, connections: usize) {
     std::fs::create_dir_all(&base).expect("bench dir");
     let dir = tempfile::tempdir_in(&base).expect("tempdir");
     let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = []\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n",
+        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = []\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = false\n",
         dir.path().join("data").display()
     );
     let config = Config::from_toml(&text, None).expect("config");

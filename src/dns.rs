@@ -11,7 +11,7 @@
 //! `/etc/resolv.conf` are never appended: `example.com` never becomes
 //! `example.com.corp.internal`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use hickory_resolver::TokioResolver;
@@ -55,6 +55,11 @@ impl Dns {
         Ok(Dns { resolver })
     }
 
+    /// The underlying resolver, for libraries that take one (mail-auth's verifier).
+    pub fn resolver(&self) -> &TokioResolver {
+        &self.resolver
+    }
+
     /// TXT records at `name`, one `String` per record with the record's
     /// character-strings concatenated: a 2048-bit DKIM key does not fit one 255-byte
     /// character-string, so publishers split it and readers must join it back. Bytes that
@@ -83,6 +88,32 @@ impl Dns {
             records.sort_unstable();
         }
         found
+    }
+
+    /// The IPv4 then IPv6 addresses of `name`. Found when either family has addresses;
+    /// not found only when the authority says neither has any.
+    pub async fn ips(&self, name: &str) -> Lookup<Vec<IpAddr>> {
+        let v4 = self
+            .lookup(name, RecordType::A, |rdata| match rdata {
+                RData::A(a) => Some(IpAddr::V4(a.0)),
+                _ => None,
+            })
+            .await;
+        let v6 = self
+            .lookup(name, RecordType::AAAA, |rdata| match rdata {
+                RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                _ => None,
+            })
+            .await;
+        match (v4, v6) {
+            (Lookup::Found(mut v4), Lookup::Found(v6)) => {
+                v4.extend(v6);
+                Lookup::Found(v4)
+            }
+            (Lookup::Found(found), _) | (_, Lookup::Found(found)) => Lookup::Found(found),
+            (Lookup::TemporaryFailure(why), _) | (_, Lookup::TemporaryFailure(why)) => Lookup::TemporaryFailure(why),
+            (Lookup::NotFound, Lookup::NotFound) => Lookup::NotFound,
+        }
     }
 
     /// Looks up `record_type` at `name` and keeps the records `extract` accepts. The

@@ -38,6 +38,7 @@ pub mod api;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod delivery;
 pub mod dns;
 pub mod domains;
 pub mod emails;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::raw::{
-    RawApi, RawCertPair, RawConfig, RawDelivery, RawDkimAlgorithm, RawDomains, RawHttp, RawListener, RawLog,
-    RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawWebhooks,
+    RawApi, RawCertPair, RawConfig, RawDelivery, RawDestination, RawDkimAlgorithm, RawDomains, RawHttp, RawListener,
+    RawLog, RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawWebhooks,
 };
 use super::{Config, DkimAlgorithm, LogFormat, TlsMode};
 
@@ -69,6 +69,7 @@ pub fn render(config: &Config) -> String {
                 .collect(),
         },
         delivery: RawDelivery {
+            enabled: Some(config.delivery.enabled),
             nameservers: Some(config.delivery.nameservers.iter().map(ToString::to_string).collect()),
             mx_port: Some(config.delivery.mx_port),
             relay: config.delivery.relay.as_ref().map(|r| format!("{}:{}", r.host, r.port)),
@@ -85,6 +86,27 @@ pub fn render(config: &Config) -> String {
             retry_intervals: Some(config.delivery.retry_intervals.iter().copied().map(human).collect()),
             message_lifetime: Some(human(config.delivery.message_lifetime)),
             ca_file: config.delivery.ca_file.clone(),
+            workers: Some(config.delivery.workers),
+            in_flight_max: Some(config.delivery.in_flight_max),
+            connect_timeout: Some(human(config.delivery.connect_timeout)),
+            command_timeout: Some(human(config.delivery.command_timeout)),
+            idle_timeout: Some(human(config.delivery.idle_timeout)),
+            connections_per_destination: Some(config.delivery.limits.connections),
+            messages_per_connection: Some(config.delivery.limits.messages_per_connection),
+            rate: config.delivery.limits.rate.map(|r| r.to_string()),
+            destinations: Some(
+                config
+                    .delivery
+                    .destinations
+                    .iter()
+                    .map(|d| RawDestination {
+                        pattern: d.pattern.clone(),
+                        connections: Some(d.limits.connections),
+                        messages_per_connection: Some(d.limits.messages_per_connection),
+                        rate: d.limits.rate.map(|r| r.to_string()),
+                    })
+                    .collect(),
+            ),
         },
         domains: RawDomains {
             dkim_algorithm: Some(match config.domains.dkim_algorithm {

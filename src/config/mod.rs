@@ -164,6 +164,8 @@ pub struct TlsConfig {
 /// `[delivery]`: outbound delivery to MX hosts.
 #[derive(Debug, Clone)]
 pub struct DeliveryConfig {
+    /// Whether spooled mail is delivered; `false` keeps it queued (maintenance, tests).
+    pub enabled: bool,
     /// DNS servers for MX lookups and domain verification; empty is the system resolver.
     pub nameservers: Vec<SocketAddr>,
     /// The port MX hosts are contacted on.
@@ -176,6 +178,60 @@ pub struct DeliveryConfig {
     pub message_lifetime: Duration,
     /// Extra trusted roots for verified TLS to MX hosts.
     pub ca_file: Option<PathBuf>,
+    /// Delivery worker threads, each driving many SMTP sessions.
+    pub workers: usize,
+    /// Messages claimed from the spool and in delivery at once, at most.
+    pub in_flight_max: usize,
+    /// How long a TCP connect to one MX address may take before the next is tried.
+    pub connect_timeout: Duration,
+    /// How long one SMTP reply may take (the end of data's included).
+    pub command_timeout: Duration,
+    /// How long an idle connection is kept open for the next message to its destination.
+    pub idle_timeout: Duration,
+    /// Limits for destinations that no entry of `destinations` matches.
+    pub limits: DestinationLimits,
+    /// Limits by recipient domain pattern; the first match wins.
+    pub destinations: Vec<Destination>,
+}
+
+/// Limits on delivery to one destination (a recipient domain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DestinationLimits {
+    /// Concurrent connections at most.
+    pub connections: usize,
+    /// Messages sent over one connection before it is closed.
+    pub messages_per_connection: u32,
+    /// Messages per period at most (GCRA); `None` is unlimited.
+    pub rate: Option<Rate>,
+}
+
+/// `[[delivery.destinations]]`: limits for the recipient domains matching `pattern`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// `example.com` (that domain) or `*.example.com` (its subdomains), lower case.
+    pub pattern: String,
+    /// The limits.
+    pub limits: DestinationLimits,
+}
+
+impl Destination {
+    /// Whether `domain` (lower case) matches the pattern.
+    pub fn matches(&self, domain: &str) -> bool {
+        match self.pattern.strip_prefix("*.") {
+            Some(parent) => domain.strip_suffix(parent).is_some_and(|rest| rest.ends_with('.')),
+            None => domain == self.pattern,
+        }
+    }
+}
+
+impl DeliveryConfig {
+    /// The limits for recipient domain `domain` (lower case).
+    pub fn limits_for(&self, domain: &str) -> DestinationLimits {
+        self.destinations
+            .iter()
+            .find(|d| d.matches(domain))
+            .map_or(self.limits, |d| d.limits)
+    }
 }
 
 /// A smarthost.
@@ -629,7 +685,8 @@ impl Validator<'_> {
             }
             None => None,
         };
-        Ok(DeliveryConfig {
+        DeliveryConfig {
+            enabled: raw.enabled.unwrap_or(true),
             nameservers,
             mx_port,
             relay,
@@ -646,6 +703,67 @@ impl Validator<'_> {
                 .ca_file
                 .map(|p| self.existing_file("delivery.ca_file", p))
                 .transpose()?,
+            workers: positive(self, "delivery.workers", raw.workers.unwrap_or_else(default_workers))?,
+            in_flight_max: positive(self, "delivery.in_flight_max", raw.in_flight_max.unwrap_or(10_000))?,
+            connect_timeout: self.positive_duration(
+                "delivery.connect_timeout",
+                raw.connect_timeout.as_deref(),
+                "10s",
+            )?,
+            command_timeout: self.positive_duration(
+                "delivery.command_timeout",
+                raw.command_timeout.as_deref(),
+                "5m",
+            )?,
+            idle_timeout: self.positive_duration("delivery.idle_timeout", raw.idle_timeout.as_deref(), "10s")?,
+            limits: self.destination_limits(
+                "delivery",
+                DestinationLimits {
+                    connections: 10,
+                    messages_per_connection: 100,
+                    rate: None,
+                },
+                raw.connections_per_destination,
+                raw.messages_per_connection,
+                raw.rate,
+            )?,
+            destinations: Vec::new(),
+        }
+        .with_destinations(self, raw.destinations.unwrap_or_default())
+    }
+
+    fn positive_duration(&self, key: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {
+        let duration = self.check(key, values::duration(text.unwrap_or(default)))?;
+        if duration.is_zero() {
+            return Err(self.error(key, "must be longer than zero"));
+        }
+        Ok(duration)
+    }
+
+    fn destination_limits(
+        &self,
+        prefix: &str,
+        defaults: DestinationLimits,
+        connections: Option<usize>,
+        messages_per_connection: Option<u32>,
+        rate: Option<String>,
+    ) -> Result<DestinationLimits, ConfigError> {
+        let connections_key = if prefix == "delivery" {
+            format!("{prefix}.connections_per_destination")
+        } else {
+            format!("{prefix}.connections")
+        };
+        Ok(DestinationLimits {
+            connections: positive(self, &connections_key, connections.unwrap_or(defaults.connections))?,
+            messages_per_connection: positive(
+                self,
+                &format!("{prefix}.messages_per_connection"),
+                messages_per_connection.unwrap_or(defaults.messages_per_connection),
+            )?,
+            rate: match rate {
+                Some(text) => Some(self.check(&format!("{prefix}.rate"), values::rate(&text))?),
+                None => defaults.rate,
+            },
         })
     }
 
@@ -655,6 +773,40 @@ impl Validator<'_> {
             .map_err(|e| self.error("log.level", format!("invalid filter {level:?}: {e}")))?;
         Ok(level)
     }
+}
+
+impl DeliveryConfig {
+    fn with_destinations(
+        mut self,
+        validator: &Validator<'_>,
+        raw: Vec<raw::RawDestination>,
+    ) -> Result<DeliveryConfig, ConfigError> {
+        for (i, entry) in raw.into_iter().enumerate() {
+            let prefix = format!("delivery.destinations[{i}]");
+            let pattern = entry.pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+            let name = pattern.strip_prefix("*.").unwrap_or(&pattern);
+            if !values::is_hostname(name) {
+                return Err(validator.error(
+                    format!("{prefix}.pattern"),
+                    format!("{:?} is not a domain or *.domain pattern", entry.pattern),
+                ));
+            }
+            let limits = validator.destination_limits(
+                &prefix,
+                self.limits,
+                entry.connections,
+                entry.messages_per_connection,
+                entry.rate,
+            )?;
+            self.destinations.push(Destination { pattern, limits });
+        }
+        Ok(self)
+    }
+}
+
+/// One delivery thread per core.
+fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
 }
 
 /// A count that must be at least 1.

@@ -85,6 +85,7 @@ pub struct RawCertPair {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawDelivery {
+    pub enabled: Option<bool>,
     pub nameservers: Option<Vec<String>>,
     pub mx_port: Option<u16>,
     pub relay: Option<String>,
@@ -93,6 +94,24 @@ pub struct RawDelivery {
     pub retry_intervals: Option<Vec<String>>,
     pub message_lifetime: Option<String>,
     pub ca_file: Option<PathBuf>,
+    pub workers: Option<usize>,
+    pub in_flight_max: Option<usize>,
+    pub connect_timeout: Option<String>,
+    pub command_timeout: Option<String>,
+    pub idle_timeout: Option<String>,
+    pub connections_per_destination: Option<usize>,
+    pub messages_per_connection: Option<u32>,
+    pub rate: Option<String>,
+    pub destinations: Option<Vec<RawDestination>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDestination {
+    pub pattern: String,
+    pub connections: Option<usize>,
+    pub messages_per_connection: Option<u32>,
+    pub rate: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -11,7 +11,7 @@ mod model;
 mod verifier;
 mod verify;
 
-pub use dkim::{DkimKey, generate as generate_dkim_key};
+pub use dkim::{DkimKey, KeyAlgorithm, generate as generate_dkim_key};
 pub use model::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy, save};
 pub use verifier::{Verifier, VerifierSettings};
 pub use verify::check;

@@ -93,6 +93,7 @@ pub fn prepare(
         last_event: "sent".to_owned(),
         size: message.len() as u64,
         source: Source::Smtp,
+        attempts: Vec::new(),
     };
     let mut records = Batch::new();
     records

@@ -55,9 +55,33 @@ pub struct EmailRecord {
     pub size: u64,
     /// Where it came in.
     pub source: Source,
+    /// The latest delivery attempts, for debugging (oldest first, at most
+    /// [`EmailRecord::ATTEMPTS_KEPT`]).
+    #[serde(default)]
+    pub attempts: Vec<AttemptLog>,
+}
+
+/// A summary of one delivery attempt to one destination.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttemptLog {
+    /// When it ended.
+    pub at: Timestamp,
+    /// The recipients it carried.
+    pub recipients: Vec<String>,
+    /// The MX host (or relay), when one was reached.
+    pub host: Option<String>,
+    /// Its address.
+    pub ip: Option<String>,
+    /// The TLS version, when encrypted.
+    pub tls: Option<String>,
+    /// The reply (or herald's reason, when no server answered).
+    pub reply: String,
 }
 
 impl EmailRecord {
+    /// Attempt summaries kept on the record.
+    pub const ATTEMPTS_KEPT: usize = 20;
+
     /// The key in [`Table::EMAILS`].
     pub fn key(team_id: Id, id: Id) -> Vec<u8> {
         [team_id.as_bytes().as_slice(), id.as_bytes()].concat()

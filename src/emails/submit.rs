@@ -127,6 +127,7 @@ pub fn prepare(
         last_event: last_event.to_owned(),
         size: raw.len() as u64,
         source,
+        attempts: Vec::new(),
     };
     let mut records = Batch::new();
     records.put(EmailRecord::key(sender.team_id, id), &record)?;
@@ -176,6 +177,7 @@ pub fn commit(state: &AppState, prepared: Vec<Prepared>, extra: Batch) -> Result
         .collect();
     match state.spool.enqueue_many(messages, records)? {
         Admission::Accepted(_) => {
+            state.wake_delivery();
             metrics::counter!("herald_emails_accepted_total", "source" => "api").increment(ids.len() as u64);
             Ok(ids)
         }

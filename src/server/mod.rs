@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 
 use crate::accounts::{self, Bootstrap, Team};
 use crate::config::{Config, Listener};
+use crate::delivery::Delivery;
 use crate::dns::Dns;
 use crate::domains::Verifier;
 use crate::emails::idempotency::Idempotency;
@@ -52,6 +53,10 @@ pub struct AppState {
     pub idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
     pub outbound: Outbound,
+    /// Wakes the delivery scheduler (new mail, room in flight).
+    pub delivery_wake_sender: crossbeam_channel::Sender<()>,
+    /// What the delivery scheduler waits on between looks at the due index.
+    pub delivery_wake: crossbeam_channel::Receiver<()>,
     /// Serialises read-modify-write of resource records (keys, teams, domains). These
     /// writes are rare and small; one lock keeps every such change simple to reason about.
     writes: Mutex<()>,
@@ -62,6 +67,11 @@ impl AppState {
     /// and the disk busy, few enough that a flood of requests queues instead of spawning
     /// hundreds of threads.
     pub const BLOCKING_MAX: usize = 64;
+
+    /// Tells the delivery scheduler that mail may be due now.
+    pub fn wake_delivery(&self) {
+        let _ = self.delivery_wake_sender.try_send(());
+    }
 
     /// Takes the lock for a read-modify-write of a resource record.
     pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
@@ -96,6 +106,7 @@ pub struct Running {
     tls: ServerTls,
     controller: Controller,
     tasks: JoinSet<()>,
+    delivery: Option<Delivery>,
 }
 
 impl Running {
@@ -114,6 +125,9 @@ impl Running {
         }
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        if let Some(delivery) = self.delivery.take() {
+            let _ = tokio::task::spawn_blocking(move || delivery.stop(grace)).await;
+        }
         // The last store handles drop with `self.state`; the commit thread then finishes
         // what is queued and RocksDB closes. That blocks, so it happens off the reactor.
         let state = self.state;
@@ -160,7 +174,10 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let http_addr = http_listener.local_addr()?;
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
+    let (delivery_wake_sender, delivery_wake) = crossbeam_channel::bounded(1);
     let state = Arc::new(AppState {
+        delivery_wake_sender,
+        delivery_wake,
         config,
         store,
         spool,
@@ -186,6 +203,12 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         state.config.api.log_retention,
         controller.handle(),
     ));
+    let delivery = if state.config.delivery.enabled {
+        Some(Delivery::start(Arc::clone(&state)).context("cannot start delivery")?)
+    } else {
+        tracing::warn!("delivery is disabled (`delivery.enabled = false`): mail stays in the spool");
+        None
+    };
     let context = smtp::ListenerContext {
         state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
@@ -212,6 +235,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         tls,
         controller,
         tasks,
+        delivery,
     })
 }
 

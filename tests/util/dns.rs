@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{MX, TXT};
+use hickory_proto::rr::rdata::{A, MX, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -82,6 +82,11 @@ impl TestDns {
         self.state.zone().entry(key(name)).or_default().mx = records;
     }
 
+    /// Replaces the A records at `name`.
+    pub fn set_a(&self, name: &str, addresses: &[Ipv4Addr]) {
+        self.state.zone().entry(key(name)).or_default().a = addresses.to_vec();
+    }
+
     /// Deletes every record at `name` and clears [`TestDns::fail`]: the name then
     /// answers NXDOMAIN.
     pub fn remove(&self, name: &str) {
@@ -128,19 +133,21 @@ impl State {
 struct Entry {
     txt: Vec<TXT>,
     mx: Vec<MX>,
+    a: Vec<Ipv4Addr>,
     failing: bool,
 }
 
 impl Entry {
     /// Whether the name exists: it owns at least one record.
     fn exists(&self) -> bool {
-        !self.txt.is_empty() || !self.mx.is_empty()
+        !self.txt.is_empty() || !self.mx.is_empty() || !self.a.is_empty()
     }
 
     fn records(&self, record_type: RecordType) -> Vec<RData> {
         match record_type {
             RecordType::TXT => self.txt.iter().cloned().map(RData::TXT).collect(),
             RecordType::MX => self.mx.iter().cloned().map(RData::MX).collect(),
+            RecordType::A => self.a.iter().map(|ip| RData::A(A(*ip))).collect(),
             _ => Vec::new(),
         }
     }

@@ -23,6 +23,15 @@ use tokio::net::TcpStream;
 
 /// A config for tests: everything on loopback port 0, data in `dir`.
 pub fn config_text(dir: &Path, extra: &str) -> String {
+    // Delivery is off unless a test turns it on: most tests look at accepted mail, and
+    // their recipients' domains do not exist.
+    let extra = if extra.contains("enabled") {
+        extra.to_owned()
+    } else if extra.contains("[delivery]") {
+        extra.replacen("[delivery]", "[delivery]\nenabled = false", 1)
+    } else {
+        format!("{extra}\n[delivery]\nenabled = false\n")
+    };
     format!(
         r#"
 [server]

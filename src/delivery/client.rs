@@ -1,0 +1,434 @@
+//! The outbound SMTP client: one connection to one MX address, driven command by command
+//! with pipelining where the server offers it, reporting an outcome for every recipient.
+//!
+//! mail-send's high-level `send` stops at the first refused recipient and does not
+//! pipeline, so herald drives the transaction itself over a socket it connected to a
+//! hickory-resolved address.
+
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use super::reply::Reply;
+
+/// Longest reply line read; RFC 5321 allows 512 octets, servers write longer.
+const LINE_MAX: usize = 4096;
+/// Reply lines at most, so a server cannot feed an endless multi-line reply.
+const LINES_MAX: usize = 128;
+
+/// Why a connection could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConnectionError {
+    /// TCP, TLS or a timeout.
+    #[error("{0}")]
+    Network(String),
+    /// The server answered with something other than the expected success.
+    #[error("{0}")]
+    Refused(Reply),
+}
+
+impl ConnectionError {
+    /// The reply a recipient is recorded with.
+    pub fn to_reply(&self) -> Reply {
+        match self {
+            ConnectionError::Network(text) => Reply::local(451, "4.4.1", text),
+            ConnectionError::Refused(reply) => reply.clone(),
+        }
+    }
+}
+
+/// A plain or TLS socket.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+    /// Only while a plain socket is being upgraded.
+    Closed,
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::NotConnected, "the connection is closed")
+}
+
+impl AsyncRead for Io {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Io::Closed => Poll::Ready(Err(closed())),
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Io::Closed => Poll::Ready(Err(closed())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Io::Closed => Poll::Ready(Err(closed())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Io::Closed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// What the server's EHLO reply offers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `STARTTLS`.
+    pub starttls: bool,
+    /// `PIPELINING`.
+    pub pipelining: bool,
+    /// `SIZE`, with its limit (0: none announced).
+    pub size: Option<u64>,
+    /// `8BITMIME`.
+    pub eight_bit: bool,
+    /// `SMTPUTF8`.
+    pub smtputf8: bool,
+    /// `AUTH` mechanisms, upper case.
+    pub auth: Vec<String>,
+}
+
+impl Capabilities {
+    fn parse(reply: &Reply) -> Self {
+        let mut caps = Capabilities::default();
+        for line in reply.lines.iter().skip(1) {
+            let mut words = line.split_ascii_whitespace();
+            let keyword = words.next().unwrap_or_default().to_ascii_uppercase();
+            match keyword.as_str() {
+                "STARTTLS" => caps.starttls = true,
+                "PIPELINING" => caps.pipelining = true,
+                "8BITMIME" => caps.eight_bit = true,
+                "SMTPUTF8" => caps.smtputf8 = true,
+                "SIZE" => caps.size = Some(words.next().and_then(|n| n.parse().ok()).unwrap_or(0)),
+                "AUTH" => caps.auth = words.map(str::to_ascii_uppercase).collect(),
+                _ => {}
+            }
+        }
+        caps
+    }
+}
+
+/// One SMTP connection after a successful EHLO.
+pub struct Connection {
+    io: BufReader<Io>,
+    /// What the server offers.
+    pub caps: Capabilities,
+    /// The MX host name (or the relay's).
+    pub host: String,
+    /// The address connected to.
+    pub ip: IpAddr,
+    /// The negotiated TLS version, when encrypted.
+    pub tls: Option<String>,
+    /// Whether the TLS session was verified against trusted roots.
+    pub verified: bool,
+    timeout: Duration,
+}
+
+/// How to treat TLS on a connection.
+#[derive(Clone)]
+pub struct TlsChoice {
+    /// Accepts any certificate: encryption without authentication.
+    pub opportunistic: Arc<rustls::ClientConfig>,
+    /// Verifies against the web PKI roots plus `[delivery] ca_file`.
+    pub verified: Arc<rustls::ClientConfig>,
+    /// The domain requires verified TLS.
+    pub required: bool,
+}
+
+impl Connection {
+    /// Connects to `addr`, reads the greeting, says EHLO as `hostname` and upgrades with
+    /// STARTTLS when offered (required when `tls.required`).
+    pub async fn open(
+        host: &str,
+        addr: SocketAddr,
+        hostname: &str,
+        tls: &TlsChoice,
+        connect_timeout: Duration,
+        timeout: Duration,
+    ) -> Result<Connection, ConnectionError> {
+        let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ConnectionError::Network(format!("connecting to {host} [{}] timed out", addr.ip())))?
+            .map_err(|e| ConnectionError::Network(format!("cannot connect to {host} [{}]: {e}", addr.ip())))?;
+        let _ = tcp.set_nodelay(true);
+        let mut connection = Connection {
+            io: BufReader::new(Io::Plain(tcp)),
+            caps: Capabilities::default(),
+            host: host.to_owned(),
+            ip: addr.ip(),
+            tls: None,
+            verified: false,
+            timeout,
+        };
+        connection.expect(220).await?;
+        connection.ehlo(hostname).await?;
+        if connection.caps.starttls {
+            connection.starttls(tls).await?;
+            connection.ehlo(hostname).await?;
+        } else if tls.required {
+            return Err(ConnectionError::Network(format!(
+                "TLS is required for this domain, and {host} does not offer STARTTLS"
+            )));
+        }
+        Ok(connection)
+    }
+
+    async fn ehlo(&mut self, hostname: &str) -> Result<(), ConnectionError> {
+        self.write(format!("EHLO {hostname}\r\n").as_bytes()).await?;
+        let reply = self.read_reply().await?;
+        if reply.code != 250 {
+            return Err(ConnectionError::Refused(reply));
+        }
+        self.caps = Capabilities::parse(&reply);
+        Ok(())
+    }
+
+    async fn starttls(&mut self, tls: &TlsChoice) -> Result<(), ConnectionError> {
+        self.write(b"STARTTLS\r\n").await?;
+        let reply = self.read_reply().await?;
+        if reply.code != 220 {
+            if tls.required {
+                return Err(ConnectionError::Refused(reply));
+            }
+            // Opportunistic TLS goes on in plaintext when the offer is withdrawn.
+            return Ok(());
+        }
+        if !self.io.buffer().is_empty() {
+            // Anything after the 220 arrived before encryption: an injection attempt.
+            return Err(ConnectionError::Network(format!(
+                "{} sent data after its STARTTLS reply",
+                self.host
+            )));
+        }
+        let Io::Plain(tcp) = std::mem::replace(&mut self.io, BufReader::new(Io::Closed)).into_inner() else {
+            return Err(ConnectionError::Network("STARTTLS on an encrypted connection".into()));
+        };
+        let config = if tls.required {
+            &tls.verified
+        } else {
+            &tls.opportunistic
+        };
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+            .map_err(|_| ConnectionError::Network(format!("{} is not a valid TLS server name", self.host)))?;
+        let stream = tokio::time::timeout(
+            self.timeout,
+            tokio_rustls::TlsConnector::from(Arc::clone(config)).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| ConnectionError::Network(format!("TLS handshake with {} timed out", self.host)))?
+        .map_err(|e| ConnectionError::Network(format!("TLS handshake with {} failed: {e}", self.host)))?;
+        self.tls = stream
+            .get_ref()
+            .1
+            .protocol_version()
+            .and_then(|v| v.as_str())
+            .map(|v| v.replace('_', "").replace("TLSv1", "TLSv1."));
+        self.verified = tls.required;
+        self.io = BufReader::new(Io::Tls(Box::new(stream)));
+        Ok(())
+    }
+
+    /// Sends one message to `recipients` in one transaction. Returns one reply per
+    /// recipient: the RCPT refusal, or the end-of-data reply.
+    pub async fn send(
+        &mut self,
+        sender: &str,
+        recipients: &[String],
+        message: &[u8],
+    ) -> Result<Vec<Reply>, ConnectionError> {
+        let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
+        if needs_utf8 && !self.caps.smtputf8 {
+            let reply = Reply::local(553, "5.6.7", "the receiving server does not support SMTPUTF8 addresses");
+            return Ok(vec![reply; recipients.len()]);
+        }
+        if let Some(limit) = self.caps.size.filter(|&l| l > 0)
+            && message.len() as u64 > limit
+        {
+            let reply = Reply::local(
+                552,
+                "5.3.4",
+                &format!(
+                    "the message ({} bytes) exceeds the receiving server's limit of {limit}",
+                    message.len()
+                ),
+            );
+            return Ok(vec![reply; recipients.len()]);
+        }
+        let mut mail = format!("MAIL FROM:<{sender}>");
+        if self.caps.size.is_some() {
+            mail.push_str(&format!(" SIZE={}", message.len()));
+        }
+        if self.caps.eight_bit && !message.is_ascii() {
+            mail.push_str(" BODY=8BITMIME");
+        }
+        if needs_utf8 {
+            mail.push_str(" SMTPUTF8");
+        }
+        mail.push_str("\r\n");
+        let mut rcpts = Vec::with_capacity(recipients.len());
+        let outcome = if self.caps.pipelining {
+            let mut batch = mail.into_bytes();
+            for recipient in recipients {
+                batch.extend_from_slice(format!("RCPT TO:<{recipient}>\r\n").as_bytes());
+            }
+            batch.extend_from_slice(b"DATA\r\n");
+            self.write(&batch).await?;
+            let mail_reply = self.read_reply().await?;
+            for _ in recipients {
+                rcpts.push(self.read_reply().await?);
+            }
+            let data_reply = self.read_reply().await?;
+            (mail_reply, data_reply)
+        } else {
+            self.write(mail.as_bytes()).await?;
+            let mail_reply = self.read_reply().await?;
+            if !mail_reply.is_success() {
+                (mail_reply.clone(), mail_reply)
+            } else {
+                for recipient in recipients {
+                    self.write(format!("RCPT TO:<{recipient}>\r\n").as_bytes()).await?;
+                    rcpts.push(self.read_reply().await?);
+                }
+                if rcpts.iter().any(Reply::is_success) {
+                    self.write(b"DATA\r\n").await?;
+                    (mail_reply, self.read_reply().await?)
+                } else {
+                    (mail_reply, Reply::local(554, "5.5.1", "no valid recipients"))
+                }
+            }
+        };
+        let (mail_reply, data_reply) = outcome;
+        if !mail_reply.is_success() {
+            if data_reply.code == 354 {
+                self.write(b".\r\n").await?;
+                self.read_reply().await?;
+            }
+            self.reset().await?;
+            return Ok(vec![mail_reply; recipients.len()]);
+        }
+        if data_reply.code != 354 {
+            self.reset().await?;
+            return Ok(rcpts
+                .into_iter()
+                .map(|r| if r.is_success() { data_reply.clone() } else { r })
+                .collect());
+        }
+        if !rcpts.iter().any(Reply::is_success) {
+            // The server took DATA without recipients; end the empty message.
+            self.write(b".\r\n").await?;
+            self.read_reply().await?;
+            self.reset().await?;
+            return Ok(rcpts);
+        }
+        // Dot-stuffed, with the terminating `.` line.
+        self.write(&herald_smtp::stuff(message)).await?;
+        let end = self.read_reply().await?;
+        Ok(rcpts
+            .into_iter()
+            .map(|r| if r.is_success() { end.clone() } else { r })
+            .collect())
+    }
+
+    /// `RSET`, so the connection can carry another transaction.
+    async fn reset(&mut self) -> Result<(), ConnectionError> {
+        self.write(b"RSET\r\n").await?;
+        let reply = self.read_reply().await?;
+        if reply.is_success() {
+            Ok(())
+        } else {
+            Err(ConnectionError::Refused(reply))
+        }
+    }
+
+    /// `QUIT`, without waiting long for the answer.
+    pub async fn quit(mut self) {
+        if self.write(b"QUIT\r\n").await.is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.read_reply()).await;
+        }
+        let _ = self.io.get_mut().shutdown().await;
+    }
+
+    async fn expect(&mut self, code: u16) -> Result<Reply, ConnectionError> {
+        let reply = self.read_reply().await?;
+        if reply.code == code {
+            Ok(reply)
+        } else {
+            Err(ConnectionError::Refused(reply))
+        }
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), ConnectionError> {
+        let io = self.io.get_mut();
+        let result = tokio::time::timeout(self.timeout, async {
+            io.write_all(bytes).await?;
+            io.flush().await
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(ConnectionError::Network(format!(
+                "writing to {} failed: {e}",
+                self.host
+            ))),
+            Err(_) => Err(ConnectionError::Network(format!("writing to {} timed out", self.host))),
+        }
+    }
+
+    /// Reads one reply, all its lines.
+    async fn read_reply(&mut self) -> Result<Reply, ConnectionError> {
+        let host = self.host.clone();
+        let result = tokio::time::timeout(self.timeout, async {
+            let mut lines = Vec::new();
+            loop {
+                let mut line = Vec::new();
+                let n = (&mut self.io)
+                    .take(LINE_MAX as u64)
+                    .read_until(b'\n', &mut line)
+                    .await?;
+                if n == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    ));
+                }
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                let Some((code, last, rest)) = Reply::split_line(&text) else {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("not an SMTP reply: {text:?}"),
+                    ));
+                };
+                lines.push((code, rest.to_owned()));
+                if last || lines.len() >= LINES_MAX {
+                    return Ok(Reply::from_lines(lines));
+                }
+            }
+        })
+        .await;
+        match result {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(e)) => Err(ConnectionError::Network(format!("reading from {host} failed: {e}"))),
+            Err(_) => Err(ConnectionError::Network(format!("{host} did not answer in time"))),
+        }
+    }
+}

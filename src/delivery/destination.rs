@@ -1,0 +1,293 @@
+//! Destinations: one queue per recipient domain (and TLS requirement), drained by up to
+//! `connections` connection tasks, each carrying up to `messages_per_connection`
+//! messages, paced by the destination's rate (GCRA). A destination that refuses
+//! connections or answers `421` is backed off as a whole: its queued and arriving pieces
+//! are deferred without connecting until the back-off ends.
+//!
+//! A slow destination only fills its own queue and holds its own connections; every other
+//! destination has its own.
+
+use std::collections::{HashMap, VecDeque};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::Notify;
+
+use super::Shared;
+use super::client::{Connection, ConnectionError, TlsChoice};
+use super::job::{Piece, Via};
+use super::reply::Reply;
+use super::route::{self, NoRoute};
+use crate::config::{DestinationLimits, values::Rate};
+
+/// Every destination with queued work or open connections.
+#[derive(Default)]
+pub struct Destinations {
+    map: Mutex<HashMap<(String, bool), Arc<Destination>>>,
+}
+
+/// One destination.
+pub struct Destination {
+    domain: String,
+    tls_required: bool,
+    limits: DestinationLimits,
+    limiter: Option<DefaultDirectRateLimiter>,
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Piece>,
+    active: usize,
+    idle: usize,
+    backoff: Option<(Instant, Reply)>,
+}
+
+impl Destinations {
+    /// Queues `piece` for `domain`, starting a connection when the limits allow.
+    pub fn push(&self, shared: &Arc<Shared>, domain: &str, tls_required: bool, piece: Piece) {
+        let destination = {
+            let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
+                let limits = shared.state.config.delivery.limits_for(domain);
+                Arc::new(Destination {
+                    domain: domain.to_owned(),
+                    tls_required,
+                    limits,
+                    limiter: limits.rate.map(limiter),
+                    state: Mutex::new(State::default()),
+                    wake: Notify::new(),
+                })
+            }))
+        };
+        let mut state = destination.lock();
+        if let Some((until, reply)) = &state.backoff {
+            if *until > Instant::now() {
+                let reply = reply.clone();
+                drop(state);
+                piece.complete_all(&reply, None);
+                return;
+            }
+            state.backoff = None;
+        }
+        state.queue.push_back(piece);
+        if state.idle > 0 {
+            destination.wake.notify_one();
+        } else if state.active < destination.limits.connections {
+            state.active += 1;
+            drop(state);
+            let shared_task = Arc::clone(shared);
+            let destination = Arc::clone(&destination);
+            shared.runtime.spawn(async move { destination.run(&shared_task).await });
+        }
+    }
+
+    /// Drops every queued piece (shutdown): their recipients stay as the spool has them.
+    pub fn clear(&self) {
+        let map = std::mem::take(&mut *self.map.lock().unwrap_or_else(PoisonError::into_inner));
+        for destination in map.into_values() {
+            let queue = std::mem::take(&mut destination.lock().queue);
+            drop(queue);
+        }
+    }
+}
+
+/// A GCRA limiter for `rate`, allowing no burst: messages are spread evenly.
+fn limiter(rate: Rate) -> DefaultDirectRateLimiter {
+    let period = rate.per / rate.count.max(1);
+    let quota = Quota::with_period(period.max(Duration::from_micros(1)))
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+        .allow_burst(NonZeroU32::MIN);
+    RateLimiter::direct(quota)
+}
+
+impl Destination {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One connection's life: take pieces until the queue stays empty for the idle
+    /// timeout, reconnecting after `messages_per_connection` messages.
+    async fn run(self: Arc<Self>, shared: &Arc<Shared>) {
+        let mut connection: Option<Connection> = None;
+        let mut sent = 0u32;
+        while let Some(piece) = self.next(shared, connection.is_some()).await {
+            if shared.is_stopping() {
+                drop(piece);
+                continue;
+            }
+            self.pace().await;
+            if connection.is_none() {
+                match self.connect(shared).await {
+                    Ok(opened) => {
+                        connection = Some(opened);
+                        sent = 0;
+                    }
+                    Err(NoRoute::Permanent(reply)) => {
+                        piece.complete_all(&reply, None);
+                        continue;
+                    }
+                    Err(NoRoute::Temporary(reply)) => {
+                        piece.complete_all(&reply, None);
+                        self.back_off(shared, &reply);
+                        continue;
+                    }
+                }
+            }
+            let Some(open) = connection.as_mut() else { continue };
+            let via = Via {
+                host: open.host.clone(),
+                ip: Some(open.ip),
+                tls: open.tls.clone(),
+            };
+            let addresses = piece.addresses();
+            let job = piece.job();
+            let sender = job.sender.clone();
+            let message = Arc::clone(&job.message);
+            match open.send(&sender, &addresses, &message).await {
+                Ok(replies) => {
+                    let closing = replies.iter().find(|r| r.code == 421).cloned();
+                    piece.complete(replies, Some(&via));
+                    sent += 1;
+                    if let Some(reply) = closing {
+                        connection = None;
+                        self.back_off(shared, &reply);
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(domain = %self.domain, %error, "transaction failed");
+                    let reply = error.to_reply();
+                    piece.complete_all(&reply, Some(&via));
+                    connection = None;
+                    if let ConnectionError::Refused(refusal) = error
+                        && refusal.code == 421
+                    {
+                        self.back_off(shared, &refusal);
+                    }
+                }
+            }
+            if sent >= self.limits.messages_per_connection
+                && let Some(done) = connection.take()
+            {
+                done.quit().await;
+            }
+        }
+        if let Some(done) = connection {
+            done.quit().await;
+        }
+    }
+
+    /// The next piece, waiting up to the idle timeout while a connection is open. `None`
+    /// ends the task (and counts it out under the same lock, so a piece queued at that
+    /// moment starts a new task instead of waiting for this one).
+    async fn next(&self, shared: &Shared, open: bool) -> Option<Piece> {
+        let idle_timeout = shared.state.config.delivery.idle_timeout;
+        let deadline = tokio::time::Instant::now() + idle_timeout;
+        loop {
+            {
+                let mut state = self.lock();
+                if let Some(piece) = state.queue.pop_front() {
+                    return Some(piece);
+                }
+                if !open || shared.is_stopping() || tokio::time::Instant::now() >= deadline {
+                    state.active -= 1;
+                    return None;
+                }
+                state.idle += 1;
+            }
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = shared.stop.notified() => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+            self.lock().idle -= 1;
+        }
+    }
+
+    /// Waits for the destination's rate to allow one more message.
+    async fn pace(&self) {
+        let Some(limiter) = &self.limiter else { return };
+        while let Err(not_until) = limiter.check() {
+            tokio::time::sleep(not_until.wait_time_from(DefaultClock::default().now())).await;
+        }
+    }
+
+    /// Connects to the first MX address that answers, in preference order.
+    async fn connect(&self, shared: &Shared) -> Result<Connection, NoRoute> {
+        let config = &shared.state.config;
+        let route = route::resolve(&shared.dns, &config.delivery, &self.domain).await?;
+        let tls = TlsChoice {
+            required: self.tls_required,
+            ..shared.tls.clone()
+        };
+        let mut last = None;
+        let mut any_address = false;
+        for host in &route.hosts {
+            let addresses = match route::addresses(&shared.dns, host, route.port).await {
+                Ok(addresses) => addresses,
+                Err(NoRoute::Permanent(reply) | NoRoute::Temporary(reply)) => {
+                    last = Some(reply);
+                    continue;
+                }
+            };
+            any_address = true;
+            for address in addresses {
+                match Connection::open(
+                    host,
+                    address,
+                    &config.server.hostname,
+                    &tls,
+                    config.delivery.connect_timeout,
+                    config.delivery.command_timeout,
+                )
+                .await
+                {
+                    Ok(connection) => return Ok(connection),
+                    Err(error) => {
+                        tracing::debug!(domain = %self.domain, %host, %address, %error, "MX attempt failed");
+                        last = Some(error.to_reply());
+                    }
+                }
+            }
+        }
+        let reply = last.unwrap_or_else(|| Reply::local(451, "4.4.0", "no MX host could be tried"));
+        if any_address || reply.is_transient() {
+            // Unreachable hosts are a temporary failure whatever they answered.
+            let reply = if reply.is_transient() {
+                reply
+            } else {
+                Reply::local(451, "4.4.1", &format!("no MX host accepted a connection: {reply}"))
+            };
+            Err(NoRoute::Temporary(reply))
+        } else {
+            Err(NoRoute::Permanent(reply))
+        }
+    }
+
+    /// Defers everything queued and everything arriving for a while.
+    fn back_off(&self, shared: &Shared, reply: &Reply) {
+        let wait = shared
+            .state
+            .config
+            .delivery
+            .retry_intervals
+            .first()
+            .copied()
+            .unwrap_or(Duration::from_secs(60));
+        let reply = Reply::local(451, "4.4.5", &format!("{} is backed off after: {reply}", self.domain));
+        tracing::info!(domain = %self.domain, ?wait, %reply, "destination backed off");
+        metrics::counter!("herald_delivery_backoffs_total").increment(1);
+        let queued = {
+            let mut state = self.lock();
+            state.backoff = Some((Instant::now() + wait, reply.clone()));
+            std::mem::take(&mut state.queue)
+        };
+        for piece in queued {
+            piece.complete_all(&reply, None);
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Writing an attempt's outcomes: each recipient's new state, its event (timeline and
+//! webhook outbox), the email record's `last_event` and attempt log, and suppressions
+//! for hard bounces, all in the one spool update that releases the claim.
+
+use std::time::Duration;
+
+use herald_queue::{Batch, Envelope, RecipientState, Store, Timestamp};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::job::{MessageJob, Outcome, Via};
+use super::reply::Reply;
+use crate::config::DeliveryConfig;
+use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord};
+use crate::suppressions::{self, Origin, Suppression};
+
+/// Writes `job`'s outcomes. Blocks until durable.
+pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig, job: &MessageJob) {
+    let results = job.take_results();
+    if results.iter().all(Option::is_none) {
+        spool.release(job.id);
+        return;
+    }
+    let outcome = spool.update(job.id, |envelope, batch| {
+        apply(store, config, job, &results, envelope, batch)
+    });
+    if let Err(error) = outcome {
+        // The claim is released; the recipients stay due and are tried again.
+        tracing::error!(email_id = %job.id, %error, "cannot record delivery outcomes");
+    }
+}
+
+fn apply(
+    store: &Store,
+    config: &DeliveryConfig,
+    job: &MessageJob,
+    results: &[Option<Outcome>],
+    envelope: &mut Envelope,
+    batch: &mut Batch,
+) -> Result<(), herald_queue::Error> {
+    let now = store.now();
+    let mut record = store.get::<EmailRecord>(EmailRecord::key(job.team_id, job.id))?;
+    let expiry = envelope.first_due.saturating_add(config.message_lifetime);
+    let mut logs: Vec<(Option<Via>, String, Vec<String>)> = Vec::new();
+    for (index, result) in results.iter().enumerate() {
+        let (Some(result), Some(recipient)) = (result, envelope.recipients.get_mut(index)) else {
+            continue;
+        };
+        if recipient.state.is_final() {
+            continue; // canceled while in flight
+        }
+        let address = recipient.address.clone();
+        let (state, kind, data) = match result {
+            Outcome::Suppressed(origin) => {
+                let reason = match origin {
+                    Origin::Complaint => "previous_complaint",
+                    Origin::Bounce | Origin::Manual => "previous_bounce",
+                };
+                let suppressed = json!({
+                    "message": "The recipient is on the team's suppression list",
+                    "reason": reason,
+                    "type": "OnAccountSuppressionList",
+                    "diagnosticCode": [],
+                });
+                (
+                    RecipientState::Suppressed { at: now },
+                    "suppressed",
+                    json!({ "suppressed": suppressed }),
+                )
+            }
+            Outcome::Failed(reason) => {
+                recipient.last_response = Some(reason.clone());
+                (
+                    RecipientState::Bounced { at: now },
+                    "failed",
+                    json!({ "failed": { "reason": reason } }),
+                )
+            }
+            Outcome::Replied { reply, via } => {
+                recipient.attempts += 1;
+                recipient.last_response = Some(reply.to_string());
+                push_log(&mut logs, via.as_ref(), reply, &address);
+                if reply.is_success() {
+                    (RecipientState::Delivered { at: now }, "delivered", json!({}))
+                } else if reply.is_transient() || !(500..600).contains(&reply.code) {
+                    if now >= expiry {
+                        let bounce = json!({
+                            "type": "Transient",
+                            "subType": "General",
+                            "message": format!(
+                                "Delivery kept failing until the message lifetime ran out; last reply: {reply}"
+                            ),
+                            "diagnosticCode": [reply.to_string()],
+                        });
+                        (
+                            RecipientState::Expired { at: now },
+                            "bounced",
+                            json!({ "bounce": bounce }),
+                        )
+                    } else {
+                        let wait = retry_wait(&config.retry_intervals, recipient.attempts);
+                        let next = now.saturating_add(wait).min(expiry);
+                        let first = recipient.attempts == 1;
+                        recipient.state = RecipientState::Deferred { next_attempt: next };
+                        if first {
+                            event(
+                                store,
+                                batch,
+                                record.as_mut(),
+                                job,
+                                &address,
+                                "delivery_delayed",
+                                now,
+                                &json!({}),
+                            )?;
+                        }
+                        continue;
+                    }
+                } else {
+                    let kind = reply.bounce_kind();
+                    if kind.is_hard() && suppressions::find(store, job.team_id, &address)?.is_none() {
+                        Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id)).put(batch)?;
+                    }
+                    let bounce = json!({
+                        "type": kind.kind,
+                        "subType": kind.sub_type,
+                        "message": reply.text(),
+                        "diagnosticCode": [reply.to_string()],
+                    });
+                    (
+                        RecipientState::Bounced { at: now },
+                        "bounced",
+                        json!({ "bounce": bounce }),
+                    )
+                }
+            }
+        };
+        recipient.state = state;
+        event(store, batch, record.as_mut(), job, &address, kind, now, &data)?;
+    }
+    if let Some(mut record) = record {
+        for (via, reply, recipients) in logs {
+            record.attempts.push(AttemptLog {
+                at: now,
+                recipients,
+                host: via.as_ref().map(|v| v.host.clone()),
+                ip: via.as_ref().and_then(|v| v.ip).map(|ip| ip.to_string()),
+                tls: via.and_then(|v| v.tls),
+                reply,
+            });
+        }
+        let excess = record.attempts.len().saturating_sub(EmailRecord::ATTEMPTS_KEPT);
+        record.attempts.drain(..excess);
+        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+    }
+    Ok(())
+}
+
+/// Groups recipients that shared an attempt (same host, same reply) into one log entry.
+fn push_log(logs: &mut Vec<(Option<Via>, String, Vec<String>)>, via: Option<&Via>, reply: &Reply, address: &str) {
+    let text = reply.to_string();
+    if let Some((_, _, recipients)) = logs.iter_mut().find(|(v, r, _)| v.as_ref() == via && *r == text) {
+        recipients.push(address.to_owned());
+    } else {
+        logs.push((via.cloned(), text, vec![address.to_owned()]));
+    }
+}
+
+/// Adds one recipient's event: on the email's timeline and, as `email.<kind>`, in the
+/// webhook outbox; `last_event` follows.
+#[allow(clippy::too_many_arguments)]
+fn event(
+    store: &Store,
+    batch: &mut Batch,
+    record: Option<&mut EmailRecord>,
+    job: &MessageJob,
+    address: &str,
+    kind: &str,
+    at: Timestamp,
+    extra: &Value,
+) -> Result<(), herald_queue::Error> {
+    let Some(record) = record else {
+        return Ok(());
+    };
+    record.last_event = kind.to_owned();
+    let timeline = EmailEvent {
+        id: store.next_id(),
+        email_id: job.id,
+        kind: kind.to_owned(),
+        created_at: at,
+        data: merge(json!({ "to": [address] }), extra),
+    };
+    batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
+    let mut data = record.event_data(at);
+    data["to"] = json!([address]);
+    crate::events::push(
+        batch,
+        store,
+        record.team_id,
+        &format!("email.{kind}"),
+        merge(data, extra),
+    )?;
+    Ok(())
+}
+
+fn merge(mut base: Value, extra: &Value) -> Value {
+    if let (Value::Object(base), Value::Object(extra)) = (&mut base, extra) {
+        for (key, value) in extra {
+            base.insert(key.clone(), value.clone());
+        }
+    }
+    base
+}
+
+/// The wait before attempt `attempts + 1`: the interval for this attempt (the last one
+/// repeats), ±10 % so retries of many messages do not arrive together.
+pub fn retry_wait(intervals: &[Duration], attempts: u32) -> Duration {
+    let index = (attempts.max(1) as usize - 1).min(intervals.len().saturating_sub(1));
+    let base = intervals.get(index).copied().unwrap_or(Duration::from_secs(60));
+    base.mul_f64(rand::rng().random_range(0.9..=1.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_follow_the_intervals_with_jitter_and_the_last_repeats() {
+        let intervals = [Duration::from_secs(60), Duration::from_secs(300)];
+        for (attempts, base) in [(1, 60.0), (2, 300.0), (9, 300.0)] {
+            for _ in 0..50 {
+                let wait = retry_wait(&intervals, attempts).as_secs_f64();
+                assert!(
+                    wait >= base * 0.9 - 1e-9 && wait <= base * 1.1 + 1e-9,
+                    "{attempts}: {wait}"
+                );
+            }
+        }
+    }
+}

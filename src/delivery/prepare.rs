@@ -1,0 +1,118 @@
+//! Preparing a claimed message: load it, settle suppressed recipients without
+//! connecting, sign it once with its domain's DKIM key, and hand one piece per recipient
+//! domain to the destinations.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use herald_queue::{Claim, Id};
+
+use super::Shared;
+use super::job::{Links, MessageJob, Outcome};
+use crate::domains::{Domain, TlsPolicy};
+use crate::suppressions;
+
+/// Prepares `claim` (on a worker thread).
+pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
+    let spool = &shared.state.spool;
+    if shared.is_stopping() {
+        release(shared, claim.id);
+        return;
+    }
+    let (envelope, raw) = match spool.load(claim.id) {
+        Ok(Some(loaded)) => loaded,
+        Ok(None) => return release(shared, claim.id),
+        Err(error) => {
+            tracing::error!(id = %claim.id, %error, "cannot load a due message");
+            return release(shared, claim.id);
+        }
+    };
+    let store = &shared.state.store;
+    let now = store.now();
+    let due: Vec<usize> = envelope.due_recipients(now).map(|(i, _)| i).collect();
+    let Some(team_id) = envelope.team.parse::<Id>().ok().filter(|_| !due.is_empty()) else {
+        return release(shared, claim.id);
+    };
+    let domain = envelope
+        .metadata
+        .get("domain_id")
+        .and_then(|id| id.parse::<Id>().ok())
+        .map(|id| store.get::<Domain>(Domain::key(team_id, id)));
+
+    let mut suppressed = Vec::new();
+    let mut by_domain: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for index in due {
+        let address = &envelope.recipients[index].address;
+        match suppressions::find(store, team_id, address) {
+            Ok(Some(entry)) => suppressed.push((index, entry.origin)),
+            Ok(None) => by_domain.entry(recipient_domain(address)).or_default().push(index),
+            Err(error) => {
+                tracing::error!(id = %claim.id, %error, "cannot read the suppression list");
+                return release(shared, claim.id);
+            }
+        }
+    }
+
+    let mut failure = None;
+    let mut message = Vec::new();
+    let mut tls_required = false;
+    if !by_domain.is_empty() {
+        match domain {
+            Some(Ok(Some(domain))) => {
+                tls_required = domain.tls == TlsPolicy::Enforced;
+                match shared.signers.sign(&domain, &raw) {
+                    Ok(signed) => message = signed,
+                    Err(why) => failure = Some(why),
+                }
+            }
+            Some(Err(error)) => {
+                tracing::error!(id = %claim.id, %error, "cannot read the sending domain");
+                return release(shared, claim.id);
+            }
+            Some(Ok(None)) | None => failure = Some("The sending domain no longer exists".to_owned()),
+        }
+    }
+
+    let job = MessageJob::new(
+        claim.id,
+        team_id,
+        envelope.sender.clone(),
+        envelope.recipients.iter().map(|r| r.address.clone()).collect(),
+        Arc::new(message),
+        Links {
+            jobs: shared.jobs.clone(),
+            spool: spool.clone(),
+            in_flight: Arc::clone(&shared.in_flight),
+        },
+    );
+    // The job now owns the claim and the in-flight count.
+    for (index, origin) in suppressed {
+        job.record(index, Outcome::Suppressed(origin));
+    }
+    for (domain, indexes) in by_domain {
+        if let Some(why) = &failure {
+            for index in indexes {
+                job.record(index, Outcome::Failed(why.clone()));
+            }
+            continue;
+        }
+        let piece = job.piece(indexes);
+        shared.destinations.push(shared, &domain, tls_required, piece);
+    }
+    job.release_guard();
+}
+
+/// Gives a claim back without a job (nothing to do, or a storage error).
+fn release(shared: &Shared, id: Id) {
+    shared.state.spool.release(id);
+    shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+}
+
+/// The lower-cased domain of an address (IDNA names stay as given, lower-cased).
+fn recipient_domain(address: &str) -> String {
+    address
+        .rsplit_once('@')
+        .map_or(address, |(_, d)| d)
+        .trim_end_matches('.')
+        .to_lowercase()
+}

@@ -1,0 +1,436 @@
+//! The delivery engine end to end: mail accepted by the API goes to a real SMTP sink on
+//! loopback, found as the MX through a real DNS server on loopback.
+
+mod util;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herald::events::Event;
+use herald::server::Running;
+use herald_queue::{ManualClock, Scan, SharedClock, Timestamp};
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+use util::dns::TestDns;
+use util::sink::{Sink, SinkOptions};
+use util::{OPERATOR_KEY, call};
+
+const SENDER_DOMAIN: &str = "sender.test";
+const WAIT: Duration = Duration::from_secs(30);
+
+struct World {
+    dns: TestDns,
+    sink: Sink,
+    running: Running,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn start(options: SinkOptions, extra: &str) -> World {
+        World::start_with_clock(options, extra, None).await
+    }
+
+    async fn start_with_clock(options: SinkOptions, extra: &str, clock: Option<SharedClock>) -> World {
+        let dns = TestDns::start().await;
+        dns.set_mx("example.net", &[(10, "mx.example.net")]);
+        dns.set_a("mx.example.net", &[Ipv4Addr::LOCALHOST]);
+        let sink = Sink::start(options);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let delivery = format!(
+            "[api]\nrate_limit = \"1000/s\"\n[delivery]\nenabled = true\nnameservers = [\"{}\"]\nmx_port = {}\nretry_intervals = [\"1s\"]\nidle_timeout = \"3s\"\nconnect_timeout = \"2s\"\ncommand_timeout = \"10s\"\n{extra}",
+            dns.addr(),
+            sink.addr().port()
+        );
+        let config = util::config(dir.path(), &delivery);
+        let running = match clock {
+            Some(clock) => util::start_with_clock(config, Some(OPERATOR_KEY), clock).await,
+            None => util::start_with_key(config, Some(OPERATOR_KEY)).await,
+        };
+        util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+        World {
+            dns,
+            sink,
+            running,
+            _dir: dir,
+        }
+    }
+
+    async fn send(&self, to: &[&str]) -> String {
+        let body = json!({ "from": format!("App <app@{SENDER_DOMAIN}>"), "to": to, "subject": "hello", "text": "Hello there.\n.\nA line with a dot." });
+        let response = call(
+            self.running.http_addr,
+            Method::POST,
+            "/emails",
+            Some(OPERATOR_KEY),
+            Some(body),
+        )
+        .await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+        response.json()["id"].as_str().expect("id").to_owned()
+    }
+
+    async fn email(&self, id: &str) -> Value {
+        let response = call(
+            self.running.http_addr,
+            Method::GET,
+            &format!("/emails/{id}"),
+            Some(OPERATOR_KEY),
+            None,
+        )
+        .await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+        response.json()
+    }
+
+    /// Waits until the email's `last_event` is `event`.
+    async fn wait_event(&self, id: &str, event: &str) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let email = self.email(id).await;
+            if email["last_event"] == event {
+                return email;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "email {id} never reached {event}; last: {}",
+                email["last_event"]
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The webhook outbox's `email.*` events for `id`, as `(type, to, data)`.
+    fn events(&self, id: &str) -> Vec<(String, String, Value)> {
+        self.running
+            .state
+            .store
+            .scan::<Event>(Scan::prefix(b""))
+            .expect("scan outbox")
+            .into_iter()
+            .map(|(_, event)| event)
+            .filter(|event| event.data["email_id"] == id)
+            .map(|event| {
+                let to = event.data["to"][0].as_str().unwrap_or_default().to_owned();
+                (event.kind, to, event.data)
+            })
+            .collect()
+    }
+
+    fn kinds_for(&self, id: &str, to: &str) -> Vec<String> {
+        self.events(id)
+            .into_iter()
+            .filter(|(kind, recipient, _)| recipient == to && kind != "email.sent")
+            .map(|(kind, _, _)| kind)
+            .collect()
+    }
+}
+
+fn starttls_sink() -> SinkOptions {
+    SinkOptions {
+        starttls: true,
+        ..SinkOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn mail_is_signed_and_delivered_over_starttls_to_the_mx_in_dns() {
+    let world = World::start(starttls_sink(), "").await;
+    let id = world.send(&["user@example.net"]).await;
+    let received = world.sink.wait_for(1, WAIT).await;
+    let message = &received[0];
+    assert_eq!(
+        message.mail_from,
+        format!("{id}@send.{SENDER_DOMAIN}"),
+        "VERP return path"
+    );
+    assert_eq!(message.rcpt_to, vec!["user@example.net".to_owned()]);
+    assert!(message.tls, "STARTTLS was offered, so it was used");
+    let text = message.text();
+    assert!(text.starts_with("DKIM-Signature:"), "{text}");
+    assert!(
+        text.contains("\r\n.\r\nA line with a dot."),
+        "dot-stuffing round trip: {text}"
+    );
+
+    let email = world.wait_event(&id, "delivered").await;
+    assert_eq!(email["last_event"], "delivered");
+    assert_eq!(world.kinds_for(&id, "user@example.net"), vec!["email.delivered"]);
+    assert_eq!(world.sink.ehlo_names()[0], "herald.test");
+
+    // The signature verifies against the record the domains API publishes.
+    let domains = call(
+        world.running.http_addr,
+        Method::GET,
+        "/domains",
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    let domain_id = domains.json()["data"][0]["id"].as_str().expect("id").to_owned();
+    let domain = call(
+        world.running.http_addr,
+        Method::GET,
+        &format!("/domains/{domain_id}"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    let dkim = domain["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .find(|r| r["record"] == "DKIM")
+        .expect("a DKIM record");
+    let name = format!("{}.{SENDER_DOMAIN}", dkim["name"].as_str().expect("name"));
+    world.dns.set_txt(&name, &[dkim["value"].as_str().expect("value")]);
+    let resolver = herald::dns::Dns::new(&[world.dns.addr()], false).expect("resolver");
+    let authenticator = mail_auth::MessageAuthenticator(resolver.resolver().clone());
+    let parsed = mail_auth::AuthenticatedMessage::parse(&message.data).expect("parse");
+    let results = authenticator.verify_dkim(mail_auth::Parameters::new(&parsed)).await;
+    assert!(
+        results.iter().any(|r| *r.result() == mail_auth::DkimResult::Pass),
+        "DKIM: {:?}",
+        results.iter().map(|r| r.result().clone()).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn each_recipient_gets_its_own_outcome_in_one_transaction() {
+    let world = World::start(SinkOptions::default(), "").await;
+    let ok = "ok@example.net";
+    let bounce = "bounce@example.net";
+    let later = "deferonce@example.net";
+    let id = world.send(&[ok, bounce, later]).await;
+
+    let first = world.sink.wait_for(1, WAIT).await;
+    assert_eq!(
+        first[0].rcpt_to,
+        vec![ok.to_owned()],
+        "one transaction, refused ones left out"
+    );
+    let second = world.sink.wait_for(2, WAIT).await;
+    assert_eq!(second[1].rcpt_to, vec![later.to_owned()], "the deferred one, retried");
+    world.wait_event(&id, "delivered").await;
+
+    assert_eq!(world.kinds_for(&id, ok), vec!["email.delivered"]);
+    assert_eq!(
+        world.kinds_for(&id, later),
+        vec!["email.delivery_delayed", "email.delivered"]
+    );
+    let bounced: Vec<_> = world
+        .events(&id)
+        .into_iter()
+        .filter(|(kind, to, _)| to == bounce && kind == "email.bounced")
+        .collect();
+    assert_eq!(bounced.len(), 1);
+    let details = &bounced[0].2["bounce"];
+    assert_eq!(details["type"], "Permanent");
+    assert_eq!(details["subType"], "NoEmail");
+    assert!(details["message"].as_str().unwrap_or_default().contains("No such user"));
+
+    // The hard bounce put the address on the suppression list.
+    let listed = call(
+        world.running.http_addr,
+        Method::GET,
+        "/suppressions/bounce%40example.net",
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text());
+    assert_eq!(listed.json()["origin"], "bounce");
+    assert_eq!(listed.json()["source_id"], id.as_str());
+
+    // And the next email to it is suppressed without connecting.
+    let connections = world.sink.connections();
+    let next = world.send(&[bounce]).await;
+    world.wait_event(&next, "suppressed").await;
+    assert_eq!(world.kinds_for(&next, bounce), vec!["email.suppressed"]);
+    assert_eq!(
+        world.sink.connections(),
+        connections,
+        "no connection for a suppressed address"
+    );
+}
+
+#[tokio::test]
+async fn a_null_mx_bounces_and_a_dead_first_mx_falls_back_to_the_second() {
+    let world = World::start(SinkOptions::default(), "").await;
+    world.dns.set_mx("nomail.example", &[(0, ".")]);
+    let id = world.send(&["someone@nomail.example"]).await;
+    let email = world.wait_event(&id, "bounced").await;
+    assert_eq!(email["last_event"], "bounced");
+    let events = world.events(&id);
+    let bounce = events
+        .iter()
+        .find(|(kind, _, _)| kind == "email.bounced")
+        .expect("bounce");
+    assert!(
+        bounce.2["bounce"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("null MX")
+    );
+    assert_eq!(world.sink.connections(), 0);
+
+    // Nothing listens on 127.0.0.2 at the sink's port: the first MX refuses connections.
+    world
+        .dns
+        .set_mx("two.example", &[(10, "down.two.example"), (20, "up.two.example")]);
+    world.dns.set_a("down.two.example", &[Ipv4Addr::new(127, 0, 0, 2)]);
+    world.dns.set_a("up.two.example", &[Ipv4Addr::LOCALHOST]);
+    let id = world.send(&["user@two.example"]).await;
+    world.wait_event(&id, "delivered").await;
+    assert_eq!(world.sink.received().len(), 1);
+}
+
+#[tokio::test]
+async fn required_tls_without_starttls_defers_instead_of_sending_in_plaintext() {
+    let world = World::start(SinkOptions::default(), "").await;
+    let domains = call(
+        world.running.http_addr,
+        Method::GET,
+        "/domains",
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    let domain_id = domains.json()["data"][0]["id"].as_str().expect("id").to_owned();
+    let patched = call(
+        world.running.http_addr,
+        Method::PATCH,
+        &format!("/domains/{domain_id}"),
+        Some(OPERATOR_KEY),
+        Some(json!({ "tls": "enforced" })),
+    )
+    .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text());
+    let id = world.send(&["user@example.net"]).await;
+    world.wait_event(&id, "delivery_delayed").await;
+    assert!(world.sink.received().is_empty(), "nothing went in plaintext");
+    let events = world.events(&id);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(kind, _, _)| kind == "email.delivery_delayed")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_destination_gets_at_most_its_connections_and_they_are_reused() {
+    let options = SinkOptions {
+        delay: Duration::from_millis(20),
+        ..SinkOptions::default()
+    };
+    let world = World::start(
+        options,
+        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 2\nmessages_per_connection = 100\n",
+    )
+    .await;
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        ids.push(world.send(&[&format!("user{n}@example.net")]).await);
+    }
+    world.sink.wait_for(20, WAIT).await;
+    assert!(
+        world.sink.max_concurrent() <= 2,
+        "{} concurrent",
+        world.sink.max_concurrent()
+    );
+    assert!(
+        world.sink.connections() <= 2,
+        "{} connections for 20 messages",
+        world.sink.connections()
+    );
+    for id in &ids {
+        world.wait_event(id, "delivered").await;
+    }
+}
+
+#[tokio::test]
+async fn a_destination_rate_spaces_messages_out() {
+    let world = World::start(
+        SinkOptions::default(),
+        "[[delivery.destinations]]\npattern = \"*.net\"\nrate = \"10/s\"\n",
+    )
+    .await;
+    let started = Instant::now();
+    for n in 0..6 {
+        world.send(&[&format!("user{n}@example.net")]).await;
+    }
+    world.sink.wait_for(6, WAIT).await;
+    // Six messages at 10/s need at least five intervals of 100 ms.
+    assert!(
+        started.elapsed() >= Duration::from_millis(450),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn mail_that_keeps_failing_expires_as_a_bounce() {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_795_334_400_000)));
+    let world = World::start_with_clock(
+        SinkOptions::default(),
+        "message_lifetime = \"1h\"\n",
+        Some(clock.clone()),
+    )
+    .await;
+    let id = world.send(&["defer@example.net"]).await;
+    world.wait_event(&id, "delivery_delayed").await;
+    clock.advance(Duration::from_secs(2 * 3600));
+    let email = world.wait_event(&id, "bounced").await;
+    assert_eq!(email["last_event"], "bounced");
+    let kinds = world.kinds_for(&id, "defer@example.net");
+    assert_eq!(kinds, vec!["email.delivery_delayed", "email.bounced"]);
+    let events = world.events(&id);
+    let bounce = events
+        .iter()
+        .find(|(kind, _, _)| kind == "email.bounced")
+        .expect("bounce");
+    assert!(
+        bounce.2["bounce"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lifetime")
+    );
+}
+
+#[tokio::test]
+async fn mail_accepted_while_delivery_was_off_goes_out_after_a_restart() {
+    let dns = TestDns::start().await;
+    dns.set_mx("example.net", &[(10, "mx.example.net")]);
+    dns.set_a("mx.example.net", &[Ipv4Addr::LOCALHOST]);
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = |enabled: bool| {
+        format!(
+            "[delivery]\nenabled = {enabled}\nnameservers = [\"{}\"]\nmx_port = {}\n",
+            dns.addr(),
+            sink.addr().port()
+        )
+    };
+    let running = util::start_with_key(util::config(dir.path(), &text(false)), Some(OPERATOR_KEY)).await;
+    util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+    let body = json!({ "from": format!("app@{SENDER_DOMAIN}"), "to": "user@example.net", "subject": "s", "text": "t" });
+    let sent = call(
+        running.http_addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(body),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK);
+    assert!(running.shutdown().await);
+    assert_eq!(sink.connections(), 0);
+
+    let running = util::start_with_key(util::config(dir.path(), &text(true)), Some(OPERATOR_KEY)).await;
+    let received = sink.wait_for(1, WAIT).await;
+    assert_eq!(received[0].rcpt_to, vec!["user@example.net".to_owned()]);
+    assert!(running.shutdown().await);
+}
