@@ -434,3 +434,43 @@ async fn mail_accepted_while_delivery_was_off_goes_out_after_a_restart() {
     assert_eq!(received[0].rcpt_to, vec!["user@example.net".to_owned()]);
     assert!(running.shutdown().await);
 }
+
+#[tokio::test]
+async fn a_smarthost_gets_all_mail_with_auth_inside_tls() {
+    // The smarthost is a second herald: STARTTLS, AUTH with an API key, verified domains.
+    let relay_dir = tempfile::tempdir().expect("tempdir");
+    let relay = util::start_api(relay_dir.path(), "").await;
+    util::verified_domain(relay.http_addr, SENDER_DOMAIN).await;
+    util::verified_domain(relay.http_addr, &format!("send.{SENDER_DOMAIN}")).await;
+    let starttls = relay.smtp[0].1;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[api]\nrate_limit = \"1000/s\"\n[delivery]\nenabled = true\nrelay = \"{starttls}\"\nrelay_username = \"resend\"\nrelay_password = \"{OPERATOR_KEY}\"\nretry_intervals = [\"1s\"]\n"
+    );
+    let running = util::start_with_key(util::config(dir.path(), &extra), Some(OPERATOR_KEY)).await;
+    util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+    let body = json!({ "from": format!("app@{SENDER_DOMAIN}"), "to": "user@nowhere.example", "subject": "via relay", "text": "t" });
+    let sent = call(
+        running.http_addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(body),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let listed = call(relay.http_addr, Method::GET, "/emails", Some(OPERATOR_KEY), None).await;
+        let data = listed.json()["data"].clone();
+        if let Some(email) = data.as_array().and_then(|list| list.first()) {
+            assert_eq!(email["subject"], "via relay");
+            assert_eq!(email["to"][0], "user@nowhere.example");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the smarthost never got the message");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

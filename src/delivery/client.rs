@@ -156,16 +156,18 @@ pub struct TlsChoice {
 }
 
 impl Connection {
-    /// Connects to `addr`, reads the greeting, says EHLO as `hostname` and upgrades with
-    /// STARTTLS when offered (required when `tls.required`).
+    /// Connects to `addr`, reads the greeting, says EHLO as `hostname`, upgrades with
+    /// STARTTLS when offered (required when `tls.required`), and authenticates with
+    /// `login` (a smarthost's credentials), which is only ever sent encrypted.
     pub async fn open(
         host: &str,
         addr: SocketAddr,
         hostname: &str,
         tls: &TlsChoice,
-        connect_timeout: Duration,
-        timeout: Duration,
+        login: Option<(&str, &str)>,
+        timeouts: (Duration, Duration),
     ) -> Result<Connection, ConnectionError> {
+        let (connect_timeout, timeout) = timeouts;
         let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| ConnectionError::Network(format!("connecting to {host} [{}] timed out", addr.ip())))?
@@ -190,7 +192,30 @@ impl Connection {
                 "TLS is required for this domain, and {host} does not offer STARTTLS"
             )));
         }
+        if let Some((user, password)) = login {
+            connection.login(user, password).await?;
+        }
         Ok(connection)
+    }
+
+    /// `AUTH PLAIN`, refused on a connection that is not encrypted.
+    async fn login(&mut self, user: &str, password: &str) -> Result<(), ConnectionError> {
+        if self.tls.is_none() {
+            return Err(ConnectionError::Network(format!(
+                "{} offers no STARTTLS; the relay credentials are never sent in plaintext",
+                self.host
+            )));
+        }
+        if !self.caps.auth.iter().any(|m| m == "PLAIN") {
+            return Err(ConnectionError::Network(format!(
+                "{} does not offer AUTH PLAIN",
+                self.host
+            )));
+        }
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("\0{user}\0{password}"));
+        self.write(format!("AUTH PLAIN {token}\r\n").as_bytes()).await?;
+        self.expect(235).await.map(drop)
     }
 
     async fn ehlo(&mut self, hostname: &str) -> Result<(), ConnectionError> {

@@ -224,6 +224,12 @@ impl Destination {
             required: self.tls_required,
             ..shared.tls.clone()
         };
+        let login = config
+            .delivery
+            .relay
+            .as_ref()
+            .and_then(|relay| relay.credentials.as_ref())
+            .map(|(user, password)| (user.as_str(), password.expose()));
         let mut last = None;
         let mut any_address = false;
         for host in &route.hosts {
@@ -241,8 +247,8 @@ impl Destination {
                     address,
                     &config.server.hostname,
                     &tls,
-                    config.delivery.connect_timeout,
-                    config.delivery.command_timeout,
+                    login,
+                    (config.delivery.connect_timeout, config.delivery.command_timeout),
                 )
                 .await
                 {

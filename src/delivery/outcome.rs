@@ -102,6 +102,7 @@ fn apply(
                         let next = now.saturating_add(wait).min(expiry);
                         let first = recipient.attempts == 1;
                         recipient.state = RecipientState::Deferred { next_attempt: next };
+                        count(&recipient.state);
                         if first {
                             event(
                                 store,
@@ -136,6 +137,7 @@ fn apply(
             }
         };
         recipient.state = state;
+        count(&recipient.state);
         event(store, batch, record.as_mut(), job, &address, kind, now, &data)?;
     }
     if let Some(mut record) = record {
@@ -154,6 +156,20 @@ fn apply(
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
     }
     Ok(())
+}
+
+/// Counts an outcome in `herald_delivery_outcomes_total`.
+fn count(state: &RecipientState) {
+    let outcome = match state {
+        RecipientState::Pending => "pending",
+        RecipientState::Deferred { .. } => "deferred",
+        RecipientState::Delivered { .. } => "delivered",
+        RecipientState::Bounced { .. } => "bounced",
+        RecipientState::Expired { .. } => "expired",
+        RecipientState::Canceled { .. } => "canceled",
+        RecipientState::Suppressed { .. } => "suppressed",
+    };
+    metrics::counter!("herald_delivery_outcomes_total", "outcome" => outcome).increment(1);
 }
 
 /// Groups recipients that shared an attempt (same host, same reply) into one log entry.
