@@ -223,3 +223,33 @@ fn effective_config_round_trips_and_redacts_secrets() {
         defaults.lines().skip(1).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn destination_limits_match_by_pattern_and_inherit_defaults() {
+    let config = parse(
+        "[delivery]\nconnections_per_destination = 4\nrate = \"100/s\"\n[[delivery.destinations]]\npattern = \"*.Example.com\"\nconnections = 2\n[[delivery.destinations]]\npattern = \"example.com\"\nmessages_per_connection = 5\n",
+    )
+    .expect("valid");
+    let delivery = &config.delivery;
+    assert_eq!(delivery.limits_for("mx.example.com").connections, 2);
+    assert_eq!(delivery.limits_for("mx.example.com").rate, delivery.limits.rate);
+    assert_eq!(delivery.limits_for("example.com").messages_per_connection, 5);
+    assert_eq!(delivery.limits_for("example.com").connections, 4);
+    assert_eq!(delivery.limits_for("notexample.com").connections, 4);
+    assert_eq!(delivery.limits_for("other.org").messages_per_connection, 100);
+}
+
+#[test]
+fn bad_delivery_limits_name_their_key() {
+    for (text, key) in [
+        ("[[delivery.destinations]]\npattern = \"not a domain\"\n", "delivery.destinations[0].pattern"),
+        ("[[delivery.destinations]]\npattern = \"a.com\"\nconnections = 0\n", "delivery.destinations[0].connections"),
+        ("[[delivery.destinations]]\npattern = \"a.com\"\nrate = \"fast\"\n", "delivery.destinations[0].rate"),
+        ("[delivery]\nconnections_per_destination = 0\n", "delivery.connections_per_destination"),
+        ("[delivery]\nidle_timeout = \"0s\"\n", "delivery.idle_timeout"),
+        ("[delivery]\nworkers = 0\n", "delivery.workers"),
+    ] {
+        let err = parse(text).expect_err(text);
+        assert_eq!(err.key, key, "{text}");
+    }
+}
