@@ -242,10 +242,22 @@ fn destination_limits_match_by_pattern_and_inherit_defaults() {
 #[test]
 fn bad_delivery_limits_name_their_key() {
     for (text, key) in [
-        ("[[delivery.destinations]]\npattern = \"not a domain\"\n", "delivery.destinations[0].pattern"),
-        ("[[delivery.destinations]]\npattern = \"a.com\"\nconnections = 0\n", "delivery.destinations[0].connections"),
-        ("[[delivery.destinations]]\npattern = \"a.com\"\nrate = \"fast\"\n", "delivery.destinations[0].rate"),
-        ("[delivery]\nconnections_per_destination = 0\n", "delivery.connections_per_destination"),
+        (
+            "[[delivery.destinations]]\npattern = \"not a domain\"\n",
+            "delivery.destinations[0].pattern",
+        ),
+        (
+            "[[delivery.destinations]]\npattern = \"a.com\"\nconnections = 0\n",
+            "delivery.destinations[0].connections",
+        ),
+        (
+            "[[delivery.destinations]]\npattern = \"a.com\"\nrate = \"fast\"\n",
+            "delivery.destinations[0].rate",
+        ),
+        (
+            "[delivery]\nconnections_per_destination = 0\n",
+            "delivery.connections_per_destination",
+        ),
         ("[delivery]\nidle_timeout = \"0s\"\n", "delivery.idle_timeout"),
         ("[delivery]\nworkers = 0\n", "delivery.workers"),
     ] {
