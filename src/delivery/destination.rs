@@ -23,6 +23,9 @@ use super::reply::Reply;
 use super::route::{self, NoRoute};
 use crate::config::{DestinationLimits, values::Rate};
 
+/// Destinations kept before idle ones (no queue, no connection, no back-off) are dropped.
+const PRUNE_AT: usize = 4_096;
+
 /// Every destination with queued work or open connections.
 #[derive(Default)]
 pub struct Destinations {
@@ -52,6 +55,9 @@ impl Destinations {
     pub fn push(&self, shared: &Arc<Shared>, domain: &str, tls_required: bool, piece: Piece) {
         let destination = {
             let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+            if map.len() >= PRUNE_AT {
+                map.retain(|_, d| !d.is_idle());
+            }
             Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
                 let limits = shared.state.config.delivery.limits_for(domain);
                 Arc::new(Destination {
@@ -106,6 +112,13 @@ fn limiter(rate: Rate) -> DefaultDirectRateLimiter {
 }
 
 impl Destination {
+    fn is_idle(&self) -> bool {
+        let state = self.lock();
+        state.queue.is_empty()
+            && state.active == 0
+            && state.backoff.as_ref().is_none_or(|(until, _)| *until <= Instant::now())
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
