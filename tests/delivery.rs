@@ -474,3 +474,55 @@ async fn a_smarthost_gets_all_mail_with_auth_inside_tls() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn shutdown_lets_the_transaction_in_flight_finish_and_records_it() {
+    let dns = TestDns::start().await;
+    dns.set_mx("example.net", &[(10, "mx.example.net")]);
+    dns.set_a("mx.example.net", &[Ipv4Addr::LOCALHOST]);
+    let sink = Sink::start(SinkOptions {
+        delay: Duration::from_millis(800),
+        ..SinkOptions::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[delivery]\nenabled = true\nnameservers = [\"{}\"]\nmx_port = {}\n",
+        dns.addr(),
+        sink.addr().port()
+    );
+    let running = util::start_with_key(util::config(dir.path(), &text), Some(OPERATOR_KEY)).await;
+    util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+    let body = json!({ "from": format!("app@{SENDER_DOMAIN}"), "to": "user@example.net", "subject": "s", "text": "t" });
+    let sent = call(
+        running.http_addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(body),
+    )
+    .await;
+    let id = sent.json()["id"].as_str().expect("id").to_owned();
+    let deadline = Instant::now() + WAIT;
+    while sink.concurrent() == 0 {
+        assert!(Instant::now() < deadline, "no connection");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(running.shutdown().await);
+    assert_eq!(sink.received().len(), 1, "the transaction finished during shutdown");
+
+    // Its outcome was written: after a restart nothing is sent again.
+    let running = util::start_with_key(util::config(dir.path(), &text), Some(OPERATOR_KEY)).await;
+    let email = call(
+        running.http_addr,
+        Method::GET,
+        &format!("/emails/{id}"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(email.json()["last_event"], "delivered");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.received().len(), 1);
+    assert!(running.shutdown().await);
+}

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -88,7 +89,11 @@ impl Destinations {
             drop(state);
             let shared_task = Arc::clone(shared);
             let destination = Arc::clone(&destination);
-            shared.runtime.spawn(async move { destination.run(&shared_task).await });
+            shared.sessions.fetch_add(1, Ordering::AcqRel);
+            shared.runtime.spawn(async move {
+                let _session = SessionGuard(Arc::clone(&shared_task));
+                destination.run(&shared_task).await;
+            });
         }
     }
 
@@ -99,6 +104,15 @@ impl Destinations {
             let queue = std::mem::take(&mut destination.lock().queue);
             drop(queue);
         }
+    }
+}
+
+/// Counts a connection task out when it ends, however it ends.
+struct SessionGuard(Arc<Shared>);
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.0.sessions.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     runtime: tokio::runtime::Handle,
     jobs: Sender<Job>,
     in_flight: Arc<AtomicUsize>,
+    /// Connection tasks running.
+    sessions: AtomicUsize,
     stopping: AtomicBool,
     stop: Notify,
 }
@@ -99,6 +101,7 @@ impl Delivery {
             runtime: runtime.handle().clone(),
             jobs,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            sessions: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             stop: Notify::new(),
             state,
@@ -137,8 +140,15 @@ impl Delivery {
             let _ = scheduler.join();
         }
         self.shared.destinations.clear();
+        // Connection tasks finish the transaction they are in, then see the stop and quit.
+        let deadline = std::time::Instant::now() + grace;
+        while self.shared.sessions.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_timeout(grace);
+            // What is still running after the grace period is cut off; its recipients stay
+            // as the spool has them and are tried again after the next start.
+            runtime.shutdown_timeout(Duration::from_millis(100));
         }
         self.shared.destinations.clear();
         for _ in &self.workers {
