@@ -141,6 +141,10 @@ pub struct Connection {
     pub tls: Option<String>,
     /// Whether the TLS session was verified against trusted roots.
     pub verified: bool,
+    /// The connection cannot carry another transaction (RSET failed).
+    pub broken: bool,
+    /// Whether the last transaction got as far as sending the message's data.
+    pub data_sent: bool,
     timeout: Duration,
 }
 
@@ -180,6 +184,8 @@ impl Connection {
             ip: addr.ip(),
             tls: None,
             verified: false,
+            broken: false,
+            data_sent: false,
             timeout,
         };
         connection.expect(220).await?;
@@ -281,6 +287,7 @@ impl Connection {
         recipients: &[String],
         message: &[u8],
     ) -> Result<Vec<Reply>, ConnectionError> {
+        self.data_sent = false;
         let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
         if needs_utf8 && !self.caps.smtputf8 {
             let reply = Reply::local(553, "5.6.7", "the receiving server does not support SMTPUTF8 addresses");
@@ -366,6 +373,7 @@ impl Connection {
             return Ok(rcpts);
         }
         // Dot-stuffed, with the terminating `.` line.
+        self.data_sent = true;
         self.write(&herald_smtp::stuff(message)).await?;
         let end = self.read_reply().await?;
         Ok(rcpts
@@ -374,15 +382,15 @@ impl Connection {
             .collect())
     }
 
-    /// `RSET`, so the connection can carry another transaction.
+    /// `RSET`, so the connection can carry another transaction. Its failure only marks
+    /// the connection broken: the replies already read stand.
     async fn reset(&mut self) -> Result<(), ConnectionError> {
-        self.write(b"RSET\r\n").await?;
-        let reply = self.read_reply().await?;
-        if reply.is_success() {
-            Ok(())
-        } else {
-            Err(ConnectionError::Refused(reply))
-        }
+        let ok = match self.write(b"RSET\r\n").await {
+            Ok(()) => self.read_reply().await.is_ok_and(|reply| reply.is_success()),
+            Err(_) => false,
+        };
+        self.broken |= !ok;
+        Ok(())
     }
 
     /// `QUIT`, without waiting long for the answer.
@@ -444,8 +452,14 @@ impl Connection {
                     ));
                 };
                 lines.push((code, rest.to_owned()));
-                if last || lines.len() >= LINES_MAX {
+                if last {
                     return Ok(Reply::from_lines(lines));
+                }
+                if lines.len() >= LINES_MAX {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("a reply of more than {LINES_MAX} lines"),
+                    ));
                 }
             }
         })

@@ -84,7 +84,8 @@ impl Destinations {
         state.queue.push_back(piece);
         if state.idle > 0 {
             destination.wake.notify_one();
-        } else if state.active < destination.limits.connections {
+        }
+        if state.queue.len() > state.idle && state.active < destination.limits.connections {
             state.active += 1;
             drop(state);
             let shared_task = Arc::clone(shared);
@@ -148,6 +149,10 @@ impl Destination {
                 continue;
             }
             self.pace().await;
+            if shared.is_stopping() {
+                drop(piece);
+                continue;
+            }
             if connection.is_none() {
                 match self.connect(shared).await {
                     Ok(opened) => {
@@ -165,6 +170,10 @@ impl Destination {
                     }
                 }
             }
+            if shared.is_stopping() {
+                drop(piece);
+                continue;
+            }
             let Some(open) = connection.as_mut() else { continue };
             let via = Via {
                 host: open.host.clone(),
@@ -175,11 +184,25 @@ impl Destination {
             let job = piece.job();
             let sender = job.sender.clone();
             let message = Arc::clone(&job.message);
-            match open.send(&sender, &addresses, &message).await {
+            let mut result = open.send(&sender, &addresses, &message).await;
+            if result.is_err() && sent > 0 && !open.data_sent {
+                // A reused connection the server had closed in the meantime: nothing of
+                // this message went out, so one fresh connection gets it.
+                connection = None;
+                if let Ok(fresh) = self.connect(shared).await {
+                    sent = 0;
+                    result = connection.insert(fresh).send(&sender, &addresses, &message).await;
+                }
+            }
+            let broken = connection.as_ref().is_none_or(|c| c.broken);
+            match result {
                 Ok(replies) => {
                     let closing = replies.iter().find(|r| r.code == 421).cloned();
                     piece.complete(replies, Some(&via));
                     sent += 1;
+                    if broken {
+                        connection = None;
+                    }
                     if let Some(reply) = closing {
                         connection = None;
                         self.back_off(shared, &reply);
@@ -259,10 +282,16 @@ impl Destination {
             .map(|(user, password)| (user.as_str(), password.expose()));
         let mut last = None;
         let mut any_address = false;
+        let mut any_temporary = false;
         for host in &route.hosts {
             let addresses = match route::addresses(&shared.dns, host, route.port).await {
                 Ok(addresses) => addresses,
-                Err(NoRoute::Permanent(reply) | NoRoute::Temporary(reply)) => {
+                Err(NoRoute::Permanent(reply)) => {
+                    last = Some(reply);
+                    continue;
+                }
+                Err(NoRoute::Temporary(reply)) => {
+                    any_temporary = true;
                     last = Some(reply);
                     continue;
                 }
@@ -288,7 +317,7 @@ impl Destination {
             }
         }
         let reply = last.unwrap_or_else(|| Reply::local(451, "4.4.0", "no MX host could be tried"));
-        if any_address || reply.is_transient() {
+        if any_address || any_temporary || reply.is_transient() {
             // Unreachable hosts are a temporary failure whatever they answered.
             let reply = if reply.is_transient() {
                 reply

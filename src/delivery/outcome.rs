@@ -21,14 +21,30 @@ pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig
         spool.release(job.id);
         return;
     }
-    let outcome = spool.update(job.id, |envelope, batch| {
-        apply(store, config, job, &results, envelope, batch)
-    });
-    if let Err(error) = outcome {
-        // The claim is released; the recipients stay due and are tried again.
-        tracing::error!(email_id = %job.id, %error, "cannot record delivery outcomes");
+    // A failed write must not be dropped: the recipients would be due again at once and
+    // delivered again. Storage refusals (a full commit queue) pass; keep trying a while.
+    let mut wait = Duration::from_millis(50);
+    for attempt in 1..=WRITE_ATTEMPTS {
+        match spool.update(job.id, |envelope, batch| {
+            apply(store, config, job, &results, envelope, batch)
+        }) {
+            Ok(_) => return,
+            Err(error) if attempt == WRITE_ATTEMPTS => {
+                // The claim is released; the recipients stay as they were and are tried
+                // again (at least once delivery).
+                tracing::error!(email_id = %job.id, %error, "cannot record delivery outcomes");
+            }
+            Err(error) => {
+                tracing::warn!(email_id = %job.id, %error, attempt, "recording delivery outcomes failed; retrying");
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
     }
 }
+
+/// Tries at writing one attempt's outcomes (about a minute in all).
+const WRITE_ATTEMPTS: u32 = 16;
 
 fn apply(
     store: &Store,
@@ -39,7 +55,14 @@ fn apply(
     batch: &mut Batch,
 ) -> Result<(), herald_queue::Error> {
     let now = store.now();
-    let mut record = store.get::<EmailRecord>(EmailRecord::key(job.team_id, job.id))?;
+    // A record that cannot be read loses its events, not the delivery state.
+    let mut record = store
+        .get::<EmailRecord>(EmailRecord::key(job.team_id, job.id))
+        .unwrap_or_else(|error| {
+            tracing::error!(email_id = %job.id, %error, "cannot read the email record");
+            None
+        });
+    let mut suppressed_now = std::collections::HashSet::new();
     let expiry = envelope.first_due.saturating_add(config.message_lifetime);
     let mut logs: Vec<(Option<Via>, String, Vec<String>)> = Vec::new();
     for (index, result) in results.iter().enumerate() {
@@ -119,8 +142,13 @@ fn apply(
                     }
                 } else {
                     let kind = reply.bounce_kind();
-                    if kind.is_hard() && suppressions::find(store, job.team_id, &address)?.is_none() {
-                        Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id)).put(batch)?;
+                    if kind.is_hard()
+                        && suppressed_now.insert(suppressions::normalize(&address))
+                        && suppressions::find(store, job.team_id, &address)?.is_none()
+                    {
+                        let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
+                        entry.put(batch)?;
+                        crate::events::push(batch, store, job.team_id, "suppression.added", entry.event_json())?;
                     }
                     let bounce = json!({
                         "type": kind.kind,

@@ -20,9 +20,11 @@ pub struct BounceKind {
 }
 
 impl BounceKind {
-    /// Whether the address itself is bad, so it belongs on the suppression list.
+    /// Whether the address itself is bad (`x.1.x`, a disabled mailbox, "no such user"),
+    /// so it belongs on the suppression list. Other permanent refusals (policy, spam
+    /// blocks, unclassified 5xx) say nothing certain about the address.
     pub fn is_hard(&self) -> bool {
-        self.kind == "Permanent"
+        self.kind == "Permanent" && self.sub_type == "NoEmail"
     }
 }
 
