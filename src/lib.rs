@@ -24,7 +24,8 @@
 //! - [`suppressions`]: addresses mail is no longer sent to.
 //! - [`delivery`]: the delivery engine: scheduler, DKIM, MX routing, outbound SMTP.
 //! - [`accounts`]: teams and API keys, and the first start's bootstrap.
-//! - [`api`]: the REST resources (API keys, teams, domains, emails, logs, suppressions).
+//! - [`api`]: the REST resources (API keys, teams, domains, emails, logs, suppressions,
+//!   webhooks).
 //! - [`cli`] and [`client`]: the operator's command line, a client of the REST API.
 //! - [`domains`]: sending domains, DKIM keys and DNS verification.
 //! - [`emails`]: validation, MIME, records, idempotency and the one path that spools mail.
@@ -32,6 +33,7 @@
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
+//! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
 
 pub mod accounts;
 pub mod api;
@@ -50,3 +52,4 @@ pub mod shutdown;
 pub mod smtp;
 pub mod suppressions;
 pub mod telemetry;
+pub mod webhooks;

@@ -29,9 +29,14 @@ pub struct Limits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OutboundError {
-    /// Not an http(s) URL with a host.
-    #[error("invalid URL {0:?}: only http:// and https:// URLs with a host are fetched")]
-    Url(String),
+    /// Not an http(s) URL with a host and without user info.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The host resolves only to addresses herald refuses to contact.
     #[error("{host} resolves to {addr}, a private, loopback, link-local or metadata address, which is refused")]
     Refused {
@@ -116,6 +121,18 @@ impl Outbound {
         Ok(response)
     }
 
+    /// Checks `url` the way [`send`](Self::send) does before it connects: the URL's form,
+    /// then, unless private addresses are allowed, every address its host resolves to now.
+    /// Webhook endpoints are checked so when they are saved, to refuse a bad one early;
+    /// `send` checks again at connect time, since what a name resolves to can change.
+    pub async fn check(&self, url: &str) -> Result<(), OutboundError> {
+        let target = Target::parse(url)?;
+        if self.allow_private {
+            return Ok(());
+        }
+        self.resolve(&target.host, target.port, url).await.map(drop)
+    }
+
     /// Sends one request with `headers` and `body` and returns the response, whatever its
     /// status.
     pub async fn send(
@@ -142,18 +159,7 @@ impl Outbound {
         body: Bytes,
         body_max: usize,
     ) -> Result<Response, OutboundError> {
-        let uri: hyper::Uri = url.parse().map_err(|_| OutboundError::Url(url.to_owned()))?;
-        let https = match uri.scheme_str() {
-            Some("https") => true,
-            Some("http") => false,
-            _ => return Err(OutboundError::Url(url.to_owned())),
-        };
-        let host = uri
-            .host()
-            .ok_or_else(|| OutboundError::Url(url.to_owned()))?
-            .trim_matches(['[', ']'])
-            .to_owned();
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let Target { uri, https, host, port } = Target::parse(url)?;
         let addr = self.resolve(&host, port, url).await?;
         let failed = |reason: String| OutboundError::Failed {
             url: url.to_owned(),
@@ -233,6 +239,44 @@ impl Outbound {
             url: url.to_owned(),
             reason: format!("{host} has no addresses"),
         })
+    }
+}
+
+/// Where a URL points: what the client connects to.
+struct Target {
+    uri: hyper::Uri,
+    https: bool,
+    /// The host name or IP address, without the brackets of an IPv6 literal.
+    host: String,
+    port: u16,
+}
+
+impl Target {
+    /// Parses an absolute http(s) URL with a host. User info (`user:password@`) is
+    /// refused: it would otherwise travel in the `Host` header, and credentials in a
+    /// stored URL end up in logs and screenshots.
+    fn parse(url: &str) -> Result<Target, OutboundError> {
+        let refuse = |reason| OutboundError::Url {
+            url: url.to_owned(),
+            reason,
+        };
+        let uri: hyper::Uri = url.parse().map_err(|_| refuse("it is not a valid absolute URL"))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            Some(_) => return Err(refuse("only http:// and https:// URLs are fetched")),
+            None => return Err(refuse("it is not an absolute URL (http:// or https://)")),
+        };
+        let authority = uri.authority().ok_or_else(|| refuse("it has no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(refuse("user info (user:password@) is not allowed in the URL"));
+        }
+        let host = authority.host().trim_matches(['[', ']']).to_owned();
+        if host.is_empty() {
+            return Err(refuse("it has no host"));
+        }
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        Ok(Target { uri, https, host, port })
     }
 }
 
@@ -338,7 +382,35 @@ mod tests {
         assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
         assert!(matches!(
             strict.get("ftp://example.com/x", limits).await,
-            Err(OutboundError::Url(_))
+            Err(OutboundError::Url { .. })
         ));
+        let err = strict.check("http://10.0.0.1/hook").await.expect_err("refused");
+        assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
+        let lenient = Outbound::new(true).expect("client");
+        lenient.check("http://127.0.0.1:9/hook").await.expect("allowed");
+        lenient.check("https://93.184.216.34/hook").await.expect("public");
+    }
+
+    #[test]
+    fn urls_are_absolute_http_with_a_host_and_no_user_info() {
+        let target = Target::parse("https://[::1]:8443/hook?x=1").expect("valid");
+        assert_eq!((target.https, target.host.as_str(), target.port), (true, "::1", 8443));
+        let target = Target::parse("http://Example.COM/hook").expect("valid");
+        assert_eq!((target.https, target.port), (false, 80));
+        for (url, reason) in [
+            ("ftp://example.com/x", "only http"),
+            ("/relative/path", "not an absolute URL"),
+            ("example.com/hook", "absolute URL"),
+            ("http://user:secret@example.com/", "user info"),
+            ("https://@example.com/", "user info"),
+            ("http://exa mple.com/", "not a valid"),
+            ("", "not a valid"),
+        ] {
+            match Target::parse(url) {
+                Err(OutboundError::Url { reason: got, .. }) => assert!(got.contains(reason), "{url}: {got}"),
+                Err(other) => panic!("{url}: {other}"),
+                Ok(target) => panic!("{url}: accepted with host {:?}", target.host),
+            }
+        }
     }
 }

@@ -62,6 +62,8 @@ impl Table {
     pub const SUPPRESSIONS: Table = Table::new("suppressions");
     /// Suppression ids by team and id, pointing at the address.
     pub const SUPPRESSION_IDS: Table = Table::new("suppression_ids");
+    /// Webhook endpoints by team and webhook id.
+    pub const WEBHOOKS: Table = Table::new("webhooks");
 
     /// Every table this build knows. The store creates the missing ones at open.
     pub const ALL: &'static [Table] = &[
@@ -83,6 +85,7 @@ impl Table {
         Table::IDEMPOTENCY,
         Table::SUPPRESSIONS,
         Table::SUPPRESSION_IDS,
+        Table::WEBHOOKS,
     ];
 }
 

@@ -9,6 +9,7 @@ mod logs;
 mod suppressions;
 mod suppressions_batch;
 mod teams;
+mod webhooks;
 
 use hyper::StatusCode;
 use serde_json::Value;
@@ -85,6 +86,11 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DeleteSuppression(target) => suppressions::delete(ctx, target),
         Route::BatchAddSuppressions => suppressions_batch::add(ctx),
         Route::BatchRemoveSuppressions => suppressions_batch::remove(ctx),
+        Route::CreateWebhook => webhooks::create(ctx),
+        Route::ListWebhooks => webhooks::list(ctx),
+        Route::GetWebhook(id) => webhooks::get(ctx, id),
+        Route::UpdateWebhook(id) => webhooks::update(ctx, id),
+        Route::DeleteWebhook(id) => webhooks::delete(ctx, id),
     }
 }
 

@@ -63,6 +63,16 @@ pub enum Route {
     BatchAddSuppressions,
     /// `POST /suppressions/batch/remove`
     BatchRemoveSuppressions,
+    /// `POST /webhooks`
+    CreateWebhook,
+    /// `GET /webhooks`
+    ListWebhooks,
+    /// `GET /webhooks/{id}`
+    GetWebhook(String),
+    /// `PATCH /webhooks/{id}`
+    UpdateWebhook(String),
+    /// `DELETE /webhooks/{id}`
+    DeleteWebhook(String),
 }
 
 impl Route {
@@ -102,6 +112,11 @@ impl Route {
             Route::DeleteSuppression(_) => "suppressions.delete",
             Route::BatchAddSuppressions => "suppressions.batch_add",
             Route::BatchRemoveSuppressions => "suppressions.batch_remove",
+            Route::CreateWebhook => "webhooks.create",
+            Route::ListWebhooks => "webhooks.list",
+            Route::GetWebhook(_) => "webhooks.get",
+            Route::UpdateWebhook(_) => "webhooks.update",
+            Route::DeleteWebhook(_) => "webhooks.delete",
         }
     }
 }
@@ -158,6 +173,12 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::GET, Route::GetSuppression((*target).to_owned())),
             (Method::DELETE, Route::DeleteSuppression((*target).to_owned())),
         ]),
+        ["webhooks"] => one(&[(Method::POST, Route::CreateWebhook), (Method::GET, Route::ListWebhooks)]),
+        ["webhooks", id] => one(&[
+            (Method::GET, Route::GetWebhook((*id).to_owned())),
+            (Method::PATCH, Route::UpdateWebhook((*id).to_owned())),
+            (Method::DELETE, Route::DeleteWebhook((*id).to_owned())),
+        ]),
         _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),
     }
 }
@@ -196,5 +217,12 @@ mod tests {
             route(&Method::GET, "/domains/a/b/c").expect_err("404").name,
             "not_found"
         );
+        assert_eq!(route(&Method::GET, "/webhooks"), Ok(Route::ListWebhooks));
+        assert_eq!(
+            route(&Method::PATCH, "/webhooks/w"),
+            Ok(Route::UpdateWebhook("w".into()))
+        );
+        let err = route(&Method::PUT, "/webhooks/w").expect_err("405");
+        assert!(err.message.contains("GET, PATCH, DELETE"), "{}", err.message);
     }
 }

@@ -1,0 +1,208 @@
+//! The stored webhook: where events go, which kinds, whether it is on, and the secret
+//! its requests are signed with.
+
+use herald_queue::{Id, Record, Scan, Store, Table, Timestamp};
+use serde_json::{Value, json};
+
+use super::secret::SigningSecret;
+use crate::http::format;
+
+/// The event kinds a webhook may subscribe to: Resend's email, domain and contact kinds,
+/// and the suppression kinds herald records when its suppression list changes (the
+/// SDKs name those too). The dispatcher matches kinds as strings and knows none of these.
+pub const EVENT_KINDS: &[&str] = &[
+    "email.sent",
+    "email.delivered",
+    "email.delivery_delayed",
+    "email.bounced",
+    "email.complained",
+    "email.opened",
+    "email.clicked",
+    "email.failed",
+    "email.scheduled",
+    "email.suppressed",
+    "domain.created",
+    "domain.updated",
+    "domain.deleted",
+    "contact.created",
+    "contact.updated",
+    "contact.deleted",
+    "suppression.added",
+    "suppression.removed",
+];
+
+/// Webhooks one team may have. Every event of a team is fanned out to each of its
+/// webhooks, so this bounds the work and the outbound requests one event can cause.
+pub const WEBHOOKS_PER_TEAM_MAX: usize = 50;
+
+/// Longest endpoint URL accepted, in bytes: browsers and proxies commonly stop at about
+/// 2 KiB, and an endpoint longer than that is a mistake, not a need.
+pub const ENDPOINT_MAX: usize = 2048;
+
+/// Whether a webhook receives events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookStatus {
+    /// Events are delivered.
+    Enabled,
+    /// Events are not delivered (nor kept for later).
+    Disabled,
+}
+
+/// A webhook endpoint of a team.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Webhook {
+    /// Its id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// The http(s) URL events are posted to.
+    pub endpoint: String,
+    /// The event kinds it subscribes to: each one of [`EVENT_KINDS`], without repeats,
+    /// in the order the caller gave them.
+    pub events: Vec<String>,
+    /// Whether it receives events.
+    pub status: WebhookStatus,
+    /// The key its requests are signed with.
+    pub signing_secret: SigningSecret,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+impl Record for Webhook {
+    const TABLE: Table = Table::WEBHOOKS;
+}
+
+impl Webhook {
+    /// The key in [`Table::WEBHOOKS`]: team id then webhook id.
+    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+
+    /// Whether an event of `kind` is delivered to this webhook.
+    pub fn receives(&self, kind: &str) -> bool {
+        self.status == WebhookStatus::Enabled && self.events.iter().any(|event| event == kind)
+    }
+
+    /// The answer to `POST /webhooks`.
+    pub fn created_json(&self) -> Value {
+        json!({
+            "object": "webhook",
+            "id": self.id,
+            "signing_secret": self.signing_secret.expose(),
+        })
+    }
+
+    /// The full resource (`GET /webhooks/{id}`). It includes the signing secret, as
+    /// Resend's does (the SDKs' types require it).
+    pub fn to_json(&self) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.insert("object".into(), json!("webhook"));
+            map.insert("signing_secret".into(), json!(self.signing_secret.expose()));
+        }
+        value
+    }
+
+    /// The entry in `GET /webhooks`: no `object`, no secret.
+    pub fn summary_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "endpoint": self.endpoint,
+            "events": self.events,
+            "status": self.status,
+            "created_at": format::timestamp(self.created_at),
+        })
+    }
+}
+
+/// Why an `events` list is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EventsError {
+    /// The list is empty.
+    #[error("must name at least one event type")]
+    Empty,
+    /// A name is not one of [`EVENT_KINDS`].
+    #[error("{0:?} is not an event type; the types are {kinds}", kinds = EVENT_KINDS.join(", "))]
+    Unknown(String),
+}
+
+/// A subscription list as stored: every name known, repeats dropped, order kept.
+pub fn events(names: Vec<String>) -> Result<Vec<String>, EventsError> {
+    if names.is_empty() {
+        return Err(EventsError::Empty);
+    }
+    let mut kept: Vec<String> = Vec::with_capacity(names.len().min(EVENT_KINDS.len()));
+    for name in names {
+        if !EVENT_KINDS.contains(&name.as_str()) {
+            return Err(EventsError::Unknown(name));
+        }
+        if !kept.contains(&name) {
+            kept.push(name);
+        }
+    }
+    Ok(kept)
+}
+
+/// The team's webhook with id `id`, if there is one.
+pub fn find(store: &Store, team_id: Id, id: Id) -> Result<Option<Webhook>, herald_queue::Error> {
+    store.get::<Webhook>(Webhook::key(team_id, id))
+}
+
+/// Every webhook of the team, oldest first. At most [`WEBHOOKS_PER_TEAM_MAX`] exist, so
+/// this reads a bounded amount.
+pub fn for_team(store: &Store, team_id: Id) -> Result<Vec<Webhook>, herald_queue::Error> {
+    let found = store.scan::<Webhook>(Scan::prefix(team_id.as_bytes()))?;
+    Ok(found.into_iter().map(|(_, webhook)| webhook).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn events_must_be_known_and_lose_repeats_in_order() {
+        assert_eq!(
+            events(names(&["email.bounced", "domain.created", "email.bounced"])),
+            Ok(names(&["email.bounced", "domain.created"]))
+        );
+        assert_eq!(events(Vec::new()), Err(EventsError::Empty));
+        let err = events(names(&["email.sent", "email.exploded"])).expect_err("unknown");
+        assert_eq!(err, EventsError::Unknown("email.exploded".into()));
+        assert!(err.to_string().contains("email.delivery_delayed"), "{err}");
+        assert!(events(names(&["Email.Sent"])).is_err(), "names are case-sensitive");
+        assert_eq!(events(names(EVENT_KINDS)).map(|kept| kept.len()), Ok(EVENT_KINDS.len()));
+    }
+
+    #[test]
+    fn only_enabled_webhooks_receive_their_kinds_and_debug_hides_the_secret() {
+        let secret = SigningSecret::generate().expect("random");
+        let mut webhook = Webhook {
+            id: Id::from_slice(&[1; 16]).expect("id"),
+            team_id: Id::from_slice(&[2; 16]).expect("id"),
+            endpoint: "https://example.com/hook".into(),
+            events: names(&["email.sent"]),
+            status: WebhookStatus::Enabled,
+            signing_secret: secret.clone(),
+            created_at: Timestamp::from_millis(1_680_560_022_674),
+        };
+        assert!(webhook.receives("email.sent"));
+        assert!(!webhook.receives("email.delivered"));
+        webhook.status = WebhookStatus::Disabled;
+        assert!(!webhook.receives("email.sent"));
+        assert!(!format!("{webhook:?}").contains(secret.expose()));
+
+        let summary = webhook.summary_json();
+        assert!(summary.get("signing_secret").is_none() && summary.get("object").is_none());
+        assert_eq!(summary["status"], "disabled");
+        assert_eq!(summary["created_at"], "2023-04-03 22:13:42.674000+00");
+        let full = webhook.to_json();
+        assert_eq!(full["object"], "webhook");
+        assert_eq!(full["signing_secret"], secret.expose());
+    }
+}
