@@ -1,24 +1,25 @@
 //! SMTP submission load generator: `SESSIONS` concurrent sessions over implicit TLS with
 //! AUTH PLAIN, pipelined MAIL/RCPT/DATA, 2 KB messages, against a real server in this
 //! process (durable acceptance). Reports messages accepted per second and the time from
-//! the end of data to `250`, for one message per connection and many per connection.
+//! the end of data to `250`, for one message per connection and many per connection. The
+//! sessions are `common/smtp_load.rs`, shared with the `delivery` bench.
 //!
 //! `cargo bench --profile dev --bench smtp` (`HERALD_BENCH_MESSAGES`, default 5000;
 //! `HERALD_BENCH_SESSIONS`, default 20).
 
 #![allow(missing_docs, clippy::print_stdout)]
 
+#[path = "common/smtp_load.rs"]
+mod smtp_load;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use base64::Engine;
 use herald::config::Config;
 use herald::server::{self, Options};
 use herald_queue::SystemClock;
-use rustls::pki_types::ServerName;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 const KEY: &str = "re_bench_operator_key_0123456789";
@@ -61,17 +62,21 @@ async fn run(messages: usize, sessions: usize) {
     .expect("server");
     verify_domain(&running).await;
     let addr = running.smtp[0].1;
-    let tls = Arc::new(
-        rustls::ClientConfig::builder()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert))
-            .with_no_client_auth(),
-    );
+    let tls = smtp_load::tls_client();
     println!(
         "herald SMTP submission: {messages} messages of 2 KB, {sessions} sessions, implicit TLS + AUTH PLAIN, pipelining"
     );
     for per_connection in [1usize, 100] {
-        phase(addr, &tls, messages, sessions, per_connection).await;
+        let load = smtp_load::Load {
+            addr,
+            key: KEY.to_owned(),
+            mail_from: "bench@bench.test".to_owned(),
+            rcpt_to: "user@example.org".to_owned(),
+            data: smtp_load::message("Bench <bench@bench.test>", "user@example.org", 26 * 76),
+            sessions,
+            per_connection,
+        };
+        phase(load, &tls, messages).await;
     }
     running.shutdown().await;
 }
@@ -112,33 +117,10 @@ impl Http {
     }
 }
 
-async fn phase(
-    addr: SocketAddr,
-    tls: &Arc<rustls::ClientConfig>,
-    messages: usize,
-    sessions: usize,
-    per_connection: usize,
-) {
-    let remaining = Arc::new(AtomicUsize::new(messages));
+async fn phase(load: smtp_load::Load, tls: &Arc<rustls::ClientConfig>, messages: usize) {
+    let per_connection = load.per_connection;
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..sessions {
-        let (remaining, tls) = (Arc::clone(&remaining), Arc::clone(tls));
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let claimed = claim(&remaining, per_connection);
-                if claimed == 0 {
-                    return latencies;
-                }
-                latencies.extend(session(addr, &tls, claimed).await);
-            }
-        }));
-    }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.expect("session"));
-    }
+    let mut latencies = smtp_load::run(Arc::new(load), tls, messages).await;
     let elapsed = started.elapsed().as_secs_f64();
     latencies.sort_unstable();
     let pct = |p: f64| {
@@ -154,116 +136,4 @@ async fn phase(
         pct(0.99).as_secs_f64() * 1e3,
         latencies.len()
     );
-}
-
-fn claim(remaining: &AtomicUsize, want: usize) -> usize {
-    let mut current = remaining.load(Ordering::Relaxed);
-    loop {
-        let take = current.min(want);
-        if take == 0 {
-            return 0;
-        }
-        match remaining.compare_exchange(current, current - take, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return take,
-            Err(actual) => current = actual,
-        }
-    }
-}
-
-/// One session sending `count` messages; returns each end-of-data-to-250 time.
-async fn session(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>, count: usize) -> Vec<Duration> {
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    tcp.set_nodelay(true).expect("nodelay");
-    let stream = tokio_rustls::TlsConnector::from(Arc::clone(tls))
-        .connect(ServerName::try_from("bench.herald.test").expect("name"), tcp)
-        .await
-        .expect("tls");
-    let (reader, mut writer) = tokio::io::split(stream);
-    let mut reader = BufReader::new(reader);
-    expect(&mut reader, "220").await;
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("\0resend\0{KEY}"));
-    writer
-        .write_all(format!("EHLO bench.client\r\nAUTH PLAIN {auth}\r\n").as_bytes())
-        .await
-        .expect("write");
-    expect(&mut reader, "250").await;
-    expect(&mut reader, "235").await;
-    let body = format!(
-        "From: Bench <bench@bench.test>\r\nTo: user@example.org\r\nSubject: load\r\n\r\n{}\r\n.\r\n",
-        "x".repeat(76)
-            .repeat(26)
-            .as_bytes()
-            .chunks(76)
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect::<Vec<_>>()
-            .join("\r\n")
-    );
-    let mut latencies = Vec::with_capacity(count);
-    for _ in 0..count {
-        writer
-            .write_all(b"MAIL FROM:<bench@bench.test>\r\nRCPT TO:<user@example.org>\r\nDATA\r\n")
-            .await
-            .expect("write");
-        expect(&mut reader, "250").await;
-        expect(&mut reader, "250").await;
-        expect(&mut reader, "354").await;
-        writer.write_all(body.as_bytes()).await.expect("write");
-        let sent = Instant::now();
-        expect(&mut reader, "250").await;
-        latencies.push(sent.elapsed());
-    }
-    writer.write_all(b"QUIT\r\n").await.expect("write");
-    latencies
-}
-
-/// Reads one reply (all its lines) and checks its code.
-async fn expect<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R, code: &str) {
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).await.expect("read");
-        assert!(line.starts_with(code), "expected {code}, got {line:?}");
-        if line.as_bytes().get(3) == Some(&b' ') {
-            return;
-        }
-    }
-}
-
-#[derive(Debug)]
-struct AnyCert;
-
-impl rustls::client::danger::ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        rustls::crypto::aws_lc_rs::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }

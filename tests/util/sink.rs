@@ -613,7 +613,10 @@ impl Incoming {
 }
 
 fn tls_acceptor(name: &str) -> TlsAcceptor {
-    let (certificate, key) = super::certificate(name);
+    // rcgen directly rather than `util::certificate`, so that a bench can include this
+    // file on its own (`#[path = "../tests/util/sink.rs"] mod sink;`).
+    let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("rcgen makes a certificate");
+    let (certificate, key) = (certified.cert.pem(), certified.signing_key.serialize_pem());
     let certificate = CertificateDer::from_pem_slice(certificate.as_bytes()).expect("rcgen writes PEM certificates");
     let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("rcgen writes PEM keys");
     // An explicit provider, so the sink does not depend on a process-wide default.
