@@ -526,3 +526,20 @@ async fn shutdown_lets_the_transaction_in_flight_finish_and_records_it() {
     assert_eq!(sink.received().len(), 1);
     assert!(running.shutdown().await);
 }
+
+#[tokio::test]
+async fn a_receiver_with_broken_tls_gets_its_mail_in_plaintext_unless_tls_is_required() {
+    let world = World::start(
+        SinkOptions {
+            starttls: true,
+            broken_tls: true,
+            ..SinkOptions::default()
+        },
+        "",
+    )
+    .await;
+    let id = world.send(&["user@example.net"]).await;
+    let received = world.sink.wait_for(1, WAIT).await;
+    assert!(!received[0].tls);
+    world.wait_event(&id, "delivered").await;
+}

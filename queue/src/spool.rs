@@ -229,10 +229,21 @@ impl Spool {
     /// Hands out up to `limit` messages due now that are not already claimed, earliest
     /// first.
     pub fn claim_due(&self, limit: usize) -> Result<Vec<Claim>, Error> {
+        self.claim_due_from(limit, None).map(|(claims, _)| claims)
+    }
+
+    /// Like [`Spool::claim_due`], starting at the due-index key `from` (the cursor a
+    /// previous call returned) instead of the earliest entry, so a scheduler with many
+    /// messages in flight does not walk past all of them on every pass. Returns the claims
+    /// and the cursor for the next call: the last due entry visited. Entries that become
+    /// due before the cursor (a released claim) are only found by a call without one, which
+    /// the caller should make now and then.
+    pub fn claim_due_from(&self, limit: usize, from: Option<&[u8]>) -> Result<(Vec<Claim>, Option<Vec<u8>>), Error> {
         let now = self.inner.store.now();
         let mut claims = Vec::new();
+        let mut cursor = None;
         let mut in_flight = self.lock_in_flight();
-        self.inner.store.for_each_raw(Table::DUE, |key, _| {
+        self.inner.store.for_each_raw_from(Table::DUE, from, |key, _| {
             let Some((due, id)) = parse_due_key(key) else {
                 return Err(Error::Corrupt {
                     table: Table::DUE.name(),
@@ -245,9 +256,10 @@ impl Spool {
             if in_flight.insert(id) {
                 claims.push(Claim { id, due });
             }
+            cursor = Some(key.to_vec());
             Ok(true)
         })?;
-        Ok(claims)
+        Ok((claims, cursor))
     }
 
     /// The earliest due time in the index, claimed or not.

@@ -234,10 +234,24 @@ impl Store {
     pub(crate) fn for_each_raw(
         &self,
         table: Table,
+        visit: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        self.for_each_raw_from(table, None, visit)
+    }
+
+    /// Like [`Store::for_each_raw`], starting at the first key `>= from`.
+    pub(crate) fn for_each_raw_from(
+        &self,
+        table: Table,
+        from: Option<&[u8]>,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool, Error>,
     ) -> Result<(), Error> {
         let cf = self.cf(table)?;
-        for item in self.inner.db.iterator_cf(cf, IteratorMode::Start) {
+        let mode = match from {
+            Some(key) => IteratorMode::From(key, rocksdb::Direction::Forward),
+            None => IteratorMode::Start,
+        };
+        for item in self.inner.db.iterator_cf(cf, mode) {
             let (key, value) = item?;
             if !visit(&key, &value)? {
                 break;

@@ -31,13 +31,16 @@ pub enum ConnectionError {
     /// The server answered with something other than the expected success.
     #[error("{0}")]
     Refused(Reply),
+    /// The STARTTLS handshake failed (opportunistic delivery may go on in plaintext).
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl ConnectionError {
     /// The reply a recipient is recorded with.
     pub fn to_reply(&self) -> Reply {
         match self {
-            ConnectionError::Network(text) => Reply::local(451, "4.4.1", text),
+            ConnectionError::Network(text) | ConnectionError::Tls(text) => Reply::local(451, "4.4.1", text),
             ConnectionError::Refused(reply) => reply.clone(),
         }
     }
@@ -157,6 +160,8 @@ pub struct TlsChoice {
     pub verified: Arc<rustls::ClientConfig>,
     /// The domain requires verified TLS.
     pub required: bool,
+    /// Skip STARTTLS even when offered: the retry after a failed opportunistic handshake.
+    pub plaintext: bool,
 }
 
 impl Connection {
@@ -190,7 +195,7 @@ impl Connection {
         };
         connection.expect(220).await?;
         connection.ehlo(hostname).await?;
-        if connection.caps.starttls {
+        if connection.caps.starttls && !tls.plaintext {
             connection.starttls(tls).await?;
             connection.ehlo(hostname).await?;
         } else if tls.required {
@@ -266,8 +271,8 @@ impl Connection {
             tokio_rustls::TlsConnector::from(Arc::clone(config)).connect(name, tcp),
         )
         .await
-        .map_err(|_| ConnectionError::Network(format!("TLS handshake with {} timed out", self.host)))?
-        .map_err(|e| ConnectionError::Network(format!("TLS handshake with {} failed: {e}", self.host)))?;
+        .map_err(|_| ConnectionError::Tls(format!("TLS handshake with {} timed out", self.host)))?
+        .map_err(|e| ConnectionError::Tls(format!("TLS handshake with {} failed: {e}", self.host)))?;
         self.tls = stream
             .get_ref()
             .1

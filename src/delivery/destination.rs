@@ -309,6 +309,28 @@ impl Destination {
                 .await
                 {
                     Ok(connection) => return Ok(connection),
+                    Err(ConnectionError::Tls(why)) if !self.tls_required => {
+                        // Opportunistic TLS: a receiver whose TLS is broken still gets its
+                        // mail, in plaintext, as it would without STARTTLS at all.
+                        tracing::info!(domain = %self.domain, %host, %address, %why, "STARTTLS failed; retrying in plaintext");
+                        let plain = TlsChoice {
+                            plaintext: true,
+                            ..tls.clone()
+                        };
+                        match Connection::open(
+                            host,
+                            address,
+                            &config.server.hostname,
+                            &plain,
+                            login,
+                            (config.delivery.connect_timeout, config.delivery.command_timeout),
+                        )
+                        .await
+                        {
+                            Ok(connection) => return Ok(connection),
+                            Err(error) => last = Some(error.to_reply()),
+                        }
+                    }
                     Err(error) => {
                         tracing::debug!(domain = %self.domain, %host, %address, %error, "MX attempt failed");
                         last = Some(error.to_reply());

@@ -46,6 +46,9 @@ const CLAIM_BATCH: usize = 256;
 /// sooner.
 const POLL_MAX: Duration = Duration::from_millis(250);
 
+/// How often the scheduler looks at the whole due index instead of from its cursor.
+const FULL_PASS_EVERY: Duration = Duration::from_secs(1);
+
 /// What the scheduler, the workers and the connection tasks share.
 pub(crate) struct Shared {
     state: Arc<AppState>,
@@ -86,6 +89,7 @@ impl Delivery {
             opportunistic: herald_tls::client_config(Verification::Opportunistic, None)?,
             verified: herald_tls::client_config(Verification::Required, config.ca_file.as_deref())?,
             required: false,
+            plaintext: false,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.workers)
@@ -180,12 +184,24 @@ fn schedule(shared: &Shared) {
     let spool = &shared.state.spool;
     let wake = shared.state.delivery_wake.clone();
     let in_flight_max = shared.state.config.delivery.in_flight_max;
+    // New and retried mail always sorts after what was claimed before it (due times and
+    // ids only grow), so each pass starts where the last one stopped; a full pass now and
+    // then finds claims that were given back unchanged.
+    let mut cursor: Option<Vec<u8>> = None;
+    let mut last_full_pass = std::time::Instant::now();
     while !shared.is_stopping() {
+        if last_full_pass.elapsed() >= FULL_PASS_EVERY {
+            cursor = None;
+            last_full_pass = std::time::Instant::now();
+        }
         let room = in_flight_max.saturating_sub(shared.in_flight.load(Ordering::Acquire));
         let mut full = false;
         if room > 0 {
-            match spool.claim_due(room.min(CLAIM_BATCH)) {
-                Ok(claims) => {
+            match spool.claim_due_from(room.min(CLAIM_BATCH), cursor.as_deref()) {
+                Ok((claims, next)) => {
+                    if next.is_some() {
+                        cursor = next;
+                    }
                     full = claims.len() == room.min(CLAIM_BATCH);
                     shared.in_flight.fetch_add(claims.len(), Ordering::AcqRel);
                     for claim in claims {

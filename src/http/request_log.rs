@@ -150,7 +150,7 @@ fn mentions_sensitive_field(body: &[u8]) -> bool {
     let lower = body.to_ascii_lowercase();
     SECRET_FIELDS.iter().chain(BULK_FIELDS).any(|field| {
         let quoted = format!("\"{field}\"");
-        lower.windows(quoted.len()).any(|window| window == quoted.as_bytes())
+        memchr::memmem::find(&lower, quoted.as_bytes()).is_some()
     })
 }
 

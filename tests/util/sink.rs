@@ -66,6 +66,9 @@ pub struct SinkOptions {
     pub delay: Duration,
     /// The answers to `RCPT TO`; the first rule that matches wins, and no match is `250`.
     pub recipients: Vec<RecipientRule>,
+    /// Answer STARTTLS with `220`, then send garbage instead of a TLS handshake and close:
+    /// a receiver whose TLS is broken.
+    pub broken_tls: bool,
 }
 
 impl Default for SinkOptions {
@@ -78,6 +81,7 @@ impl Default for SinkOptions {
             smtputf8: false,
             greeting: None,
             delay: Duration::ZERO,
+            broken_tls: false,
             recipients: RecipientRule::defaults(),
         }
     }
@@ -655,6 +659,10 @@ async fn serve(tcp: TcpStream, connection: u64, open: Open) {
         return;
     }
     if !matches!(converse(&mut plain, &mut session).await, Ok(Then::StartTls)) {
+        return;
+    }
+    if shared.options.broken_tls {
+        let _ = send(&mut plain, b"this is not TLS\r\n").await;
         return;
     }
     let acceptor = shared.tls.clone().expect("STARTTLS is only accepted when configured");
