@@ -543,3 +543,26 @@ async fn a_receiver_with_broken_tls_gets_its_mail_in_plaintext_unless_tls_is_req
     assert!(!received[0].tls);
     world.wait_event(&id, "delivered").await;
 }
+
+#[tokio::test]
+async fn mail_submitted_over_smtp_is_signed_and_delivered_too() {
+    let world = World::start(SinkOptions::default(), "").await;
+    let implicit = world.running.smtp[1].1;
+    let script = format!(
+        "EHLO client\r\nAUTH PLAIN {}\r\nMAIL FROM:<app@{SENDER_DOMAIN}>\r\nRCPT TO:<user@example.net>\r\nDATA\r\nFrom: App <app@{SENDER_DOMAIN}>\r\nTo: user@example.net\r\nSubject: over smtp\r\n\r\nHello.\r\n.\r\nQUIT\r\n",
+        util::auth_plain(OPERATOR_KEY)
+    );
+    let transcript = util::smtps_transcript(implicit, &script).await;
+    let id = transcript
+        .split("250 2.0.0 OK ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no id in {transcript}"))
+        .trim_matches(|c| c == '<' || c == '>')
+        .to_owned();
+    let received = world.sink.wait_for(1, WAIT).await;
+    assert_eq!(received[0].mail_from, format!("{id}@send.{SENDER_DOMAIN}"));
+    assert!(received[0].text().starts_with("DKIM-Signature:"));
+    assert!(received[0].text().contains("Subject: over smtp"));
+    world.wait_event(&id, "delivered").await;
+}

@@ -238,6 +238,10 @@ impl Destination {
         let idle_timeout = shared.state.config.delivery.idle_timeout;
         let deadline = tokio::time::Instant::now() + idle_timeout;
         loop {
+            // Registered before the stop flag is read, so a stop in between still wakes it.
+            let stopped = shared.stop.notified();
+            tokio::pin!(stopped);
+            stopped.as_mut().enable();
             {
                 let mut state = self.lock();
                 if let Some(piece) = state.queue.pop_front() {
@@ -251,7 +255,7 @@ impl Destination {
             }
             tokio::select! {
                 () = self.wake.notified() => {}
-                () = shared.stop.notified() => {}
+                () = stopped => {}
                 () = tokio::time::sleep_until(deadline) => {}
             }
             self.lock().idle -= 1;
