@@ -58,6 +58,9 @@ impl Table {
     pub const LOG_EXPIRY: Table = Table::new("log_expiry");
     /// Idempotency records by team and key.
     pub const IDEMPOTENCY: Table = Table::new("idempotency");
+    /// Each email's delivery status (last event, attempts) by team and email id: small,
+    /// so delivery rewrites it without the email's bodies.
+    pub const EMAIL_STATUS: Table = Table::new("email_status");
     /// Suppressed recipient addresses by team and lower-cased address.
     pub const SUPPRESSIONS: Table = Table::new("suppressions");
     /// Suppression ids by team and id, pointing at the address.
@@ -83,6 +86,7 @@ impl Table {
         Table::LOGS,
         Table::LOG_EXPIRY,
         Table::IDEMPOTENCY,
+        Table::EMAIL_STATUS,
         Table::SUPPRESSIONS,
         Table::SUPPRESSION_IDS,
         Table::WEBHOOKS,

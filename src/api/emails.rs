@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::{Ctx, Reply};
 use crate::emails::idempotency::{self, Outcome};
 use crate::emails::input::SendEmail;
+use crate::emails::record::EmailStatus;
 use crate::emails::submit::{self, SendError, Sender};
 use crate::emails::{EmailRecord, Invalid, Source, schedule, validate};
 use crate::http::pagination::{PageRequest, envelope};
@@ -219,10 +220,13 @@ fn with_idempotency(
 
 fn load(ctx: &Ctx<'_>, id: &str) -> Result<EmailRecord, ApiError> {
     let id = format::id(id, "email")?;
-    ctx.state
-        .store
-        .get::<EmailRecord>(EmailRecord::key(ctx.caller.team_id, id))?
-        .ok_or_else(|| ApiError::not_found("Email not found"))
+    let store = &ctx.state.store;
+    let key = EmailRecord::key(ctx.caller.team_id, id);
+    let mut record = store
+        .get::<EmailRecord>(&key)?
+        .ok_or_else(|| ApiError::not_found("Email not found"))?;
+    record.merge(store.get::<EmailStatus>(&key)?);
+    Ok(record)
 }
 
 /// `GET /emails/{id}`.
@@ -233,7 +237,11 @@ pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 /// `GET /emails`.
 pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
-    let (emails, has_more) = page.load::<EmailRecord>(&ctx.state.store, ctx.caller.team_id.as_bytes())?;
+    let store = &ctx.state.store;
+    let (mut emails, has_more) = page.load::<EmailRecord>(store, ctx.caller.team_id.as_bytes())?;
+    for email in &mut emails {
+        email.merge(store.get::<EmailStatus>(EmailRecord::key(email.team_id, email.id))?);
+    }
     Ok(Reply::ok(envelope(
         emails.iter().map(EmailRecord::summary_json).collect(),
         has_more,
@@ -306,6 +314,7 @@ pub fn cancel(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     record.last_event = "canceled".to_owned();
     let outcome = ctx.state.spool.cancel(record.id, |_, batch| {
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
         submit::append_event(batch, store, &record, "canceled", now)
     })?;
     if outcome == Updated::Missing {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::job::{MessageJob, Outcome, Via};
 use super::reply::Reply;
 use crate::config::DeliveryConfig;
-use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord};
+use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus};
 use crate::suppressions::{self, Origin, Suppression};
 
 /// Writes `job`'s outcomes. Blocks until durable.
@@ -57,7 +57,7 @@ fn apply(
     let now = store.now();
     // A record that cannot be read loses its events, not the delivery state.
     let mut record = store
-        .get::<EmailRecord>(EmailRecord::key(job.team_id, job.id))
+        .get::<EmailStatus>(EmailRecord::key(job.team_id, job.id))
         .unwrap_or_else(|error| {
             tracing::error!(email_id = %job.id, %error, "cannot read the email record");
             None
@@ -216,7 +216,7 @@ fn push_log(logs: &mut Vec<(Option<Via>, String, Vec<String>)>, via: Option<&Via
 fn event(
     store: &Store,
     batch: &mut Batch,
-    record: Option<&mut EmailRecord>,
+    record: Option<&mut EmailStatus>,
     job: &MessageJob,
     address: &str,
     kind: &str,

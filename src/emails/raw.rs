@@ -99,6 +99,9 @@ pub fn prepare(
     records
         .put(EmailRecord::key(sender.team_id, id), &record)
         .map_err(SendError::from)?;
+    records
+        .put(EmailRecord::key(sender.team_id, id), &record.status())
+        .map_err(SendError::from)?;
     append_event(&mut records, store, &record, "sent", now).map_err(SendError::from)?;
     crate::events::push(
         &mut records,

@@ -118,6 +118,62 @@ impl EmailRecord {
 
     /// The `data` of this email's webhook events.
     pub fn event_data(&self, at: Timestamp) -> Value {
+        self.status().event_data(at)
+    }
+
+    /// Its status record, as at acceptance.
+    pub fn status(&self) -> EmailStatus {
+        EmailStatus {
+            id: self.id,
+            team_id: self.team_id,
+            from: self.from.clone(),
+            to: self.to.clone(),
+            subject: self.subject.clone(),
+            message_id: self.message_id.clone(),
+            tags: self.tags.clone(),
+            last_event: self.last_event.clone(),
+            attempts: self.attempts.clone(),
+        }
+    }
+
+    /// Takes `last_event` and the attempt log from the status record, which delivery
+    /// keeps current.
+    pub fn merge(&mut self, status: Option<EmailStatus>) {
+        if let Some(status) = status {
+            self.last_event = status.last_event;
+            self.attempts = status.attempts;
+        }
+    }
+}
+
+/// What delivery reads and writes of an email: the fields its events carry, its latest
+/// event and its attempt log, kept apart from the record so that a status change never
+/// rewrites the email's bodies. Keyed like the record, in [`Table::EMAIL_STATUS`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EmailStatus {
+    /// The email's id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// `From`, as written.
+    pub from: String,
+    /// `To` addresses.
+    pub to: Vec<String>,
+    /// Subject.
+    pub subject: String,
+    /// `Message-ID`.
+    pub message_id: String,
+    /// Tags.
+    pub tags: Vec<Tag>,
+    /// The latest event.
+    pub last_event: String,
+    /// The latest delivery attempts, oldest first.
+    pub attempts: Vec<AttemptLog>,
+}
+
+impl EmailStatus {
+    /// The `data` of this email's webhook events.
+    pub fn event_data(&self, at: Timestamp) -> Value {
         let tags: serde_json::Map<String, Value> = self.tags.iter().map(|t| (t.name.clone(), json!(t.value))).collect();
         json!({
             "email_id": self.id,
@@ -129,6 +185,10 @@ impl EmailRecord {
             "tags": tags,
         })
     }
+}
+
+impl Record for EmailStatus {
+    const TABLE: Table = Table::EMAIL_STATUS;
 }
 
 fn non_empty(list: &[String]) -> Value {

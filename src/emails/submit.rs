@@ -131,6 +131,7 @@ pub fn prepare(
     };
     let mut records = Batch::new();
     records.put(EmailRecord::key(sender.team_id, id), &record)?;
+    records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
     append_event(&mut records, store, &record, last_event, now)?;
     crate::events::push(&mut records, store, sender.team_id, kind, record.event_data(now))?;
     let message = NewMessage {
