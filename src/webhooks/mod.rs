@@ -9,6 +9,7 @@
 
 mod model;
 mod secret;
+pub mod signature;
 
 pub use model::{
     ENDPOINT_MAX, EVENT_KINDS, EventsError, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events, find, for_team,
