@@ -61,6 +61,12 @@ impl Table {
     /// Each email's delivery status (last event, attempts) by team and email id: small,
     /// so delivery rewrites it without the email's bodies.
     pub const EMAIL_STATUS: Table = Table::new("email_status");
+    /// Webhook messages (one event for one endpoint) by team, webhook and event id.
+    pub const WEBHOOK_MESSAGES: Table = Table::new("webhook_messages");
+    /// Webhook messages due, by due time then team, webhook and event id.
+    pub const WEBHOOK_DUE: Table = Table::new("webhook_due");
+    /// The webhook request log by team, webhook and attempt id.
+    pub const WEBHOOK_ATTEMPTS: Table = Table::new("webhook_attempts");
     /// Suppressed recipient addresses by team and lower-cased address.
     pub const SUPPRESSIONS: Table = Table::new("suppressions");
     /// Suppression ids by team and id, pointing at the address.
@@ -87,6 +93,9 @@ impl Table {
         Table::LOG_EXPIRY,
         Table::IDEMPOTENCY,
         Table::EMAIL_STATUS,
+        Table::WEBHOOK_MESSAGES,
+        Table::WEBHOOK_DUE,
+        Table::WEBHOOK_ATTEMPTS,
         Table::SUPPRESSIONS,
         Table::SUPPRESSION_IDS,
         Table::WEBHOOKS,

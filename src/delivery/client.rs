@@ -251,7 +251,7 @@ impl Connection {
         }
         if !self.io.buffer().is_empty() {
             // Anything after the 220 arrived before encryption: an injection attempt.
-            return Err(ConnectionError::Network(format!(
+            return Err(ConnectionError::Tls(format!(
                 "{} sent data after its STARTTLS reply",
                 self.host
             )));

@@ -194,6 +194,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let mut tasks = JoinSet::new();
     tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
     tasks.spawn(state.verifier.clone().run(Arc::clone(&state), dns, controller.handle()));
+    tasks.spawn(crate::webhooks::dispatch::run(Arc::clone(&state), controller.handle()));
     tasks.spawn(crate::emails::idempotency::expire(
         state.store.clone(),
         controller.handle(),

@@ -7,6 +7,7 @@
 //! `/webhooks` ([`crate::api`]). Endpoints are checked against the outbound client's
 //! address policy ([`crate::outbound`]) when they are saved, and again at connect time.
 
+pub mod dispatch;
 mod model;
 mod secret;
 pub mod signature;

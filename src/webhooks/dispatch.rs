@@ -1,0 +1,355 @@
+//! The webhook dispatcher: drains the event outbox into one message per subscribed
+//! endpoint, posts each message signed, retries failures on `[webhooks] retry_intervals`,
+//! and logs every attempt.
+//!
+//! Fan-out deletes an outbox entry in the same write that creates its messages, so an
+//! event is never lost between the two nor fanned out twice. A message's body is fixed
+//! when it is created and its id (`msg_<event id>`) never changes, so retries are the
+//! same request and receivers can deduplicate. One request at a time per endpoint: a slow
+//! or dead endpoint holds only its own messages, and a healthy endpoint gets an email's
+//! events in the order they happened.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use hyper::Method;
+
+use super::signature;
+use super::{Webhook, for_team};
+use crate::events::Event;
+use crate::http::format;
+use crate::outbound::Limits;
+use crate::server::AppState;
+use crate::shutdown::Shutdown;
+
+/// Outbox events fanned out per write.
+const FAN_OUT_BATCH: usize = 256;
+/// Due messages looked at per pass.
+const DUE_BATCH: usize = 256;
+/// How long the dispatcher sleeps between passes when there is nothing to do.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// Response bytes kept in the request log.
+const EXCERPT_MAX: usize = 1024;
+
+/// Where a message stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageState {
+    /// Waiting for its next attempt.
+    Pending,
+    /// An attempt got a 2xx.
+    Delivered,
+    /// The last retry failed.
+    Failed,
+}
+
+/// One event for one webhook.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WebhookMessage {
+    /// The event's id (the message id is `msg_<event id>`).
+    pub event_id: Id,
+    /// The webhook.
+    pub webhook_id: Id,
+    /// The team.
+    pub team_id: Id,
+    /// The event type.
+    pub kind: String,
+    /// The JSON body, as sent on every attempt.
+    pub body: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Where it stands.
+    pub state: MessageState,
+    /// When it is next due, while pending.
+    pub next_attempt: Timestamp,
+}
+
+impl Record for WebhookMessage {
+    const TABLE: Table = Table::WEBHOOK_MESSAGES;
+}
+
+impl WebhookMessage {
+    /// Its key: team, webhook, event.
+    pub fn key(&self) -> Vec<u8> {
+        [
+            self.team_id.as_bytes().as_slice(),
+            self.webhook_id.as_bytes(),
+            self.event_id.as_bytes(),
+        ]
+        .concat()
+    }
+
+    /// The id receivers see in `webhook-id` / `svix-id`.
+    pub fn message_id(&self) -> String {
+        format!("msg_{}", self.event_id)
+    }
+
+    fn due_key(&self) -> Vec<u8> {
+        [self.next_attempt.as_millis().to_be_bytes().as_slice(), &self.key()].concat()
+    }
+}
+
+/// One attempt, as the request log lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WebhookAttempt {
+    /// Its id (time-ordered).
+    pub id: Id,
+    /// The message's event id.
+    pub event_id: Id,
+    /// The event type.
+    pub kind: String,
+    /// 1 for the first try.
+    pub attempt: u32,
+    /// The response status, when there was a response.
+    pub status: Option<u16>,
+    /// Why there was no (successful) response.
+    pub error: Option<String>,
+    /// The start of the response body.
+    pub response: String,
+    /// How long the request took.
+    pub latency_ms: u64,
+    /// When it was made.
+    pub at: Timestamp,
+}
+
+impl Record for WebhookAttempt {
+    const TABLE: Table = Table::WEBHOOK_ATTEMPTS;
+}
+
+impl WebhookAttempt {
+    /// Its key: team, webhook, attempt id.
+    pub fn key(team_id: Id, webhook_id: Id, id: Id) -> Vec<u8> {
+        [team_id.as_bytes().as_slice(), webhook_id.as_bytes(), id.as_bytes()].concat()
+    }
+
+    /// The API object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "object": "webhook_delivery",
+            "id": self.id,
+            "message_id": format!("msg_{}", self.event_id),
+            "event_type": self.kind,
+            "attempt": self.attempt,
+            "response_status": self.status,
+            "error": self.error,
+            "response_body": self.response,
+            "latency_ms": self.latency_ms,
+            "created_at": format::timestamp(self.at),
+        })
+    }
+}
+
+/// Runs the dispatcher until shutdown.
+pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
+    let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
+    let mut tasks = tokio::task::JoinSet::new();
+    while !shutdown.is_triggered() {
+        let fan_state = Arc::clone(&state);
+        let fanned = tokio::task::spawn_blocking(move || fan_out(&fan_state.store))
+            .await
+            .unwrap_or(Ok(0))
+            .unwrap_or_else(|error| {
+                tracing::error!(%error, "cannot fan out webhook events");
+                0
+            });
+        let due_state = Arc::clone(&state);
+        let due = tokio::task::spawn_blocking(move || due(&due_state.store))
+            .await
+            .unwrap_or_default();
+        for message in due {
+            let claimed = busy
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(message.webhook_id);
+            if claimed {
+                let state = Arc::clone(&state);
+                let busy = Arc::clone(&busy);
+                tasks.spawn(async move {
+                    let webhook = message.webhook_id;
+                    deliver(&state, message).await;
+                    busy.lock().unwrap_or_else(PoisonError::into_inner).remove(&webhook);
+                });
+            }
+        }
+        while tasks.try_join_next().is_some() {}
+        if fanned < FAN_OUT_BATCH {
+            tokio::select! {
+                () = shutdown.triggered() => {}
+                () = tokio::time::sleep(IDLE_WAIT) => {}
+            }
+        }
+    }
+    // Requests in flight finish within their timeout or are cut off; an unfinished
+    // attempt leaves its message pending, and it is sent again after the restart.
+    tasks.abort_all();
+}
+
+/// Moves up to a batch of outbox events into webhook messages, in one write. Returns
+/// how many events it took.
+fn fan_out(store: &Store) -> Result<usize, herald_queue::Error> {
+    let events = store.scan::<Event>(Scan {
+        prefix: b"",
+        after: None,
+        reverse: false,
+        limit: FAN_OUT_BATCH,
+    })?;
+    if events.is_empty() {
+        return Ok(0);
+    }
+    let now = store.now();
+    let mut batch = Batch::new();
+    let mut webhooks: std::collections::HashMap<Id, Vec<Webhook>> = std::collections::HashMap::new();
+    for (key, event) in &events {
+        let team_hooks = match webhooks.entry(event.team_id) {
+            std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(for_team(store, event.team_id)?),
+        };
+        let body = serde_json::json!({
+            "type": event.kind,
+            "created_at": format::iso8601(event.created_at),
+            "data": event.data,
+        })
+        .to_string();
+        for webhook in team_hooks.iter().filter(|w| w.receives(&event.kind)) {
+            let message = WebhookMessage {
+                event_id: event.id,
+                webhook_id: webhook.id,
+                team_id: event.team_id,
+                kind: event.kind.clone(),
+                body: body.clone(),
+                attempts: 0,
+                state: MessageState::Pending,
+                next_attempt: now,
+            };
+            batch.put(message.key(), &message)?;
+            batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+        }
+        batch.delete::<Event>(key);
+    }
+    store.commit(batch).wait()?;
+    Ok(events.len())
+}
+
+/// Messages due now, earliest first.
+fn due(store: &Store) -> Vec<WebhookMessage> {
+    let now = store.now().as_millis();
+    let entries = match store.scan_raw(
+        Table::WEBHOOK_DUE,
+        Scan {
+            prefix: b"",
+            after: None,
+            reverse: false,
+            limit: DUE_BATCH,
+        },
+    ) {
+        Ok(entries) => entries,
+        Err(error) => {
+            tracing::error!(%error, "cannot read the webhook due index");
+            return Vec::new();
+        }
+    };
+    entries
+        .into_iter()
+        .take_while(|(key, _)| key.len() == 56 && key[..8].try_into().map(u64::from_be_bytes).is_ok_and(|d| d <= now))
+        .filter_map(|(key, _)| store.get::<WebhookMessage>(&key[8..]).ok().flatten())
+        .collect()
+}
+
+/// One attempt at `message`, and its outcome written.
+async fn deliver(state: &AppState, mut message: WebhookMessage) {
+    let store = &state.store;
+    let config = &state.config.webhooks;
+    // The list this came from may predate an attempt that has just been written.
+    match store.get::<WebhookMessage>(message.key()) {
+        Ok(Some(current)) if current.state == MessageState::Pending && current.next_attempt == message.next_attempt => {
+        }
+        _ => return,
+    }
+    let old_due = message.due_key();
+    let webhook = super::find(store, message.team_id, message.webhook_id).ok().flatten();
+    let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
+        // Deleted or disabled: the message goes with it.
+        let mut batch = Batch::new();
+        batch.delete::<WebhookMessage>(message.key());
+        batch.delete_raw(Table::WEBHOOK_DUE, old_due);
+        let _ = store.commit(batch).await;
+        return;
+    };
+    let Some(key) = webhook.signing_secret.key() else {
+        tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
+        return;
+    };
+    let timestamp = store.now().as_millis() / 1000;
+    let id = message.message_id();
+    let signature = signature::sign(&key, &id, timestamp, message.body.as_bytes());
+    let mut headers: Vec<(String, String)> = signature::headers(&id, timestamp, &signature)
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+    headers.push(("content-type".into(), "application/json".into()));
+    headers.push(("user-agent".into(), "herald-webhooks".into()));
+    let started = Instant::now();
+    let result = state
+        .outbound
+        .send(
+            Method::POST,
+            &webhook.endpoint,
+            headers,
+            Bytes::from(message.body.clone()),
+            Limits {
+                timeout: config.timeout,
+                body_max: EXCERPT_MAX,
+            },
+        )
+        .await;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    message.attempts += 1;
+    let (status, error, response, ok) = match result {
+        Ok(response) => {
+            let ok = response.status.is_success();
+            let excerpt = String::from_utf8_lossy(&response.body[..response.body.len().min(EXCERPT_MAX)]).into_owned();
+            let error = (!ok).then(|| format!("the endpoint answered {}", response.status));
+            (Some(response.status.as_u16()), error, excerpt, ok)
+        }
+        Err(error) => (None, Some(error.to_string()), String::new(), false),
+    };
+    metrics::counter!("herald_webhook_attempts_total", "outcome" => if ok { "ok" } else { "failed" }).increment(1);
+    let now = store.now();
+    let attempt = WebhookAttempt {
+        id: store.next_id(),
+        event_id: message.event_id,
+        kind: message.kind.clone(),
+        attempt: message.attempts,
+        status,
+        error,
+        response,
+        latency_ms,
+        at: now,
+    };
+    let mut batch = Batch::new();
+    batch.delete_raw(Table::WEBHOOK_DUE, old_due);
+    if ok {
+        message.state = MessageState::Delivered;
+    } else if let Some(wait) = config.retry_intervals.get(message.attempts as usize - 1) {
+        message.next_attempt = now.saturating_add(*wait);
+        batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+    } else {
+        message.state = MessageState::Failed;
+    }
+    let written = batch.put(message.key(), &message).and_then(|()| {
+        batch.put(
+            WebhookAttempt::key(message.team_id, message.webhook_id, attempt.id),
+            &attempt,
+        )
+    });
+    if let Err(error) = written {
+        tracing::error!(%error, "cannot record a webhook attempt");
+        return;
+    }
+    if let Err(error) = store.commit(batch).await {
+        tracing::error!(%error, "cannot record a webhook attempt");
+    }
+}
