@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald::events::Event;
+use herald::emails::record::EmailEvent;
 use herald::server::Running;
 use herald_queue::{ManualClock, Scan, SharedClock, Timestamp};
 use hyper::{Method, StatusCode};
@@ -100,19 +100,20 @@ impl World {
         }
     }
 
-    /// The webhook outbox's `email.*` events for `id`, as `(type, to, data)`.
+    /// The email's timeline events, as `(email.<kind>, to, data)`: delivery writes each
+    /// one in the same batch as its webhook event (the outbox is drained by the webhook
+    /// dispatcher, so the timeline is what stays).
     fn events(&self, id: &str) -> Vec<(String, String, Value)> {
+        let email_id: herald_queue::Id = id.parse().expect("id");
         self.running
             .state
             .store
-            .scan::<Event>(Scan::prefix(b""))
-            .expect("scan outbox")
+            .scan::<EmailEvent>(Scan::prefix(email_id.as_bytes()))
+            .expect("scan timeline")
             .into_iter()
-            .map(|(_, event)| event)
-            .filter(|event| event.data["email_id"] == id)
-            .map(|event| {
+            .map(|(_, event)| {
                 let to = event.data["to"][0].as_str().unwrap_or_default().to_owned();
-                (event.kind, to, event.data)
+                (format!("email.{}", event.kind), to, event.data)
             })
             .collect()
     }
