@@ -4,7 +4,7 @@ mod util;
 
 use std::time::{Duration, Instant};
 
-use herald::events::Event;
+use herald::webhooks::dispatch::WebhookMessage;
 use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -81,6 +81,11 @@ async fn a_domain_gives_its_records_and_verifies_once_they_are_published() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start_api(dir.path(), &dns_config(&dns)).await;
     let addr = running.http_addr;
+    // A webhook for domain events, at an address that refuses connections: its messages
+    // stay pending and show what was recorded.
+    let hook = json!({ "endpoint": "http://127.0.0.1:9/hook", "events": ["domain.created", "domain.updated"] });
+    let created = call(addr, Method::POST, "/webhooks", Some(OPERATOR_KEY), Some(hook)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
 
     let domain = create(addr, json!({ "name": "Example.TEST" })).await;
     let id = domain["id"].as_str().expect("id").to_owned();
@@ -127,25 +132,31 @@ async fn a_domain_gives_its_records_and_verifies_once_they_are_published() {
     let lost = wait_for_status(addr, &id, "partially_failed").await;
     assert_eq!(record(&lost, "DKIM", "TXT")["status"], "failed");
 
-    // Every change wrote its event in the same batch.
-    let events: Vec<Event> = running
-        .state
-        .store
-        .scan::<Event>(Scan::prefix(b""))
-        .expect("scan")
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect();
-    let kinds: Vec<&str> = events
-        .iter()
-        .filter(|e| e.data["id"] == id.as_str())
-        .map(|e| e.kind.as_str())
-        .collect();
-    assert_eq!(kinds.first(), Some(&"domain.created"));
-    assert!(
-        kinds.iter().filter(|k| **k == "domain.updated").count() >= 2,
-        "{kinds:?}"
-    );
+    // Every change wrote its event in the same batch; the dispatcher fans them out.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut messages: Vec<WebhookMessage> = running
+            .state
+            .store
+            .scan::<WebhookMessage>(Scan::prefix(b""))
+            .expect("scan")
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
+        messages.sort_by_key(|m| m.event_id);
+        let kinds: Vec<String> = messages
+            .iter()
+            .map(|m| serde_json::from_str::<Value>(&m.body).expect("json"))
+            .filter(|b| b["data"]["id"] == id.as_str())
+            .filter_map(|b| b["type"].as_str().map(str::to_owned))
+            .collect();
+        let updates = kinds.iter().filter(|k| *k == "domain.updated").count();
+        if kinds.first().map(String::as_str) == Some("domain.created") && updates >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{kinds:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     running.shutdown().await;
 }
 
