@@ -176,7 +176,40 @@ async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure()
         vec![Some(500), Some(200)]
     );
     assert_eq!(attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(), vec![1, 2]);
-    assert!(!webhook_id.is_empty());
+
+    // The request log lists both, newest first; replaying one sends the same message again.
+    let log = call(
+        running.http_addr,
+        Method::GET,
+        &format!("/webhooks/{webhook_id}/deliveries"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(log.status, StatusCode::OK, "{}", log.text());
+    let data = log.json()["data"].clone();
+    let statuses: Vec<Value> = data
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|d| d["response_status"].clone())
+        .collect();
+    assert_eq!(statuses, vec![json!(200), json!(500)]);
+    assert_eq!(data[1]["event_type"], "email.sent");
+    let failed_id = data[1]["id"].as_str().expect("id").to_owned();
+    let replayed = call(
+        running.http_addr,
+        Method::POST,
+        &format!("/webhooks/{webhook_id}/deliveries/{failed_id}/replay"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(replayed.status, StatusCode::OK, "{}", replayed.text());
+    let requests = wait_for(&seen, 3).await;
+    verify(&secret, &requests[2]);
+    assert_eq!(requests[2].header("webhook-id"), requests[0].header("webhook-id"));
+    assert_eq!(requests[2].body, requests[0].body);
     assert!(running.shutdown().await);
 }
 

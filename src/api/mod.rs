@@ -9,6 +9,7 @@ mod logs;
 mod suppressions;
 mod suppressions_batch;
 mod teams;
+mod webhook_deliveries;
 mod webhooks;
 
 use hyper::StatusCode;
@@ -91,6 +92,8 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::GetWebhook(id) => webhooks::get(ctx, id),
         Route::UpdateWebhook(id) => webhooks::update(ctx, id),
         Route::DeleteWebhook(id) => webhooks::delete(ctx, id),
+        Route::ListWebhookDeliveries(id) => webhook_deliveries::list(ctx, id),
+        Route::ReplayWebhookDelivery(id, delivery) => webhook_deliveries::replay(ctx, id, delivery),
     }
 }
 

@@ -73,6 +73,10 @@ pub enum Route {
     UpdateWebhook(String),
     /// `DELETE /webhooks/{id}`
     DeleteWebhook(String),
+    /// `GET /webhooks/{id}/deliveries`: the request log.
+    ListWebhookDeliveries(String),
+    /// `POST /webhooks/{id}/deliveries/{delivery_id}/replay`
+    ReplayWebhookDelivery(String, String),
 }
 
 impl Route {
@@ -117,6 +121,8 @@ impl Route {
             Route::GetWebhook(_) => "webhooks.get",
             Route::UpdateWebhook(_) => "webhooks.update",
             Route::DeleteWebhook(_) => "webhooks.delete",
+            Route::ListWebhookDeliveries(_) => "webhooks.deliveries.list",
+            Route::ReplayWebhookDelivery(..) => "webhooks.deliveries.replay",
         }
     }
 }
@@ -179,6 +185,11 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::PATCH, Route::UpdateWebhook((*id).to_owned())),
             (Method::DELETE, Route::DeleteWebhook((*id).to_owned())),
         ]),
+        ["webhooks", id, "deliveries"] => one(&[(Method::GET, Route::ListWebhookDeliveries((*id).to_owned()))]),
+        ["webhooks", id, "deliveries", delivery, "replay"] => one(&[(
+            Method::POST,
+            Route::ReplayWebhookDelivery((*id).to_owned(), (*delivery).to_owned()),
+        )]),
         _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),
     }
 }

@@ -87,7 +87,8 @@ impl WebhookMessage {
         format!("msg_{}", self.event_id)
     }
 
-    fn due_key(&self) -> Vec<u8> {
+    /// Its key in the due index.
+    pub fn due_key(&self) -> Vec<u8> {
         [self.next_attempt.as_millis().to_be_bytes().as_slice(), &self.key()].concat()
     }
 }

@@ -1,0 +1,68 @@
+//! The webhook request log (`GET /webhooks/{id}/deliveries`) and replay
+//! (`POST /webhooks/{id}/deliveries/{delivery_id}/replay`).
+
+use herald_queue::{Batch, Id, Table};
+use serde_json::json;
+
+use super::{Ctx, Reply};
+use crate::http::pagination::{PageRequest, envelope};
+use crate::http::{ApiError, format};
+use crate::webhooks;
+use crate::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
+
+/// Attempts per page unless `limit` says otherwise.
+const DEFAULT_LIMIT: usize = 20;
+
+/// `GET /webhooks/{id}/deliveries`: every attempt, newest first.
+pub fn list(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
+    let webhook = webhook(ctx, id)?;
+    let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
+    let prefix = [ctx.caller.team_id.as_bytes().as_slice(), webhook.as_bytes()].concat();
+    let (attempts, has_more) = page.load::<WebhookAttempt>(&ctx.state.store, &prefix)?;
+    Ok(Reply::ok(envelope(
+        attempts.iter().map(WebhookAttempt::to_json).collect(),
+        has_more,
+    )))
+}
+
+/// `POST /webhooks/{id}/deliveries/{delivery_id}/replay`: sends the attempt's message
+/// again now, with a fresh retry schedule, whether it succeeded or failed.
+pub fn replay(ctx: &Ctx<'_>, id: &str, delivery: &str) -> Result<Reply, ApiError> {
+    let webhook = webhook(ctx, id)?;
+    let delivery: Id = format::id(delivery, "delivery")?;
+    let store = &ctx.state.store;
+    let team = ctx.caller.team_id;
+    let attempt = store
+        .get::<WebhookAttempt>(WebhookAttempt::key(team, webhook, delivery))?
+        .ok_or_else(|| ApiError::not_found("Delivery not found"))?;
+    let _guard = ctx.state.lock_writes();
+    let key = [
+        team.as_bytes().as_slice(),
+        webhook.as_bytes(),
+        attempt.event_id.as_bytes(),
+    ]
+    .concat();
+    let mut message = store
+        .get::<WebhookMessage>(&key)?
+        .ok_or_else(|| ApiError::not_found("The delivery's message no longer exists"))?;
+    let mut batch = Batch::new();
+    if message.state == MessageState::Pending {
+        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
+    }
+    message.state = MessageState::Pending;
+    message.attempts = 0;
+    message.next_attempt = store.now();
+    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+    batch.put(message.key(), &message)?;
+    store.commit(batch).wait()?;
+    Ok(Reply::ok(
+        json!({ "object": "webhook_message", "id": message.message_id(), "replayed": true }),
+    ))
+}
+
+fn webhook(ctx: &Ctx<'_>, id: &str) -> Result<Id, ApiError> {
+    let id: Id = format::id(id, "webhook")?;
+    webhooks::find(&ctx.state.store, ctx.caller.team_id, id)?
+        .map(|w| w.id)
+        .ok_or_else(|| ApiError::not_found("Webhook not found"))
+}
