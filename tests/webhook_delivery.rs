@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use herald::webhooks::dispatch::WebhookAttempt;
+use herald::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
 use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -256,5 +256,68 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
     let payload: Value = serde_json::from_str(&requests[0].body).expect("json");
     assert_eq!(payload["type"], "domain.updated");
     assert_eq!(payload["data"]["name"], "queued.test");
+    assert!(running.shutdown().await);
+}
+
+#[tokio::test]
+async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_the_last_retry() {
+    // Accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let keep = Arc::clone(&held);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            keep.lock().expect("lock").push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replace(
+        "allow_private_endpoints = true",
+        "allow_private_endpoints = true\nretry_intervals = [\"1s\"]\ntimeout = \"1s\"",
+    );
+    let config = herald::config::Config::from_toml(&text, None).expect("config");
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let created = call(
+        running.http_addr,
+        Method::POST,
+        "/webhooks",
+        Some(OPERATOR_KEY),
+        Some(json!({ "endpoint": format!("http://{addr}/hook"), "events": ["domain.created"] })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    util::verified_domain(running.http_addr, "slow.test").await;
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let message = loop {
+        let messages: Vec<WebhookMessage> = running
+            .state
+            .store
+            .scan::<WebhookMessage>(Scan::prefix(b""))
+            .expect("scan")
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
+        if let Some(done) = messages.into_iter().find(|m| m.state == MessageState::Failed) {
+            break done;
+        }
+        assert!(Instant::now() < deadline, "the message never failed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(message.attempts, 2, "the first try and one retry");
+    let attempts: Vec<WebhookAttempt> = running
+        .state
+        .store
+        .scan::<WebhookAttempt>(Scan::prefix(b""))
+        .expect("scan")
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    assert_eq!(attempts.len(), 2);
+    assert!(
+        attempts.iter().all(|a| a.status.is_none() && a.error.is_some()),
+        "{attempts:?}"
+    );
     assert!(running.shutdown().await);
 }
