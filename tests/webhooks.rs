@@ -471,7 +471,10 @@ async fn a_team_has_a_bounded_number_of_webhooks() {
     let body = json!({ "endpoint": "https://hooks.example.com/more", "events": ["email.sent"] });
     let refused = create(addr, OPERATOR_KEY, body.clone()).await;
     let message = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation_error");
-    assert!(message.contains("at most 50"), "{message}");
+    assert!(
+        message.contains(&format!("at most {}", herald::webhooks::WEBHOOKS_PER_TEAM_MAX)),
+        "{message}"
+    );
     let path = format!("/webhooks/{}", ids[0]);
     let deleted = call(addr, Method::DELETE, &path, Some(OPERATOR_KEY), None).await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());

@@ -146,6 +146,7 @@ impl WebhookAttempt {
 /// Runs the dispatcher until shutdown.
 pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
     let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
+    let done = Arc::new(tokio::sync::Notify::new());
     let mut tasks = tokio::task::JoinSet::new();
     while !shutdown.is_triggered() {
         let fan_state = Arc::clone(&state);
@@ -160,25 +161,36 @@ pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
         let due = tokio::task::spawn_blocking(move || due(&due_state.store))
             .await
             .unwrap_or_default();
+        let mut spawned = false;
+        // Each endpoint's due messages go out one after another, in due order, from one
+        // task; an endpoint already being served is left to its task.
+        let mut by_webhook: std::collections::BTreeMap<Id, Vec<WebhookMessage>> = std::collections::BTreeMap::new();
         for message in due {
-            let claimed = busy
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(message.webhook_id);
+            by_webhook.entry(message.webhook_id).or_default().push(message);
+        }
+        for (webhook, messages) in by_webhook {
+            let claimed = busy.lock().unwrap_or_else(PoisonError::into_inner).insert(webhook);
             if claimed {
+                spawned = true;
                 let state = Arc::clone(&state);
                 let busy = Arc::clone(&busy);
+                let done = Arc::clone(&done);
                 tasks.spawn(async move {
-                    let webhook = message.webhook_id;
-                    deliver(&state, message).await;
+                    for message in messages {
+                        deliver(&state, message).await;
+                    }
                     busy.lock().unwrap_or_else(PoisonError::into_inner).remove(&webhook);
+                    done.notify_one();
                 });
             }
         }
         while tasks.try_join_next().is_some() {}
-        if fanned < FAN_OUT_BATCH {
+        if fanned < FAN_OUT_BATCH && !spawned {
+            // Nothing new to start: wait for an endpoint's task to finish (its next
+            // messages may be due) or for new events.
             tokio::select! {
                 () = shutdown.triggered() => {}
+                () = done.notified() => {}
                 () = tokio::time::sleep(IDLE_WAIT) => {}
             }
         }

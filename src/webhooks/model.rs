@@ -33,7 +33,7 @@ pub const EVENT_KINDS: &[&str] = &[
 
 /// Webhooks one team may have. Every event of a team is fanned out to each of its
 /// webhooks, so this bounds the work and the outbound requests one event can cause.
-pub const WEBHOOKS_PER_TEAM_MAX: usize = 50;
+pub const WEBHOOKS_PER_TEAM_MAX: usize = 100;
 
 /// Longest endpoint URL accepted, in bytes: browsers and proxies commonly stop at about
 /// 2 KiB, and an endpoint longer than that is a mistake, not a need.
