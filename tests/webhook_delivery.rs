@@ -160,8 +160,19 @@ async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure()
     );
     assert_eq!(requests[0].body, requests[1].body);
 
-    // Both attempts are in the request log; nothing more is sent after the success.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The message is delivered (so nothing more is due), and both attempts are logged.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !running
+        .state
+        .store
+        .scan::<WebhookMessage>(Scan::prefix(b""))
+        .expect("scan")
+        .iter()
+        .all(|(_, m)| m.state == MessageState::Delivered)
+    {
+        assert!(Instant::now() < deadline, "the message was never marked delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(seen.lock().expect("lock").len(), 2);
     let attempts: Vec<WebhookAttempt> = running
         .state
