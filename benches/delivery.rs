@@ -29,6 +29,10 @@ mod sink;
 #[path = "common/smtp_load.rs"]
 mod smtp_load;
 
+#[path = "common/api_client.rs"]
+mod api_client;
+
+use api_client::Client;
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -42,13 +46,9 @@ use bytes::Bytes;
 use herald::config::Config;
 use herald::server::{self, Options, Running};
 use herald_queue::SystemClock;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
 use mail_auth::common::parse::TxtRecordParser;
 use serde_json::{Value, json};
 use sink::{Received, Sink, SinkOptions};
-use tokio::net::TcpStream;
 
 const KEY: &str = "re_bench_operator_key_0123456789";
 const SENDER_DOMAIN: &str = "bench.test";
@@ -277,7 +277,7 @@ impl Injector {
         for _ in 0..API_CONNECTIONS.min(count) {
             let (remaining, body, addr) = (Arc::clone(&remaining), self.email.clone(), self.http);
             tasks.push(tokio::spawn(async move {
-                let mut client = Client::connect(addr).await;
+                let mut client = Client::connect(addr, KEY).await;
                 while remaining
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
                     .is_ok()
@@ -317,7 +317,7 @@ struct PublishedKey {
 
 /// Adds the sending domain with `algorithm` keys and marks it verified without DNS.
 async fn verified_domain(addr: SocketAddr, algorithm: &str) -> PublishedKey {
-    let mut client = Client::connect(addr).await;
+    let mut client = Client::connect(addr, KEY).await;
     let domain = json!({ "name": SENDER_DOMAIN, "dkim_algorithm": algorithm });
     let (status, created) = client.post("/domains", Bytes::from(domain.to_string())).await;
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&created));
@@ -522,35 +522,5 @@ impl Cpu {
             user: self.user - earlier.user,
             system: self.system - earlier.system,
         }
-    }
-}
-
-/// A keep-alive HTTP/1.1 client with the operator key.
-struct Client {
-    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-}
-
-impl Client {
-    async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(connection);
-        Client { sender }
-    }
-
-    async fn post(&mut self, path: &str, body: Bytes) -> (u16, Bytes) {
-        let request = Request::post(path)
-            .header("host", "bench")
-            .header("authorization", format!("Bearer {KEY}"))
-            .header("content-type", "application/json")
-            .body(Full::new(body))
-            .expect("request");
-        self.sender.ready().await.expect("ready");
-        let response = self.sender.send_request(request).await.expect("response");
-        let status = response.status().as_u16();
-        (status, response.into_body().collect().await.expect("body").to_bytes())
     }
 }

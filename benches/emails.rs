@@ -7,6 +7,10 @@
 
 #![allow(missing_docs, clippy::print_stdout)]
 
+#[path = "common/api_client.rs"]
+mod api_client;
+
+use api_client::Client;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,11 +20,7 @@ use bytes::Bytes;
 use herald::config::Config;
 use herald::server::{self, Options};
 use herald_queue::SystemClock;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 
 const KEY: &str = "re_bench_operator_key_0123456789";
 
@@ -122,7 +122,7 @@ async fn run(duration: Duration, connections: usize) {
 }
 
 async fn setup_domain(addr: SocketAddr) {
-    let mut client = Client::connect(addr).await;
+    let mut client = Client::connect(addr, KEY).await;
     let (status, body) = client
         .post(
             "/domains",
@@ -130,6 +130,7 @@ async fn setup_domain(addr: SocketAddr) {
         )
         .await;
     assert_eq!(status, 201);
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let id = body["id"].as_str().expect("id").to_owned();
     let (status, _) = client
         .post(
@@ -169,7 +170,7 @@ impl Phase {
             let (body, stop) = (body.clone(), Arc::clone(&stop));
             let interval = rate.map(|r| Duration::from_secs_f64(connections as f64 / r));
             tasks.push(tokio::spawn(async move {
-                let mut client = Client::connect(addr).await;
+                let mut client = Client::connect(addr, KEY).await;
                 let mut latencies = Vec::new();
                 let mut failures = 0u64;
                 let mut next = Instant::now();
@@ -215,35 +216,5 @@ impl Phase {
             latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
         );
         emails
-    }
-}
-
-struct Client {
-    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-}
-
-impl Client {
-    async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(connection);
-        Client { sender }
-    }
-
-    async fn post(&mut self, path: &str, body: Bytes) -> (u16, Value) {
-        let request = Request::post(path)
-            .header("host", "bench")
-            .header("authorization", format!("Bearer {KEY}"))
-            .header("content-type", "application/json")
-            .body(Full::new(body))
-            .expect("request");
-        self.sender.ready().await.expect("ready");
-        let response = self.sender.send_request(request).await.expect("response");
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.expect("body").to_bytes();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 }
