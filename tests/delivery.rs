@@ -21,6 +21,8 @@ const WAIT: Duration = Duration::from_secs(30);
 
 struct World {
     dns: TestDns,
+    /// The sending domain's id.
+    domain_id: String,
     sink: Sink,
     running: Running,
     _dir: tempfile::TempDir,
@@ -47,9 +49,10 @@ impl World {
             Some(clock) => util::start_with_clock(config, Some(OPERATOR_KEY), clock).await,
             None => util::start_with_key(config, Some(OPERATOR_KEY)).await,
         };
-        util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+        let domain_id = util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
         World {
             dns,
+            domain_id,
             sink,
             running,
             _dir: dir,
@@ -160,15 +163,7 @@ async fn mail_is_signed_and_delivered_over_starttls_to_the_mx_in_dns() {
     assert_eq!(world.sink.ehlo_names()[0], "herald.test");
 
     // The signature verifies against the record the domains API publishes.
-    let domains = call(
-        world.running.http_addr,
-        Method::GET,
-        "/domains",
-        Some(OPERATOR_KEY),
-        None,
-    )
-    .await;
-    let domain_id = domains.json()["data"][0]["id"].as_str().expect("id").to_owned();
+    let domain_id = &world.domain_id;
     let domain = call(
         world.running.http_addr,
         Method::GET,
@@ -290,15 +285,7 @@ async fn a_null_mx_bounces_and_a_dead_first_mx_falls_back_to_the_second() {
 #[tokio::test]
 async fn required_tls_without_starttls_defers_instead_of_sending_in_plaintext() {
     let world = World::start(SinkOptions::default(), "").await;
-    let domains = call(
-        world.running.http_addr,
-        Method::GET,
-        "/domains",
-        Some(OPERATOR_KEY),
-        None,
-    )
-    .await;
-    let domain_id = domains.json()["data"][0]["id"].as_str().expect("id").to_owned();
+    let domain_id = &world.domain_id;
     let patched = call(
         world.running.http_addr,
         Method::PATCH,

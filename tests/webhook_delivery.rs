@@ -99,6 +99,30 @@ async fn wait_for(seen: &Mutex<Vec<Seen>>, count: usize) -> Vec<Seen> {
     }
 }
 
+/// A server whose `[webhooks]` section also has `keys` (retries, timeout).
+async fn start_with_webhooks(dir: &std::path::Path, keys: &str) -> herald::server::Running {
+    let text = util::config_text(dir, "[api]\nrate_limit = \"1000/s\"\n").replace(
+        "allow_private_endpoints = true",
+        &format!("allow_private_endpoints = true\n{keys}"),
+    );
+    let config = herald::config::Config::from_toml(&text, None).expect("config");
+    util::start_with_key(config, Some(OPERATOR_KEY)).await
+}
+
+/// Creates a webhook for `events` at `addr`; the created object.
+async fn create_webhook(running: &herald::server::Running, addr: SocketAddr, events: &[&str]) -> Value {
+    let created = call(
+        running.http_addr,
+        Method::POST,
+        "/webhooks",
+        Some(OPERATOR_KEY),
+        Some(json!({ "endpoint": format!("http://{addr}/hook"), "events": events })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    created.json()
+}
+
 fn verify(secret: &str, seen: &Seen) {
     let key = base64::engine::general_purpose::STANDARD
         .decode(secret.trim_start_matches("whsec_"))
@@ -114,24 +138,11 @@ fn verify(secret: &str, seen: &Seen) {
 #[tokio::test]
 async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replace(
-        "allow_private_endpoints = true",
-        "allow_private_endpoints = true\nretry_intervals = [\"1s\"]",
-    );
-    let config = herald::config::Config::from_toml(&text, None).expect("config");
-    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let running = start_with_webhooks(dir.path(), "retry_intervals = [\"1s\"]").await;
     let (addr, seen) = receiver(vec![500]).await;
-    let created = call(
-        running.http_addr,
-        Method::POST,
-        "/webhooks",
-        Some(OPERATOR_KEY),
-        Some(json!({ "endpoint": format!("http://{addr}/hook"), "events": ["email.sent"] })),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
-    let secret = created.json()["signing_secret"].as_str().expect("secret").to_owned();
-    let webhook_id = created.json()["id"].as_str().expect("id").to_owned();
+    let created = create_webhook(&running, addr, &["email.sent"]).await;
+    let secret = created["signing_secret"].as_str().expect("secret").to_owned();
+    let webhook_id = created["id"].as_str().expect("id").to_owned();
 
     util::verified_domain(running.http_addr, "sender.test").await;
     let body = json!({ "from": "app@sender.test", "to": "user@example.net", "subject": "hi", "text": "t" });
@@ -234,15 +245,7 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
             team_id
         }
     };
-    let created = call(
-        running.http_addr,
-        Method::POST,
-        "/webhooks",
-        Some(OPERATOR_KEY),
-        Some(json!({ "endpoint": format!("http://{addr}/hook"), "events": ["domain.updated"] })),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED);
+    create_webhook(&running, addr, &["domain.updated"]).await;
     assert!(running.shutdown().await);
 
     // An event written while herald is down, as a crash right after a commit leaves it.
@@ -283,21 +286,8 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
         }
     });
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replace(
-        "allow_private_endpoints = true",
-        "allow_private_endpoints = true\nretry_intervals = [\"1s\"]\ntimeout = \"1s\"",
-    );
-    let config = herald::config::Config::from_toml(&text, None).expect("config");
-    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
-    let created = call(
-        running.http_addr,
-        Method::POST,
-        "/webhooks",
-        Some(OPERATOR_KEY),
-        Some(json!({ "endpoint": format!("http://{addr}/hook"), "events": ["domain.created"] })),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED);
+    let running = start_with_webhooks(dir.path(), "retry_intervals = [\"1s\"]\ntimeout = \"1s\"").await;
+    create_webhook(&running, addr, &["domain.created"]).await;
     util::verified_domain(running.http_addr, "slow.test").await;
 
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -31,6 +31,8 @@ const FAN_OUT_BATCH: usize = 256;
 const DUE_BATCH: usize = 256;
 /// How long the dispatcher sleeps between passes when there is nothing to do.
 const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// A due-index key: 8 bytes of due time, then team, webhook and event ids.
+const DUE_KEY_LEN: usize = 8 + 3 * 16;
 /// Response bytes kept in the request log.
 const EXCERPT_MAX: usize = 1024;
 
@@ -266,7 +268,9 @@ fn due(store: &Store) -> Vec<WebhookMessage> {
     };
     entries
         .into_iter()
-        .take_while(|(key, _)| key.len() == 56 && key[..8].try_into().map(u64::from_be_bytes).is_ok_and(|d| d <= now))
+        .take_while(|(key, _)| {
+            key.len() == DUE_KEY_LEN && key[..8].try_into().map(u64::from_be_bytes).is_ok_and(|d| d <= now)
+        })
         .filter_map(|(key, _)| store.get::<WebhookMessage>(&key[8..]).ok().flatten())
         .collect()
 }
