@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use herald_queue::{Batch, NewMessage};
-use mail_parser::{Address, MessageParser};
+use mail_parser::{Address, MessageParser, PartType};
 
 use super::address::Mailbox;
 use super::mime;
@@ -81,8 +81,8 @@ pub fn prepare(
         bcc,
         reply_to: list(full.as_ref().and_then(|m| m.reply_to())),
         subject: full.as_ref().and_then(|m| m.subject()).unwrap_or_default().to_owned(),
-        html: full.as_ref().and_then(|m| m.body_html(0)).map(|h| h.into_owned()),
-        text: full.as_ref().and_then(|m| m.body_text(0)).map(|t| t.into_owned()),
+        html: full.as_ref().and_then(|m| html_body(m)),
+        text: full.as_ref().and_then(|m| text_body(m)),
         tags: Vec::new(),
         created_at: now,
         scheduled_at: None,
@@ -124,6 +124,24 @@ pub fn prepare(
         },
         records,
     })
+}
+
+/// The message's HTML body, when it has one. mail-parser would make one up from a
+/// text-only message; the record keeps what the sender wrote, not a conversion of it (the
+/// conversion cost as much to store as the message itself).
+fn html_body(message: &mail_parser::Message<'_>) -> Option<String> {
+    match &message.html_part(0)?.body {
+        PartType::Html(html) => Some(html.clone().into_owned()),
+        _ => None,
+    }
+}
+
+/// The message's plain-text body, when it has one (not a conversion of its HTML).
+fn text_body(message: &mail_parser::Message<'_>) -> Option<String> {
+    match &message.text_part(0)?.body {
+        PartType::Text(text) => Some(text.clone().into_owned()),
+        _ => None,
+    }
 }
 
 /// Refuses a header section that is not RFC 5322: every line before the first empty one

@@ -5,23 +5,32 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use herald_queue::Refusal;
+use std::sync::Arc;
+
+use herald_queue::{Admission, Refusal};
 use herald_smtp::{Action, Envelope, Limits, Reply, Session, Settings};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::ListenerContext;
 use crate::config::TlsMode;
-use crate::emails::idempotency::{self, Outcome};
+use crate::emails::idempotency::{self, InFlight, Outcome};
 use crate::emails::raw::{self, RawError};
-use crate::emails::submit::{self, SendError, Sender};
+use crate::emails::submit::{Prepared, SendError, Sender};
 use crate::http::Caller;
+use crate::server::AppState;
 use crate::shutdown::Shutdown;
 
 /// Time allowed for a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bytes read from the socket at once.
-const READ_CHUNK: usize = 64 * 1024;
+/// The largest message parsed on the session's own task; a larger one is parsed on a
+/// blocking thread so that it cannot stall the other sessions of an async worker.
+const INLINE_PREPARE_MAX: usize = 256 * 1024;
+/// Bytes of room made in the read buffer when it runs low: reads go straight into the
+/// buffer's spare capacity, nothing is zeroed or copied.
+const READ_CHUNK: usize = 16 * 1024;
+/// Spare room below which the read buffer grows before the next read.
+const READ_MIN: usize = 2 * 1024;
 
 /// How a run of the session loop ended.
 enum Ended {
@@ -109,7 +118,6 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     mut shutdown: Shutdown,
 ) -> std::io::Result<Ended> {
     let mut buffer: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let mut chunk = vec![0u8; READ_CHUNK];
     loop {
         let (used, actions) = session.feed(&buffer);
         buffer.drain(..used);
@@ -143,7 +151,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                         stream.write_all(&out).await?;
                         return Ok(Ended::Closed);
                     }
-                    *caller = authenticate(context, username, password).await;
+                    *caller = authenticate(context, &username, &password);
                     let delay = context.guard.record_auth(peer.ip(), caller.is_some());
                     if !delay.is_zero() {
                         // Each failure from an address answers later than the last: guessing
@@ -169,8 +177,11 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         if resumed && !buffer.is_empty() {
             continue;
         }
+        if buffer.capacity() - buffer.len() < READ_MIN {
+            buffer.reserve(READ_CHUNK);
+        }
         let read = tokio::select! {
-            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read(&mut chunk)) => read,
+            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read_buf(&mut buffer)) => read,
             () = shutdown.triggered() => {
                 stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
                 return Ok(Ended::Closed);
@@ -178,7 +189,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         };
         match read {
             Ok(Ok(0)) => return Ok(Ended::Closed),
-            Ok(Ok(n)) => buffer.extend_from_slice(&chunk[..n]),
+            Ok(Ok(_)) => {}
             Ok(Err(error)) => return Err(error),
             Err(_) => {
                 stream
@@ -190,24 +201,19 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Checks `[smtp] username` and the API key, off the async workers.
-async fn authenticate(context: &ListenerContext, username: String, password: String) -> Option<Caller> {
-    let state = std::sync::Arc::clone(&context.state);
-    let caller = tokio::task::spawn_blocking(move || {
-        let name_ok = aws_lc_rs::constant_time::verify_slices_are_equal(
-            username.as_bytes(),
-            state.config.smtp.username.as_bytes(),
-        )
-        .is_ok();
-        let caller = state
-            .auth
-            .authenticate(&state.store, Some(&format!("Bearer {password}")))
-            .ok();
-        caller.filter(|_| name_ok)
-    })
-    .await
-    .ok()
-    .flatten();
+/// Checks `[smtp] username` and the API key. Both are in-memory work plus two point
+/// reads of the store (the key's digest and its record), cheap enough for the session's own
+/// task; the usage timestamp is committed without waiting.
+fn authenticate(context: &ListenerContext, username: &str, password: &str) -> Option<Caller> {
+    let state = &context.state;
+    let name_ok =
+        aws_lc_rs::constant_time::verify_slices_are_equal(username.as_bytes(), state.config.smtp.username.as_bytes())
+            .is_ok();
+    let caller = state
+        .auth
+        .authenticate(&state.store, Some(&format!("Bearer {password}")))
+        .ok()
+        .filter(|_| name_ok);
     metrics::counter!("herald_smtp_auth_total", "outcome" => if caller.is_some() { "ok" } else { "failed" })
         .increment(1);
     caller
@@ -216,89 +222,123 @@ async fn authenticate(context: &ListenerContext, username: String, password: Str
 /// Records and spools a message; the email id, or the reply that refuses it. A
 /// `Resend-Idempotency-Key` header works like the API's `Idempotency-Key`: the same key
 /// with the same message bytes answers with the first id and sends nothing.
+///
+/// The session task awaits the spool's group commit instead of parking a blocking thread
+/// on it; only the parse of a large message moves off the async workers.
 async fn deliver(
     context: &ListenerContext,
     caller: Option<&Caller>,
     envelope: Envelope,
     peer: SocketAddr,
 ) -> Result<String, Reply> {
-    let Some(caller) = caller.cloned() else {
+    let Some(caller) = caller else {
         return Err(Reply::new(530, "5.7.0", "Authentication required"));
     };
-    let state = std::sync::Arc::clone(&context.state);
-    tokio::task::spawn_blocking(move || {
-        let sender = Sender {
+    let state = &context.state;
+    let submission = Arc::new(Submission {
+        sender: Sender {
             team_id: caller.team_id,
             api_key_id: Some(caller.key_id),
             permission: caller.permission,
             domain_id: caller.domain_id,
-        };
-        let received = format!(
+        },
+        received: format!(
             "from [{}] by {} (herald) with ESMTPSA",
             peer.ip(),
             state.config.server.hostname
-        );
-        let send = |record: &dyn Fn(&mut herald_queue::Batch, herald_queue::Id) -> Result<(), herald_queue::Error>| {
-            let prepared = raw::prepare(
-                &state,
-                &sender,
-                &envelope.from,
-                &envelope.recipients,
-                &envelope.message,
-                &received,
-            )?;
-            let mut extra = herald_queue::Batch::new();
-            record(&mut extra, prepared.id).map_err(SendError::from)?;
-            let ids = submit::commit(&state, vec![prepared], extra)?;
-            Ok::<_, RawError>(ids.first().map(ToString::to_string).unwrap_or_default())
-        };
-        let key = mail_parser::MessageParser::default()
-            .parse_headers(&envelope.message)
-            .and_then(|m| m.header_raw("Resend-Idempotency-Key").map(|k| k.trim().to_owned()))
-            .filter(|k| !k.is_empty());
-        let Some(key) = key else {
-            return send(&|_, _| Ok(())).map_err(failure_reply);
-        };
-        if key.chars().count() > idempotency::KEY_MAX {
-            return Err(Reply::new(
-                554,
-                "5.5.4",
-                "Resend-Idempotency-Key is longer than 256 characters",
-            ));
+        ),
+        envelope,
+    });
+    let key = mail_parser::MessageParser::default()
+        .parse_headers(&submission.envelope.message)
+        .and_then(|m| m.header_raw("Resend-Idempotency-Key").map(|k| k.trim().to_owned()))
+        .filter(|k| !k.is_empty());
+    let Some(key) = key else {
+        return send(state, &submission, None).await.map_err(failure_reply);
+    };
+    if key.chars().count() > idempotency::KEY_MAX {
+        return Err(Reply::new(
+            554,
+            "5.5.4",
+            "Resend-Idempotency-Key is longer than 256 characters",
+        ));
+    }
+    let hash = idempotency::bytes_hash(&submission.envelope.message);
+    let outcome = state
+        .idempotency
+        .begin(&state.store, caller.team_id, &key, hash)
+        .map_err(|e| failure_reply(RawError::Send(e.into())))?;
+    match outcome {
+        Outcome::Replay { body, .. } => Ok(serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v["id"].as_str().map(str::to_owned))
+            .unwrap_or_default()),
+        Outcome::Mismatch => Err(Reply::new(
+            554,
+            "5.7.1",
+            "This Resend-Idempotency-Key was already used with a different message",
+        )),
+        Outcome::Concurrent => Err(Reply::new(
+            451,
+            "4.5.0",
+            "A message with this Resend-Idempotency-Key is still being accepted, try again later",
+        )),
+        Outcome::Fresh(in_flight) => send(state, &submission, Some(&in_flight)).await.map_err(failure_reply),
+    }
+}
+
+/// A message on its way into the spool, shareable with a blocking thread.
+struct Submission {
+    sender: Sender,
+    received: String,
+    envelope: Envelope,
+}
+
+/// Prepares, records and spools one message; its id once durable. `in_flight`, when the
+/// message carries an idempotency key, adds the key's record to the same write.
+async fn send(
+    state: &Arc<AppState>,
+    submission: &Arc<Submission>,
+    in_flight: Option<&InFlight<'_>>,
+) -> Result<String, RawError> {
+    let prepare = |state: &AppState, submission: &Submission| {
+        let envelope = &submission.envelope;
+        raw::prepare(
+            state,
+            &submission.sender,
+            &envelope.from,
+            &envelope.recipients,
+            &envelope.message,
+            &submission.received,
+        )
+    };
+    let prepared = if submission.envelope.message.len() <= INLINE_PREPARE_MAX {
+        prepare(state, submission)?
+    } else {
+        let (state, submission) = (Arc::clone(state), Arc::clone(submission));
+        tokio::task::spawn_blocking(move || prepare(&state, &submission))
+            .await
+            .map_err(|e| SendError::Internal(format!("message preparation failed: {e}")))??
+    };
+    let Prepared {
+        id,
+        message,
+        mut records,
+    } = prepared;
+    if let Some(in_flight) = in_flight {
+        let answer = serde_json::json!({ "id": id }).to_string();
+        in_flight
+            .record(&mut records, 250, &answer, state.store.now())
+            .map_err(SendError::from)?;
+    }
+    match state.spool.enqueue(message, records).await.map_err(SendError::from)? {
+        Admission::Accepted(_) => {
+            state.wake_delivery();
+            metrics::counter!("herald_emails_accepted_total", "source" => "smtp").increment(1);
+            Ok(id.to_string())
         }
-        let hash = idempotency::bytes_hash(&envelope.message);
-        let outcome = state
-            .idempotency
-            .begin(&state.store, sender.team_id, &key, hash)
-            .map_err(|e| failure_reply(RawError::Send(e.into())))?;
-        match outcome {
-            Outcome::Replay { body, .. } => Ok(serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v["id"].as_str().map(str::to_owned))
-                .unwrap_or_default()),
-            Outcome::Mismatch => Err(Reply::new(
-                554,
-                "5.7.1",
-                "This Resend-Idempotency-Key was already used with a different message",
-            )),
-            Outcome::Concurrent => Err(Reply::new(
-                451,
-                "4.5.0",
-                "A message with this Resend-Idempotency-Key is still being accepted, try again later",
-            )),
-            Outcome::Fresh(in_flight) => send(&|batch, id| {
-                in_flight.record(
-                    batch,
-                    250,
-                    &serde_json::json!({ "id": id }).to_string(),
-                    state.store.now(),
-                )
-            })
-            .map_err(failure_reply),
-        }
-    })
-    .await
-    .map_err(|_| Reply::new(451, "4.3.0", "Internal error, try again later"))?
+        Admission::Refused(refusal) => Err(SendError::Unavailable(refusal).into()),
+    }
 }
 
 fn failure_reply(error: RawError) -> Reply {

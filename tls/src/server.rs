@@ -8,7 +8,10 @@ use rustls::pki_types::CertificateDer;
 
 use crate::certkey::{CertKeyPaths, ServerKey};
 use crate::resolver::{KeySet, SniResolver};
-use crate::{Error, PROTOCOL_VERSIONS, PairMember, provider, selfsigned};
+use crate::{Error, PROTOCOL_VERSIONS, PairMember, provider, selfsigned, server_provider};
+
+/// TLS 1.2 sessions kept for resumption (about 100 bytes each).
+const SESSION_CACHE_ENTRIES: usize = 4096;
 
 /// Where the server's certificates come from; the `[tls]` section of the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,10 +57,18 @@ impl ServerTls {
     pub fn load(options: &ServerTlsOptions) -> Result<Self, Error> {
         let keys = load_keys(options)?;
         let resolver = Arc::new(SniResolver::new(keys));
-        let config = ServerConfig::builder_with_provider(provider())
+        let mut config = ServerConfig::builder_with_provider(server_provider())
             .with_protocol_versions(PROTOCOL_VERSIONS)?
             .with_no_client_auth()
             .with_cert_resolver(Arc::clone(&resolver) as _);
+        config.ignore_client_order = true;
+        // Resumption spares a returning client the certificate signature and its
+        // verification. Stateless tickets (TLS 1.3) hold nothing on the server, the
+        // session cache serves TLS 1.2 clients; the ticket keys rotate every 6 hours and
+        // live only in memory, so a restart invalidates every ticket.
+        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()?;
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES);
+        config.send_tls13_tickets = 1;
         Ok(Self {
             inner: Arc::new(Inner {
                 options: options.clone(),
