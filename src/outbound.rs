@@ -89,6 +89,7 @@ pub struct Response {
 #[derive(Clone)]
 pub struct Outbound {
     allow_private: bool,
+    allowed_networks: Arc<[ipnet::IpNet]>,
     tls: Arc<rustls::ClientConfig>,
 }
 
@@ -96,15 +97,18 @@ impl std::fmt::Debug for Outbound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Outbound")
             .field("allow_private", &self.allow_private)
+            .field("allowed_networks", &self.allowed_networks)
             .finish_non_exhaustive()
     }
 }
 
 impl Outbound {
-    /// A client; `allow_private` lifts the address checks (tests, local development).
-    pub fn new(allow_private: bool) -> Result<Outbound, herald_tls::Error> {
+    /// A client; `allow_private` lifts the address checks (tests, local development),
+    /// `allowed_networks` lifts them for the addresses in those networks only.
+    pub fn new(allow_private: bool, allowed_networks: Vec<ipnet::IpNet>) -> Result<Outbound, herald_tls::Error> {
         Ok(Outbound {
             allow_private,
+            allowed_networks: allowed_networks.into(),
             tls: herald_tls::client_config(herald_tls::Verification::Required, None)?,
         })
     }
@@ -227,9 +231,7 @@ impl Outbound {
                 })?
                 .collect(),
         };
-        if !self.allow_private
-            && let Some(bad) = addrs.iter().find(|a| !is_public(a.ip()))
-        {
+        if let Some(bad) = addrs.iter().find(|a| !self.permits(a.ip())) {
             return Err(OutboundError::Refused {
                 host: host.to_owned(),
                 addr: bad.ip(),
@@ -239,6 +241,18 @@ impl Outbound {
             url: url.to_owned(),
             reason: format!("{host} has no addresses"),
         })
+    }
+}
+
+impl Outbound {
+    /// Whether requests may go to `ip`: a public address, one in an allowed network, or
+    /// any when private addresses are allowed.
+    fn permits(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            IpAddr::V4(_) => ip,
+        };
+        self.allow_private || is_public(ip) || self.allowed_networks.iter().any(|network| network.contains(&ip))
     }
 }
 
@@ -373,7 +387,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             body_max: 1024,
         };
-        let strict = Outbound::new(false).expect("client");
+        let strict = Outbound::new(false, Vec::new()).expect("client");
         let err = strict.get("http://127.0.0.1:9/x", limits).await.expect_err("refused");
         assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
         let err = strict.get("http://[::1]:9/x", limits).await.expect_err("refused");
@@ -386,9 +400,35 @@ mod tests {
         ));
         let err = strict.check("http://10.0.0.1/hook").await.expect_err("refused");
         assert!(matches!(err, OutboundError::Refused { .. }), "{err}");
-        let lenient = Outbound::new(true).expect("client");
+        let lenient = Outbound::new(true, Vec::new()).expect("client");
         lenient.check("http://127.0.0.1:9/hook").await.expect("allowed");
         lenient.check("https://93.184.216.34/hook").await.expect("public");
+
+        let networks = vec![
+            "127.0.0.2/32".parse().expect("net"),
+            "fd00:1::/64".parse().expect("net"),
+        ];
+        let listed = Outbound::new(false, networks).expect("client");
+        listed
+            .check("http://127.0.0.2:9/hook")
+            .await
+            .expect("in an allowed network");
+        listed
+            .check("http://[fd00:1::5]/hook")
+            .await
+            .expect("in an allowed network");
+        listed
+            .check("http://[::ffff:127.0.0.2]/hook")
+            .await
+            .expect("mapped into an allowed network");
+        for outside in [
+            "http://127.0.0.1:9/hook",
+            "http://169.254.169.254/latest",
+            "http://[fd00:2::5]/hook",
+        ] {
+            let err = listed.check(outside).await.expect_err("outside the allowed networks");
+            assert!(matches!(err, OutboundError::Refused { .. }), "{outside}: {err}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod suppressions;
 mod suppressions_batch;
 mod teams;
 mod webhook_deliveries;
+mod webhook_events;
 mod webhooks;
 
 use hyper::StatusCode;
@@ -94,6 +95,11 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DeleteWebhook(id) => webhooks::delete(ctx, id),
         Route::ListWebhookDeliveries(id) => webhook_deliveries::list(ctx, id),
         Route::ReplayWebhookDelivery(id, delivery) => webhook_deliveries::replay(ctx, id, delivery),
+        Route::RotateWebhookSecret(id) => webhooks::rotate_secret(ctx, id),
+        Route::ListWebhookEvents(id) => webhook_events::list(ctx, id),
+        Route::GetWebhookEvent(id, event) => webhook_events::get(ctx, id, event),
+        Route::ListWebhookEventAttempts(id, event) => webhook_events::attempts(ctx, id, event),
+        Route::ReplayWebhookEvent(id, event) => webhook_events::replay(ctx, id, event),
     }
 }
 

@@ -1,14 +1,14 @@
 //! The webhook request log (`GET /webhooks/{id}/deliveries`) and replay
 //! (`POST /webhooks/{id}/deliveries/{delivery_id}/replay`).
 
-use herald_queue::{Batch, Id, Table};
+use herald_queue::Id;
 use serde_json::json;
 
 use super::{Ctx, Reply};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::webhooks;
-use crate::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
+use crate::webhooks::dispatch::{WebhookAttempt, WebhookMessage};
 
 /// Attempts per page unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 20;
@@ -42,19 +42,10 @@ pub fn replay(ctx: &Ctx<'_>, id: &str, delivery: &str) -> Result<Reply, ApiError
         attempt.event_id.as_bytes(),
     ]
     .concat();
-    let mut message = store
+    let message = store
         .get::<WebhookMessage>(&key)?
         .ok_or_else(|| ApiError::not_found("The delivery's message no longer exists"))?;
-    let mut batch = Batch::new();
-    if message.state == MessageState::Pending {
-        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
-    }
-    message.state = MessageState::Pending;
-    message.attempts = 0;
-    message.next_attempt = store.now();
-    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
-    batch.put(message.key(), &message)?;
-    store.commit(batch).wait()?;
+    let message = super::webhook_events::requeue(ctx, message)?;
     Ok(Reply::ok(
         json!({ "object": "webhook_message", "id": message.message_id(), "replayed": true }),
     ))

@@ -10,7 +10,13 @@ use super::{Ctx, Reply};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::outbound::OutboundError;
-use crate::webhooks::{self, ENDPOINT_MAX, SigningSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus};
+use crate::webhooks::{
+    self, ENDPOINT_MAX, PreviousSecret, SigningSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus,
+};
+
+/// How long a rotated-out signing secret keeps signing requests next to the new one:
+/// Svix's choice, a day for receivers to deploy the new secret.
+pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Time allowed to resolve an endpoint's host when it is saved. A name that cannot be
 /// resolved in this time is accepted: the address policy is enforced again at connect
@@ -46,6 +52,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         events,
         status: WebhookStatus::Enabled,
         signing_secret,
+        previous_secret: None,
         created_at: store.now(),
     };
     let mut batch = Batch::new();
@@ -107,6 +114,29 @@ pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     Ok(Reply::ok(
         json!({ "object": "webhook", "id": webhook.id, "deleted": true }),
     ))
+}
+
+/// `POST /webhooks/{id}/signing-secret/rotate`: a new signing secret, answered once. The
+/// old one keeps signing alongside it for [`ROTATION_OVERLAP`], so that receivers can
+/// switch without dropping events: each request carries a signature by both.
+pub fn rotate_secret(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
+    let signing_secret = SigningSecret::generate().map_err(|_| ApiError::internal(&"the random generator failed"))?;
+    let _guard = ctx.state.lock_writes();
+    let mut webhook = load(ctx, id)?;
+    let store = &ctx.state.store;
+    let old = std::mem::replace(&mut webhook.signing_secret, signing_secret);
+    webhook.previous_secret = Some(PreviousSecret {
+        secret: old,
+        until: store.now().saturating_add(ROTATION_OVERLAP),
+    });
+    let mut batch = Batch::new();
+    batch.put(Webhook::key(webhook.team_id, webhook.id), &webhook)?;
+    store.commit(batch).wait()?;
+    Ok(Reply::ok(json!({
+        "object": "webhook",
+        "id": webhook.id,
+        "signing_secret": webhook.signing_secret.expose(),
+    })))
 }
 
 /// The caller's webhook named by a path segment.

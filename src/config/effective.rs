@@ -124,6 +124,14 @@ pub fn render(config: &Config) -> String {
         },
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),
+            allowed_networks: Some(
+                config
+                    .webhooks
+                    .allowed_networks
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+            ),
             retry_intervals: Some(config.webhooks.retry_intervals.iter().copied().map(human).collect()),
             timeout: Some(human(config.webhooks.timeout)),
         },

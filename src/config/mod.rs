@@ -302,7 +302,12 @@ pub struct WebhooksConfig {
     /// Allow endpoints on loopback, private, link-local and metadata addresses. For tests
     /// and local development only.
     pub allow_private_endpoints: bool,
-    /// Waits between retries after the immediate first try; the last repeats.
+    /// Networks whose addresses endpoints may use although they are not public: a
+    /// receiver on an internal network, allowed without lifting the checks for every
+    /// other private address.
+    pub allowed_networks: Vec<ipnet::IpNet>,
+    /// Waits between retries after the immediate first try; after the last one fails,
+    /// the message is marked failed.
     pub retry_intervals: Vec<Duration>,
     /// Time allowed for one webhook request.
     pub timeout: Duration,
@@ -495,6 +500,21 @@ impl Validator<'_> {
             },
             webhooks: WebhooksConfig {
                 allow_private_endpoints: raw.webhooks.allow_private_endpoints.unwrap_or(false),
+                allowed_networks: raw
+                    .webhooks
+                    .allowed_networks
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, text)| {
+                        self.check(
+                            &format!("webhooks.allowed_networks[{i}]"),
+                            text.parse::<ipnet::IpNet>().map_err(|e| {
+                                format!("{text:?} is not a network in CIDR notation (like \"10.1.2.0/24\"): {e}")
+                            }),
+                        )
+                    })
+                    .collect::<Result<_, _>>()?,
                 retry_intervals: self.durations(
                     "webhooks.retry_intervals",
                     &raw.webhooks

@@ -142,6 +142,7 @@ pub struct RawApi {
 #[serde(deny_unknown_fields, default)]
 pub struct RawWebhooks {
     pub allow_private_endpoints: Option<bool>,
+    pub allowed_networks: Option<Vec<String>>,
     pub retry_intervals: Option<Vec<String>>,
     pub timeout: Option<String>,
 }

@@ -166,6 +166,10 @@ fn bad_values_fail_naming_the_key() {
             "[webhooks]\nallow_private_endpoints = \"yes\"\n",
             "webhooks.allow_private_endpoints",
         ),
+        (
+            "[webhooks]\nallowed_networks = [\"10.0.0.0/8\", \"10.1.2.3\"]\n",
+            "webhooks.allowed_networks[1]",
+        ),
     ];
     for (text, key) in cases {
         let err = parse(text).expect_err(text);

@@ -77,6 +77,16 @@ pub enum Route {
     ListWebhookDeliveries(String),
     /// `POST /webhooks/{id}/deliveries/{delivery_id}/replay`
     ReplayWebhookDelivery(String, String),
+    /// `POST /webhooks/{id}/signing-secret/rotate`
+    RotateWebhookSecret(String),
+    /// `GET /webhooks/{id}/events`
+    ListWebhookEvents(String),
+    /// `GET /webhooks/{id}/events/{event_id}`
+    GetWebhookEvent(String, String),
+    /// `GET /webhooks/{id}/events/{event_id}/attempts`
+    ListWebhookEventAttempts(String, String),
+    /// `POST /webhooks/{id}/events/{event_id}/replay`
+    ReplayWebhookEvent(String, String),
 }
 
 impl Route {
@@ -123,6 +133,11 @@ impl Route {
             Route::DeleteWebhook(_) => "webhooks.delete",
             Route::ListWebhookDeliveries(_) => "webhooks.deliveries.list",
             Route::ReplayWebhookDelivery(..) => "webhooks.deliveries.replay",
+            Route::RotateWebhookSecret(_) => "webhooks.rotate_secret",
+            Route::ListWebhookEvents(_) => "webhooks.events.list",
+            Route::GetWebhookEvent(..) => "webhooks.events.get",
+            Route::ListWebhookEventAttempts(..) => "webhooks.events.attempts",
+            Route::ReplayWebhookEvent(..) => "webhooks.events.replay",
         }
     }
 }
@@ -189,6 +204,22 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["webhooks", id, "deliveries", delivery, "replay"] => one(&[(
             Method::POST,
             Route::ReplayWebhookDelivery((*id).to_owned(), (*delivery).to_owned()),
+        )]),
+        ["webhooks", id, "signing-secret", "rotate"] => {
+            one(&[(Method::POST, Route::RotateWebhookSecret((*id).to_owned()))])
+        }
+        ["webhooks", id, "events"] => one(&[(Method::GET, Route::ListWebhookEvents((*id).to_owned()))]),
+        ["webhooks", id, "events", event] => one(&[(
+            Method::GET,
+            Route::GetWebhookEvent((*id).to_owned(), (*event).to_owned()),
+        )]),
+        ["webhooks", id, "events", event, "attempts"] => one(&[(
+            Method::GET,
+            Route::ListWebhookEventAttempts((*id).to_owned(), (*event).to_owned()),
+        )]),
+        ["webhooks", id, "events", event, "replay"] => one(&[(
+            Method::POST,
+            Route::ReplayWebhookEvent((*id).to_owned(), (*event).to_owned()),
         )]),
         _ => Err(ApiError::not_found(format!("No route for {method} {path}"))),
     }

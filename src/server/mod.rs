@@ -164,7 +164,10 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
             rate_limits.set_override(team.id, Some(rate));
         }
     }
-    let outbound = Outbound::new(config.webhooks.allow_private_endpoints)?;
+    let outbound = Outbound::new(
+        config.webhooks.allow_private_endpoints,
+        config.webhooks.allowed_networks.clone(),
+    )?;
     let dns = Dns::new(&config.delivery.nameservers, false).context("cannot set up DNS (`delivery.nameservers`)")?;
 
     let tls = load_tls(&config).await?;

@@ -33,6 +33,9 @@ const DUE_BATCH: usize = 256;
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// A due-index key: 8 bytes of due time, then team, webhook and event ids.
 const DUE_KEY_LEN: usize = 8 + 3 * 16;
+/// Attempts of one message that its record lists: more than the default retry schedule
+/// makes, with room for replays.
+pub const ATTEMPT_IDS_MAX: usize = 50;
 /// Response bytes kept in the request log.
 const EXCERPT_MAX: usize = 1024;
 
@@ -67,6 +70,9 @@ pub struct WebhookMessage {
     pub state: MessageState,
     /// When it is next due, while pending.
     pub next_attempt: Timestamp,
+    /// Its attempts in the request log, oldest first (the latest [`ATTEMPT_IDS_MAX`]).
+    #[serde(default)]
+    pub attempt_ids: Vec<Id>,
 }
 
 impl Record for WebhookMessage {
@@ -238,6 +244,7 @@ fn fan_out(store: &Store) -> Result<usize, herald_queue::Error> {
                 attempts: 0,
                 state: MessageState::Pending,
                 next_attempt: now,
+                attempt_ids: Vec::new(),
             };
             batch.put(message.key(), &message)?;
             batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
@@ -295,13 +302,24 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
         let _ = store.commit(batch).await;
         return;
     };
-    let Some(key) = webhook.signing_secret.key() else {
+    let Some(keys) = webhook
+        .signing_keys(store.now())
+        .into_iter()
+        .map(super::SigningSecret::key)
+        .collect::<Option<Vec<_>>>()
+    else {
         tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
         return;
     };
     let timestamp = store.now().as_millis() / 1000;
     let id = message.message_id();
-    let signature = signature::sign(&key, &id, timestamp, message.body.as_bytes());
+    // One `v1,...` per secret, space-separated, as the Standard Webhooks scheme allows:
+    // during a rotation receivers holding either secret verify the request.
+    let signature = keys
+        .iter()
+        .map(|key| signature::sign(key, &id, timestamp, message.body.as_bytes()))
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut headers: Vec<(String, String)> = signature::headers(&id, timestamp, &signature)
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value))
@@ -346,6 +364,10 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
         latency_ms,
         at: now,
     };
+    message.attempt_ids.push(attempt.id);
+    if message.attempt_ids.len() > ATTEMPT_IDS_MAX {
+        message.attempt_ids.remove(0);
+    }
     let mut batch = Batch::new();
     batch.delete_raw(Table::WEBHOOK_DUE, old_due);
     if ok {

@@ -65,8 +65,21 @@ pub struct Webhook {
     pub status: WebhookStatus,
     /// The key its requests are signed with.
     pub signing_secret: SigningSecret,
+    /// The key it was signed with before the last rotation, while receivers may still
+    /// check with it: requests carry a signature by each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret: Option<PreviousSecret>,
     /// When it was created.
     pub created_at: Timestamp,
+}
+
+/// A rotated-out signing secret and when it stops being used.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct PreviousSecret {
+    /// The old secret.
+    pub secret: SigningSecret,
+    /// Requests made after this carry only the new secret's signature.
+    pub until: Timestamp,
 }
 
 impl Record for Webhook {
@@ -77,6 +90,17 @@ impl Webhook {
     /// The key in [`Table::WEBHOOKS`]: team id then webhook id.
     pub fn key(team_id: Id, id: Id) -> Vec<u8> {
         [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+    }
+
+    /// The secrets requests are signed with at `now`: the current one, then the previous
+    /// one while its overlap lasts.
+    pub fn signing_keys(&self, now: Timestamp) -> Vec<&SigningSecret> {
+        let previous = self
+            .previous_secret
+            .as_ref()
+            .filter(|previous| now < previous.until)
+            .map(|previous| &previous.secret);
+        std::iter::once(&self.signing_secret).chain(previous).collect()
     }
 
     /// Whether an event of `kind` is delivered to this webhook.
@@ -189,6 +213,7 @@ mod tests {
             events: names(&["email.sent"]),
             status: WebhookStatus::Enabled,
             signing_secret: secret.clone(),
+            previous_secret: None,
             created_at: Timestamp::from_millis(1_680_560_022_674),
         };
         assert!(webhook.receives("email.sent"));

@@ -1,0 +1,148 @@
+//! The webhook event log as the SDKs read it (`resend.webhooks.events`): one entry per
+//! event sent to the webhook, its status and payload, its attempts, and replay.
+//!
+//! - `GET /webhooks/{id}/events`: newest first, cursor pagination.
+//! - `GET /webhooks/{id}/events/{event_id}`: status, next attempt and the payload.
+//! - `GET /webhooks/{id}/events/{event_id}/attempts`: newest first.
+//! - `POST /webhooks/{id}/events/{event_id}/replay`: send it again now.
+//!
+//! An event here is a [`WebhookMessage`]; its id is the event's id, and receivers see
+//! it as `msg_<id>` in `webhook-id`.
+
+use herald_queue::{Batch, Id, Table, Timestamp};
+use serde_json::{Value, json};
+
+use super::{Ctx, Reply};
+use crate::http::pagination::{Cursor, PageRequest, envelope};
+use crate::http::{ApiError, format};
+use crate::webhooks;
+use crate::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
+
+/// Events or attempts per page unless `limit` says otherwise.
+const DEFAULT_LIMIT: usize = 20;
+
+/// `GET /webhooks/{id}/events`.
+pub fn list(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
+    let webhook = webhook(ctx, id)?;
+    let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
+    let prefix = [ctx.caller.team_id.as_bytes().as_slice(), webhook.as_bytes()].concat();
+    let (messages, has_more) = page.load::<WebhookMessage>(&ctx.state.store, &prefix)?;
+    Ok(Reply::ok(envelope(messages.iter().map(summary).collect(), has_more)))
+}
+
+/// `GET /webhooks/{id}/events/{event_id}`.
+pub fn get(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
+    let message = message(ctx, id, event)?;
+    let mut value = summary(&message);
+    if let Value::Object(map) = &mut value {
+        map.insert("object".into(), json!("webhook_event"));
+        let next = (message.state == MessageState::Pending).then(|| format::timestamp(message.next_attempt));
+        map.insert("next_attempt_at".into(), json!(next));
+        let payload = serde_json::from_str::<Value>(&message.body).unwrap_or(Value::Null);
+        map.insert("payload".into(), payload);
+    }
+    Ok(Reply::ok(value))
+}
+
+/// `GET /webhooks/{id}/events/{event_id}/attempts`: `limit` and `after` (an attempt id)
+/// page through the attempts the event's record lists.
+pub fn attempts(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
+    let message = message(ctx, id, event)?;
+    let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
+    let newest_first: Vec<Id> = message.attempt_ids.iter().rev().copied().collect();
+    let start = match page.cursor {
+        Cursor::Start => 0,
+        Cursor::After(after) => newest_first.iter().position(|id| *id == after).map_or(0, |at| at + 1),
+        Cursor::Before(_) => {
+            return Err(ApiError::validation(
+                "The `before` parameter is not supported for attempts; use `after`",
+            ));
+        }
+    };
+    let store = &ctx.state.store;
+    let mut data = Vec::new();
+    for attempt_id in newest_first.iter().skip(start).take(page.limit) {
+        let key = WebhookAttempt::key(message.team_id, message.webhook_id, *attempt_id);
+        if let Some(attempt) = store.get::<WebhookAttempt>(key)? {
+            data.push(json!({
+                "id": attempt.id,
+                "http_status_code": attempt.status,
+                // The response body's start; the error when there was no response.
+                "response": match (attempt.status, attempt.error) {
+                    (None, Some(error)) => format!("no response: {error}"),
+                    _ => attempt.response,
+                },
+                "sent_at": format::timestamp(attempt.at),
+            }));
+        }
+    }
+    let has_more = newest_first.len() > start.saturating_add(page.limit);
+    Ok(Reply::ok(envelope(data, has_more)))
+}
+
+/// `POST /webhooks/{id}/events/{event_id}/replay`: due now with a fresh retry schedule,
+/// whether it succeeded, failed or is still being retried.
+pub fn replay(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
+    let _guard = ctx.state.lock_writes();
+    let message = message(ctx, id, event)?;
+    requeue(ctx, message)?;
+    Ok(Reply::ok(json!({ "object": "webhook_event", "id": event })))
+}
+
+/// Makes `message` due now with no attempts counted, in one write. The caller holds the
+/// write lock.
+pub fn requeue(ctx: &Ctx<'_>, mut message: WebhookMessage) -> Result<WebhookMessage, ApiError> {
+    let store = &ctx.state.store;
+    let mut batch = Batch::new();
+    if message.state == MessageState::Pending {
+        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
+    }
+    message.state = MessageState::Pending;
+    message.attempts = 0;
+    message.next_attempt = store.now();
+    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+    batch.put(message.key(), &message)?;
+    store.commit(batch).wait()?;
+    Ok(message)
+}
+
+/// The list entry: id, type, creation time and status.
+fn summary(message: &WebhookMessage) -> Value {
+    let status = match message.state {
+        MessageState::Delivered => "success",
+        MessageState::Failed => "failed",
+        MessageState::Pending if message.attempts == 0 => "pending",
+        MessageState::Pending => "attempting",
+    };
+    let created_at = message.event_id.timestamp().unwrap_or(Timestamp::from_millis(0));
+    json!({
+        "id": message.event_id,
+        "type": message.kind,
+        "created_at": format::timestamp(created_at),
+        "status": status,
+    })
+}
+
+/// The caller's webhook event named by the path.
+fn message(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<WebhookMessage, ApiError> {
+    let webhook = webhook(ctx, id)?;
+    let event: Id = format::id(event.strip_prefix("msg_").unwrap_or(event), "event")?;
+    let key = [
+        ctx.caller.team_id.as_bytes().as_slice(),
+        webhook.as_bytes(),
+        event.as_bytes(),
+    ]
+    .concat();
+    ctx.state
+        .store
+        .get::<WebhookMessage>(&key)?
+        .ok_or_else(|| ApiError::not_found("Webhook event not found"))
+}
+
+/// The caller's webhook's id, named by a path segment.
+fn webhook(ctx: &Ctx<'_>, id: &str) -> Result<Id, ApiError> {
+    let id: Id = format::id(id, "webhook")?;
+    webhooks::find(&ctx.state.store, ctx.caller.team_id, id)?
+        .map(|w| w.id)
+        .ok_or_else(|| ApiError::not_found("Webhook not found"))
+}
