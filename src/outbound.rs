@@ -172,13 +172,16 @@ impl Outbound {
         let stream = TcpStream::connect(addr).await.map_err(|e| failed(e.to_string()))?;
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
         let authority = uri.authority().map(ToString::to_string).unwrap_or_else(|| host.clone());
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", authority)
-            .header("user-agent", concat!("herald/", env!("CARGO_PKG_VERSION")));
+        let mut request = Request::builder().method(method).uri(path).header("host", authority);
+        // The caller's headers, then a default user agent unless the caller named one:
+        // `header` appends, and a request with two `user-agent`s confuses receivers.
+        let mut has_agent = false;
         for (name, value) in headers {
+            has_agent |= name.eq_ignore_ascii_case("user-agent");
             request = request.header(name, value);
+        }
+        if !has_agent {
+            request = request.header("user-agent", concat!("herald/", env!("CARGO_PKG_VERSION")));
         }
         let request = request.body(Full::new(body)).map_err(|e| failed(e.to_string()))?;
         let response = if https {

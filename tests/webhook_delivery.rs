@@ -133,6 +133,14 @@ fn verify(secret: &str, seen: &Seen) {
     assert_eq!(seen.header("svix-signature"), expected);
     assert_eq!(seen.header("svix-id"), seen.header("webhook-id"));
     assert_eq!(seen.header("svix-timestamp"), seen.header("webhook-timestamp"));
+    let agents: Vec<&str> = seen
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("user-agent"))
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert_eq!(agents.len(), 1, "one user agent, got {agents:?}");
+    assert!(agents[0].starts_with("herald-webhooks/"), "{agents:?}");
 }
 
 #[tokio::test]

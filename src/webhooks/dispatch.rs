@@ -308,7 +308,15 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
         .map(super::SigningSecret::key)
         .collect::<Option<Vec<_>>>()
     else {
+        // Only a damaged record gets here: the message cannot be signed, so it fails
+        // rather than coming due again on every pass.
         tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
+        message.state = MessageState::Failed;
+        let mut batch = Batch::new();
+        batch.delete_raw(Table::WEBHOOK_DUE, old_due);
+        if batch.put(message.key(), &message).is_ok() {
+            let _ = store.commit(batch).await;
+        }
         return;
     };
     let timestamp = store.now().as_millis() / 1000;
@@ -325,7 +333,10 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
         .map(|(name, value)| (name.to_owned(), value))
         .collect();
     headers.push(("content-type".into(), "application/json".into()));
-    headers.push(("user-agent".into(), "herald-webhooks".into()));
+    headers.push((
+        "user-agent".into(),
+        concat!("herald-webhooks/", env!("CARGO_PKG_VERSION")).into(),
+    ));
     let started = Instant::now();
     let result = state
         .outbound
