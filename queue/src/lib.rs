@@ -27,6 +27,7 @@
 //! - [`Id`]: UUIDv7 ids, time-ordered as keys.
 
 mod batch;
+mod cache;
 mod clock;
 mod commit;
 mod disk;
@@ -39,6 +40,7 @@ mod store;
 mod table;
 
 pub use batch::Batch;
+pub use cache::RecordCache;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
 pub use commit::{Commit, CommitLimits};
 pub use envelope::{Envelope, Recipient, RecipientState};

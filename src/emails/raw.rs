@@ -34,8 +34,9 @@ pub fn prepare(
     received: &str,
 ) -> Result<Prepared, RawError> {
     check_headers(raw).map_err(RawError::NotAMessage)?;
+    // One parse of what the client sent; the headers herald adds below are known.
     let parsed = MessageParser::default()
-        .parse_headers(raw)
+        .parse(raw)
         .ok_or_else(|| RawError::NotAMessage("the data is not a message (no headers)".to_owned()))?;
     let header_from = first_address(parsed.from())
         .ok_or_else(|| RawError::NotAMessage("the message has no From: header".to_owned()))?;
@@ -56,16 +57,16 @@ pub fn prepare(
     if parsed.date().is_none() {
         added.push_str(&format!("Date: {}\r\n", rfc2822(now)));
     }
-    let mut message = added.into_bytes();
+    let mut message = Vec::with_capacity(added.len() + raw.len());
+    message.extend_from_slice(added.as_bytes());
     message.extend_from_slice(raw);
-    let full = MessageParser::default().parse(&message);
     let list = |address: Option<&Address<'_>>| -> Vec<String> {
         address
             .map(|a| a.iter().filter_map(|addr| addr.address().map(str::to_owned)).collect())
             .unwrap_or_default()
     };
-    let to = list(full.as_ref().and_then(|m| m.to()));
-    let cc = list(full.as_ref().and_then(|m| m.cc()));
+    let to = list(parsed.to());
+    let cc = list(parsed.cc());
     let bcc = recipients
         .iter()
         .filter(|r| !to.contains(r) && !cc.contains(r))
@@ -79,16 +80,15 @@ pub fn prepare(
         to,
         cc,
         bcc,
-        reply_to: list(full.as_ref().and_then(|m| m.reply_to())),
-        subject: full.as_ref().and_then(|m| m.subject()).unwrap_or_default().to_owned(),
-        html: full.as_ref().and_then(|m| html_body(m)),
-        text: full.as_ref().and_then(|m| text_body(m)),
+        reply_to: list(parsed.reply_to()),
+        subject: parsed.subject().unwrap_or_default().to_owned(),
+        html: html_body(&parsed),
+        text: text_body(&parsed),
         tags: Vec::new(),
         created_at: now,
         scheduled_at: None,
-        message_id: full
-            .as_ref()
-            .and_then(|m| m.message_id())
+        message_id: parsed
+            .message_id()
             .map_or_else(|| format!("<{}>", mime::message_id(id, hostname)), |m| format!("<{m}>")),
         last_event: "sent".to_owned(),
         size: message.len() as u64,

@@ -4,6 +4,7 @@
 //! synced write.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use herald_queue::{Admission, Batch, Id, NewMessage, Refusal, Timestamp};
 
@@ -65,17 +66,17 @@ pub struct Prepared {
 }
 
 /// The verified domain `email` is sent from, if `sender` may use it.
-pub fn authorize(state: &AppState, sender: &Sender, email: &Email) -> Result<Domain, SendError> {
+pub fn authorize(state: &AppState, sender: &Sender, email: &Email) -> Result<Arc<Domain>, SendError> {
     authorize_domain(state, sender, email.from.domain())
 }
 
 /// The verified domain `name` of the sender's team, if `sender` may send from it.
-pub fn authorize_domain(state: &AppState, sender: &Sender, name: &str) -> Result<Domain, SendError> {
+pub fn authorize_domain(state: &AppState, sender: &Sender, name: &str) -> Result<Arc<Domain>, SendError> {
     let name = name.to_ascii_lowercase();
     let store = &state.store;
     let domain = store
         .get::<DomainName>(DomainName::key(sender.team_id, &name))?
-        .map(|found| store.get::<Domain>(Domain::key(sender.team_id, found.domain_id)))
+        .map(|found| state.domains.get(store, &Domain::key(sender.team_id, found.domain_id)))
         .transpose()?
         .flatten()
         .filter(|d| d.status == DomainStatus::Verified)

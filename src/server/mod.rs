@@ -53,6 +53,8 @@ pub struct AppState {
     pub idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
     pub outbound: Outbound,
+    /// Sending domains as decoded for each message (submission and delivery).
+    pub domains: herald_queue::RecordCache<crate::domains::Domain>,
     /// Wakes the delivery scheduler (new mail, room in flight).
     pub delivery_wake_sender: crossbeam_channel::Sender<()>,
     /// What the delivery scheduler waits on between looks at the due index.
@@ -61,6 +63,10 @@ pub struct AppState {
     /// writes are rare and small; one lock keeps every such change simple to reason about.
     writes: Mutex<()>,
 }
+
+/// Decoded sending domains kept in memory: more than a host usually sends from, and the
+/// cache starts over when full.
+const DOMAIN_CACHE_MAX: usize = 4096;
 
 impl AppState {
     /// API handlers that may run on the blocking pool at once: enough to keep both cores
@@ -191,6 +197,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         idempotency: Idempotency::default(),
         outbound,
+        domains: herald_queue::RecordCache::new(DOMAIN_CACHE_MAX),
         writes: Mutex::new(()),
     });
     let controller = Controller::default();
