@@ -251,3 +251,57 @@ async fn data_that_is_not_a_message_is_refused_and_nothing_is_spooled() {
     assert_eq!(running.state.spool.depth(), 0);
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn bdat_chunks_over_smtps_make_one_message_and_mix_with_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    util::verified_domain(addr, "example.test").await;
+    let implicit = running.smtp[1].1;
+    // The message in two chunks; the first ends mid-line, and a line starting with a dot
+    // is not stuffed (BDAT carries bytes as they are).
+    let first = "From: Acme <hello@example.test>\r\nTo: user@example.org\r\nSubject: via BDAT\r\n\r\nfirst half, ";
+    let second = "second half\r\n.not stuffed\r\n";
+    let data =
+        "From: Acme <hello@example.test>\r\nTo: user@example.org\r\nSubject: via DATA\r\n\r\nafter BDAT\r\n.\r\n";
+    let script = format!(
+        "EHLO c\r\nAUTH PLAIN {auth}\r\nMAIL FROM:<hello@example.test>\r\nRCPT TO:<user@example.org>\r\n\
+         BDAT {}\r\n{first}BDAT {} LAST\r\n{second}\
+         MAIL FROM:<hello@example.test>\r\nRCPT TO:<user@example.org>\r\nDATA\r\n{data}QUIT\r\n",
+        first.len(),
+        second.len(),
+        auth = util::auth_plain(OPERATOR_KEY),
+    );
+    let transcript = util::smtps_transcript(implicit, &script).await;
+    assert!(transcript.contains("250-CHUNKING\r\n"), "{transcript}");
+    let accepted: Vec<&str> = transcript
+        .lines()
+        .filter_map(|line| line.strip_prefix("250 2.0.0 OK "))
+        .collect();
+    assert_eq!(accepted.len(), 2, "{transcript}");
+    assert!(transcript.contains("\r\n221 "), "{transcript}");
+
+    let (_, raw) = running
+        .state
+        .spool
+        .load(accepted[0].parse().expect("id"))
+        .expect("load")
+        .expect("spooled");
+    let text = String::from_utf8_lossy(&raw);
+    assert!(
+        text.ends_with("Subject: via BDAT\r\n\r\nfirst half, second half\r\n.not stuffed\r\n"),
+        "{text}"
+    );
+    let record = call(
+        addr,
+        Method::GET,
+        &format!("/emails/{}", accepted[1]),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(record["subject"], "via DATA");
+    running.shutdown().await;
+}

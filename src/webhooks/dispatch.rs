@@ -156,15 +156,19 @@ pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
     let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
     let done = Arc::new(tokio::sync::Notify::new());
     let mut tasks = tokio::task::JoinSet::new();
+    let cursor = Arc::new(Mutex::new(FanOutCursor::new()));
     while !shutdown.is_triggered() {
-        let fan_state = Arc::clone(&state);
-        let fanned = tokio::task::spawn_blocking(move || fan_out(&fan_state.store))
-            .await
-            .unwrap_or(Ok(0))
-            .unwrap_or_else(|error| {
-                tracing::error!(%error, "cannot fan out webhook events");
-                0
-            });
+        let (fan_state, fan_cursor) = (Arc::clone(&state), Arc::clone(&cursor));
+        let fanned = tokio::task::spawn_blocking(move || {
+            let mut cursor = fan_cursor.lock().unwrap_or_else(PoisonError::into_inner);
+            fan_out(&fan_state.store, &mut cursor)
+        })
+        .await
+        .unwrap_or(Ok(0))
+        .unwrap_or_else(|error| {
+            tracing::error!(%error, "cannot fan out webhook events");
+            0
+        });
         let due_state = Arc::clone(&state);
         let due = tokio::task::spawn_blocking(move || due(&due_state.store))
             .await
@@ -210,13 +214,19 @@ pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
 
 /// Moves up to a batch of outbox events into webhook messages, in one write. Returns
 /// how many events it took.
-fn fan_out(store: &Store) -> Result<usize, herald_queue::Error> {
+///
+/// The outbox is a queue in an LSM tree: every event taken leaves a tombstone until
+/// compaction, and a scan from the start walks them all. So a scan starts from `cursor`
+/// (see [`FanOutCursor`]) unless a full pass is due.
+fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_queue::Error> {
+    let start = cursor.start();
     let events = store.scan::<Event>(Scan {
         prefix: b"",
-        after: None,
+        after: start.as_deref(),
         reverse: false,
         limit: FAN_OUT_BATCH,
     })?;
+    cursor.scanned(start.is_none(), events.last().map(|(key, _)| key.as_slice()));
     if events.is_empty() {
         return Ok(0);
     }
@@ -253,6 +263,59 @@ fn fan_out(store: &Store) -> Result<usize, herald_queue::Error> {
     }
     store.commit(batch).wait()?;
     Ok(events.len())
+}
+
+/// Where the next outbox scan starts. Outbox keys are time-ordered event ids, and
+/// events are committed moments after their ids are made, so an event can appear behind
+/// one already taken, but not by more than [`STRAGGLER_WINDOW`]: scans start that far
+/// before the last key taken, and a full pass every [`FULL_PASS_INTERVAL`] catches
+/// anything later still.
+#[derive(Debug)]
+struct FanOutCursor {
+    last: Option<Vec<u8>>,
+    full_pass_at: Instant,
+}
+
+/// How far behind the last event taken an outbox scan starts.
+const STRAGGLER_WINDOW: Duration = Duration::from_secs(2);
+/// How often the outbox is scanned from the start.
+const FULL_PASS_INTERVAL: Duration = Duration::from_secs(10);
+
+impl FanOutCursor {
+    fn new() -> Self {
+        FanOutCursor {
+            last: None,
+            full_pass_at: Instant::now(),
+        }
+    }
+
+    /// The key to scan after, or `None` for a full pass.
+    fn start(&self) -> Option<Vec<u8>> {
+        if Instant::now() >= self.full_pass_at {
+            return None;
+        }
+        let last = self.last.as_deref()?;
+        let id = Id::from_slice(last)?;
+        let millis = id.timestamp()?.as_millis();
+        let window = u64::try_from(STRAGGLER_WINDOW.as_millis()).unwrap_or(u64::MAX);
+        // A v7 id starts with its 48-bit millisecond time; zeros after it sort first.
+        let from = millis.saturating_sub(window).to_be_bytes();
+        let mut key = vec![0_u8; 16];
+        key[..6].copy_from_slice(&from[2..]);
+        Some(key)
+    }
+
+    /// Records a scan: whether it was a full pass, and the last key it returned.
+    fn scanned(&mut self, full: bool, last: Option<&[u8]>) {
+        if full {
+            self.full_pass_at = Instant::now() + FULL_PASS_INTERVAL;
+        }
+        if let Some(last) = last
+            && self.last.as_deref().is_none_or(|previous| last > previous)
+        {
+            self.last = Some(last.to_vec());
+        }
+    }
 }
 
 /// Messages due now, earliest first.
@@ -401,5 +464,31 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
     }
     if let Err(error) = store.commit(batch).await {
         tracing::error!(%error, "cannot record a webhook attempt");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outbox_scans_start_a_window_behind_the_last_event_taken_except_full_passes() {
+        let mut cursor = FanOutCursor::new();
+        assert_eq!(cursor.start(), None, "the first scan is a full pass");
+        let ids = herald_queue::IdGenerator::default();
+        let taken = ids.next(Timestamp::from_millis(1_700_000_000_000));
+        cursor.scanned(true, Some(taken.as_bytes().as_slice()));
+        let start = cursor.start().expect("a cursor after a full pass");
+        let mut millis = [0_u8; 8];
+        millis[2..].copy_from_slice(&start[..6]);
+        let start_ms = u64::from_be_bytes(millis);
+        let taken_ms = taken.timestamp().expect("v7").as_millis();
+        assert_eq!(taken_ms - start_ms, 2_000);
+        assert!(start.as_slice() < taken.as_bytes().as_slice());
+        // An older key never moves the cursor back.
+        cursor.scanned(false, Some([0_u8; 16].as_slice()));
+        assert_eq!(cursor.start(), Some(start));
+        cursor.full_pass_at = Instant::now();
+        assert_eq!(cursor.start(), None, "a full pass when one is due");
     }
 }
