@@ -31,8 +31,9 @@ mod smtp_load;
 
 #[path = "common/api_client.rs"]
 mod api_client;
+#[path = "common/cpu.rs"]
+mod cpu;
 
-use api_client::Client;
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -49,6 +50,9 @@ use herald_queue::SystemClock;
 use mail_auth::common::parse::TxtRecordParser;
 use serde_json::{Value, json};
 use sink::{Received, Sink, SinkOptions};
+
+use api_client::Client;
+use cpu::{Cpu, CpuClock};
 
 const KEY: &str = "re_bench_operator_key_0123456789";
 const SENDER_DOMAIN: &str = "bench.test";
@@ -465,62 +469,4 @@ impl mail_auth::ResolverCache<Box<str>, mail_auth::Txt> for OneRecord {
     }
 
     fn insert(&self, _: Box<str>, _: mail_auth::Txt, _: Instant) {}
-}
-
-/// The process's CPU time, read from `/proc/self/stat`.
-///
-/// `getrusage(RUSAGE_SELF)` would give the same numbers at finer resolution (both come
-/// from the kernel's per-process accounting, which counts every thread, exited ones too),
-/// but calling it takes `unsafe`, which the workspace forbids for every target. Clock ticks
-/// (10 ms) are fine against the seconds of CPU a run takes.
-struct CpuClock {
-    ticks_per_second: f64,
-}
-
-#[derive(Clone, Copy)]
-struct Cpu {
-    user: Duration,
-    system: Duration,
-}
-
-impl CpuClock {
-    fn new() -> CpuClock {
-        let ticks = std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|output| String::from_utf8(output.stdout).ok())
-            .and_then(|text| text.trim().parse().ok())
-            // USER_HZ is 100 on every architecture Linux runs herald on.
-            .unwrap_or(100.0);
-        CpuClock {
-            ticks_per_second: ticks,
-        }
-    }
-
-    fn now(&self) -> Cpu {
-        let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-        // The command name in parentheses may hold spaces; the fields after it do not.
-        // `utime` and `stime` are fields 14 and 15, the 12th and 13th after the name.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .expect("stat has a command name")
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks = |i: usize| fields[i].parse::<f64>().expect("CPU ticks") / self.ticks_per_second;
-        Cpu {
-            user: Duration::from_secs_f64(ticks(11)),
-            system: Duration::from_secs_f64(ticks(12)),
-        }
-    }
-}
-
-impl Cpu {
-    fn since(self, earlier: Cpu) -> Cpu {
-        Cpu {
-            user: self.user - earlier.user,
-            system: self.system - earlier.system,
-        }
-    }
 }

@@ -9,6 +9,8 @@
 
 #![allow(missing_docs, clippy::print_stdout)]
 
+#[path = "common/cpu.rs"]
+mod cpu;
 #[path = "common/smtp_load.rs"]
 mod smtp_load;
 
@@ -119,9 +121,13 @@ impl Http {
 
 async fn phase(load: smtp_load::Load, tls: &Arc<rustls::ClientConfig>, messages: usize) {
     let per_connection = load.per_connection;
+    let clock = cpu::CpuClock::new();
+    let cpu_before = clock.now();
     let started = Instant::now();
     let mut latencies = smtp_load::run(Arc::new(load), tls, messages).await;
     let elapsed = started.elapsed().as_secs_f64();
+    let cpu = clock.now().since(cpu_before);
+    let cpu_per_message = (cpu.user + cpu.system).as_secs_f64() * 1e6 / messages.max(1) as f64;
     latencies.sort_unstable();
     let pct = |p: f64| {
         latencies
@@ -130,7 +136,7 @@ async fn phase(load: smtp_load::Load, tls: &Arc<rustls::ClientConfig>, messages:
             .unwrap_or_default()
     };
     println!(
-        "{per_connection:>3} message(s)/connection: {:>7.0} msg/s  end-of-data to 250: p50 {:>6.2} ms  p99 {:>6.2} ms  ({} accepted)",
+        "{per_connection:>3} message(s)/connection: {:>7.0} msg/s  end-of-data to 250: p50 {:>6.2} ms  p99 {:>6.2} ms  CPU {cpu_per_message:>4.0} us/msg (server and load generator)  ({} accepted)",
         latencies.len() as f64 / elapsed,
         pct(0.5).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
