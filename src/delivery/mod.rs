@@ -15,6 +15,7 @@
 
 mod client;
 mod destination;
+mod hash;
 mod job;
 mod outcome;
 mod prepare;

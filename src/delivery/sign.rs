@@ -13,6 +13,7 @@ use mail_auth::common::headers::HeaderWriter;
 use mail_auth::dkim::{Canonicalization, DkimSigner, Done};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::hash::Key;
 use crate::domains::{Domain, KeyAlgorithm};
 
 /// Headers signed when present. `From` is signed twice (over-signed) so that a second
@@ -35,7 +36,7 @@ const SIGNED_HEADERS: &[&str] = &[
     "List-Unsubscribe-Post",
 ];
 
-type Signer = DkimSigner<SigningKey, Done>;
+type Signer = DkimSigner<Key, Done>;
 
 /// Signers by domain, built on first use.
 #[derive(Default)]
@@ -82,7 +83,7 @@ fn build(domain: &Domain) -> Result<Signer, String> {
         KeyAlgorithm::Ed25519 => Ed25519Key::from_pkcs8_maybe_unchecked_der(&der).map(SigningKey::Ed25519),
     }
     .map_err(|e| format!("the DKIM key of {} cannot be loaded: {e}", domain.name))?;
-    Ok(DkimSigner::from_key(key)
+    Ok(DkimSigner::from_key(Key(key))
         .domain(domain.name.clone())
         .selector(domain.dkim.selector.clone())
         .headers(SIGNED_HEADERS.iter().copied())
