@@ -60,7 +60,18 @@ impl DataReceiver {
 
     /// Consumes bytes of `input` up to the end of the data.
     pub fn feed(&mut self, input: &[u8]) -> Result<Progress, DataError> {
-        for (i, &byte) in input.iter().enumerate() {
+        let mut i = 0;
+        while let Some(&byte) = input.get(i) {
+            if self.state == State::Middle {
+                // Inside a line every byte up to the next CR or LF is data: taken in one
+                // piece rather than byte by byte.
+                let run = memchr::memchr2(b'\r', b'\n', &input[i..]).unwrap_or(input.len() - i);
+                if run > 0 {
+                    self.push(&input[i..i + run])?;
+                    i += run;
+                    continue;
+                }
+            }
             self.state = match (self.state, byte) {
                 (State::LineStart, b'.') => State::Dot,
                 (State::DotCr, b'\n') => {
@@ -84,6 +95,7 @@ impl DataReceiver {
                     State::Middle
                 }
             };
+            i += 1;
         }
         Ok(Progress {
             consumed: input.len(),
@@ -126,15 +138,34 @@ impl BdatReceiver {
     pub fn feed(&mut self, input: &[u8], message: &mut Vec<u8>, size_max: usize) -> Result<Progress, DataError> {
         let take = usize::try_from(self.remaining).unwrap_or(usize::MAX).min(input.len());
         let chunk = &input[..take];
-        for &byte in chunk {
-            match (self.previous, byte) {
+        // Only CRs and LFs need a look: each CR must be followed by a LF, each LF preceded
+        // by a CR, across chunk boundaries too. `previous` is the byte before `next`.
+        let mut previous = self.previous;
+        let mut next = 0;
+        for at in memchr::memchr2_iter(b'\r', b'\n', chunk) {
+            if at > next {
+                // Other bytes since the last CR or LF: a CR just before them was bare.
+                if previous == Some(b'\r') {
+                    return Err(DataError::BareCr);
+                }
+                previous = Some(chunk[at - 1]);
+            }
+            match (previous, chunk[at]) {
                 (Some(b'\r'), b'\n') => {}
                 (Some(b'\r'), _) => return Err(DataError::BareCr),
                 (_, b'\n') => return Err(DataError::BareLf),
                 _ => {}
             }
-            self.previous = Some(byte);
+            previous = Some(chunk[at]);
+            next = at + 1;
         }
+        if next < chunk.len() {
+            if previous == Some(b'\r') {
+                return Err(DataError::BareCr);
+            }
+            previous = chunk.last().copied();
+        }
+        self.previous = previous;
         if message.len() + take > size_max {
             return Err(DataError::TooLarge(size_max));
         }
@@ -156,15 +187,18 @@ impl BdatReceiver {
 /// [`DataReceiver`], for tests, fuzzing and herald's own clients. `message` must use CRLF
 /// line endings.
 pub fn stuff(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(message.len() + 8);
-    let mut line_start = true;
-    for &byte in message {
-        if line_start && byte == b'.' {
-            out.push(b'.');
-        }
-        out.push(byte);
-        line_start = byte == b'\n';
+    let mut out = Vec::with_capacity(message.len() + message.len() / 64 + 8);
+    // A dot that starts a line is doubled: at the very start, and after each LF.
+    if message.first() == Some(&b'.') {
+        out.push(b'.');
     }
+    let mut copied = 0;
+    for at in memchr::memmem::find_iter(message, b"\n.") {
+        out.extend_from_slice(&message[copied..=at]);
+        out.push(b'.');
+        copied = at + 1;
+    }
+    out.extend_from_slice(&message[copied..]);
     if !message.is_empty() && !message.ends_with(b"\r\n") {
         out.extend_from_slice(b"\r\n");
     }
@@ -283,5 +317,93 @@ mod tests {
             prop_assert_eq!(&received, &message);
             prop_assert_eq!(consumed, stuff(&message).len());
         }
+
+        /// The receivers scan for CR and LF in bulk; byte by byte, as the RFC reads,
+        /// they must give the same answer for any bytes split anyhow.
+        #[test]
+        fn bulk_scanning_matches_byte_by_byte(
+            input in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'.'), Just(b'a')], 0..64),
+            split in 0usize..64,
+        ) {
+            let split = split.min(input.len());
+            let mut receiver = DataReceiver::new(1 << 20);
+            let mut outcome = receiver.feed(&input[..split]);
+            if let Ok(first) = outcome
+                && !first.done
+            {
+                outcome = receiver.feed(&input[split..]).map(|p| Progress { consumed: split + p.consumed, ..p });
+            }
+            let expected = byte_by_byte_data(&input);
+            prop_assert_eq!(outcome.map(|p| (p.consumed, p.done)), expected.clone().map(|(_, c, d)| (c, d)));
+            if let Ok((message, _, true)) = expected {
+                prop_assert_eq!(receiver.into_message(), message);
+            }
+
+            let mut message = Vec::new();
+            let mut bdat = BdatReceiver::new(input.len() as u64, None);
+            let first = bdat.feed(&input[..split], &mut message, 1 << 20);
+            let both = first.and_then(|_| bdat.feed(&input[split..], &mut message, 1 << 20));
+            prop_assert_eq!(both.map(|_| bdat.ends_cleanly()), byte_by_byte_bdat(&input));
+
+            prop_assert_eq!(stuff(&input), byte_by_byte_stuff(&input));
+        }
+    }
+
+    /// DATA byte by byte: (message, consumed, done).
+    fn byte_by_byte_data(input: &[u8]) -> Result<(Vec<u8>, usize, bool), DataError> {
+        let mut state = State::LineStart;
+        let mut message = Vec::new();
+        for (i, &byte) in input.iter().enumerate() {
+            state = match (state, byte) {
+                (State::LineStart, b'.') => State::Dot,
+                (State::DotCr, b'\n') => return Ok((message, i + 1, true)),
+                (State::Cr, b'\n') => {
+                    message.extend_from_slice(b"\r\n");
+                    State::LineStart
+                }
+                (State::Cr | State::DotCr, _) => return Err(DataError::BareCr),
+                (_, b'\n') => return Err(DataError::BareLf),
+                (State::Dot, b'\r') => State::DotCr,
+                (_, b'\r') => State::Cr,
+                (_, other) => {
+                    message.push(other);
+                    State::Middle
+                }
+            };
+        }
+        Ok((message, input.len(), false))
+    }
+
+    /// A BDAT chunk byte by byte: whether it ends cleanly, or why it is refused.
+    fn byte_by_byte_bdat(input: &[u8]) -> Result<bool, DataError> {
+        let mut previous = None;
+        for &byte in input {
+            match (previous, byte) {
+                (Some(b'\r'), b'\n') => {}
+                (Some(b'\r'), _) => return Err(DataError::BareCr),
+                (_, b'\n') => return Err(DataError::BareLf),
+                _ => {}
+            }
+            previous = Some(byte);
+        }
+        Ok(previous != Some(b'\r'))
+    }
+
+    /// Dot-stuffing byte by byte.
+    fn byte_by_byte_stuff(message: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut line_start = true;
+        for &byte in message {
+            if line_start && byte == b'.' {
+                out.push(b'.');
+            }
+            out.push(byte);
+            line_start = byte == b'\n';
+        }
+        if !message.is_empty() && !message.ends_with(b"\r\n") {
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b".\r\n");
+        out
     }
 }

@@ -39,7 +39,8 @@ impl HashImpl for BufferedSha256 {
     fn hasher() -> Buffered {
         Buffered {
             context: digest::Context::new(&digest::SHA256),
-            pending: Vec::with_capacity(BLOCK),
+            pending: Box::new([0; BLOCK]),
+            len: 0,
         }
     }
 }
@@ -47,26 +48,34 @@ impl HashImpl for BufferedSha256 {
 /// A SHA-256 in progress and the bytes not yet given to it.
 pub struct Buffered {
     context: digest::Context,
-    pending: Vec<u8>,
+    pending: Box<[u8; BLOCK]>,
+    len: usize,
+}
+
+impl Buffered {
+    fn flush(&mut self) {
+        self.context.update(&self.pending[..self.len]);
+        self.len = 0;
+    }
 }
 
 impl Writer for Buffered {
     fn write(&mut self, data: &[u8]) {
-        if self.pending.len() + data.len() > BLOCK {
-            self.context.update(&self.pending);
-            self.pending.clear();
+        if self.len + data.len() > BLOCK {
+            self.flush();
         }
         if data.len() >= BLOCK {
             self.context.update(data);
         } else {
-            self.pending.extend_from_slice(data);
+            self.pending[self.len..self.len + data.len()].copy_from_slice(data);
+            self.len += data.len();
         }
     }
 }
 
 impl HashContext for Buffered {
     fn complete(mut self) -> HashOutput {
-        self.context.update(&self.pending);
+        self.flush();
         HashOutput::Digest(self.context.finish())
     }
 }
