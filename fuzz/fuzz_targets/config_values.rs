@@ -7,17 +7,7 @@
 #[allow(dead_code)]
 mod values;
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/config.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = values::duration(text);
-    let _ = values::byte_size(text);
-    let _ = values::socket_addr(text);
-    let _ = values::nameserver(text);
-    let _ = values::host_port(text);
-    let _ = values::is_hostname(text);
-    if let Ok(rate) = values::rate(text) {
-        assert_eq!(values::rate(&rate.to_string()), Ok(rate), "{text:?}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::values(data));

@@ -3,13 +3,7 @@
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks/smtp.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let mut rest = data;
-    while let Ok(Some((line, consumed))) = herald_smtp::read_line(rest, 512) {
-        assert!(!line.contains(&b'\r') && !line.contains(&b'\n'));
-        let _ = herald_smtp::parse(line);
-        rest = &rest[consumed..];
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::command(data));

@@ -1,0 +1,9 @@
+//! Fuzzes whole SMTP sessions (commands, AUTH PLAIN and LOGIN decoding, DATA, BDAT,
+//! STARTTLS, limits) through the sans-IO state machine: see `checks::session`.
+
+#![no_main]
+
+#[path = "../checks/smtp.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::session(data));

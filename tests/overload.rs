@@ -1,0 +1,145 @@
+//! Load beyond capacity (issue #8): a flood of SMTP connections past `[smtp]
+//! connections_max` and `connections_per_address_max`, and API requests past the rate
+//! limit. The excess is answered `421 4.7.0` and `429` (with the rate-limit headers), the
+//! connections within the limits are served, memory stays bounded (the peak RSS is
+//! printed), and once the flood stops the server serves normally again by itself.
+
+mod util;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use hyper::{Method, StatusCode};
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpSocket, TcpStream};
+use util::{OPERATOR_KEY, call};
+
+/// Connections the flood opens at once: five times the server's total.
+const FLOOD: usize = 500;
+/// `[smtp] connections_max` for the test.
+const TOTAL_MAX: usize = 100;
+/// `[smtp] connections_per_address_max` for the test.
+const PER_ADDRESS_MAX: usize = 60;
+/// API requests sent as fast as possible against a limit of 20/s.
+const API_BURST: usize = 200;
+/// Resident memory the whole test process (server, flood clients and all) may reach.
+const RSS_BOUND: u64 = 512 << 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floods_get_421_and_429_memory_stays_bounded_and_service_recovers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = util::config(dir.path(), "[api]\nrate_limit = \"20/s\"\n");
+    config.smtp.limits.connections_max = TOTAL_MAX;
+    config.smtp.limits.connections_per_address_max = PER_ADDRESS_MAX;
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let http = running.http_addr;
+    let starttls = running.smtp[0].1;
+    util::verified_domain(http, "example.test").await;
+
+    // SMTP: FLOOD connections from two loopback addresses, each held open until all are
+    // answered.
+    let mut flood = Vec::new();
+    for i in 0..FLOOD {
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, if i % 2 == 0 { 1 } else { 2 }));
+        flood.push(tokio::spawn(greeting(from, starttls)));
+    }
+    let mut greeted = Vec::new();
+    let (mut served, mut refused) = (0, 0);
+    for task in flood {
+        let (stream, first) = task.await.expect("flood client");
+        if first.starts_with("220 ") {
+            served += 1;
+        } else {
+            assert!(first.starts_with("421 4.7.0 "), "over a limit: {first:?}");
+            refused += 1;
+        }
+        greeted.push(stream);
+    }
+    println!("SMTP flood of {FLOOD}: {served} served, {refused} refused with 421");
+    assert!(served > 0 && served <= TOTAL_MAX, "{served} served");
+    assert_eq!(served + refused, FLOOD);
+
+    // While the flood holds its connections, the API still answers.
+    assert_eq!(util::get(http, "/healthz").await.status, StatusCode::OK);
+    drop(greeted);
+
+    // API: a burst past the rate limit.
+    let mut burst = Vec::new();
+    for _ in 0..API_BURST {
+        burst.push(tokio::spawn(async move {
+            call(http, Method::GET, "/domains", Some(OPERATOR_KEY), None).await
+        }));
+    }
+    let (mut ok, mut limited) = (0, 0);
+    for task in burst {
+        let response = task.await.expect("burst client");
+        match response.status {
+            StatusCode::OK => ok += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                limited += 1;
+                let body = response.json();
+                assert_eq!(body["name"], "rate_limit_exceeded", "{body}");
+                assert!(response.headers.contains_key("retry-after"), "429 carries retry-after");
+            }
+            other => panic!("unexpected status {other} in the burst"),
+        }
+    }
+    println!("API burst of {API_BURST}: {ok} answered, {limited} limited with 429");
+    assert!(limited > 0 && ok > 0, "{ok} answered, {limited} limited");
+
+    let peak = peak_rss();
+    println!("peak RSS of the test process: {} MiB", peak >> 20);
+    assert!(peak < RSS_BOUND, "peak RSS {} MiB", peak >> 20);
+
+    // The flood is over: a normal client is served, over SMTP and the API.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = json!({"from": "a@example.test", "to": "b@example.org", "subject": "after", "text": "x"});
+        let response = call(http, Method::POST, "/emails", Some(OPERATOR_KEY), Some(body)).await;
+        if response.status == StatusCode::OK {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the API still refuses after the flood: {}",
+            response.text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let script = format!(
+        "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nFrom: a@example.test\r\n\r\nx\r\n.\r\nQUIT\r\n",
+        util::auth_plain(OPERATOR_KEY)
+    );
+    let transcript = util::smtps_transcript(running.smtp[1].1, &script).await;
+    assert!(transcript.contains("250 2.0.0 OK "), "{transcript}");
+    running.shutdown().await;
+}
+
+/// Connects from `from` and reads the first reply line; keeps the connection open.
+async fn greeting(from: IpAddr, to: SocketAddr) -> (TcpStream, String) {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.bind(SocketAddr::new(from, 0)).expect("bind a loopback address");
+    let mut stream = socket.connect(to).await.expect("connect");
+    let mut line = Vec::new();
+    let mut byte = [0_u8; 1];
+    while !line.ends_with(b"\r\n") {
+        match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut byte)).await {
+            Ok(Ok(1)) => line.push(byte[0]),
+            other => panic!("no greeting: {other:?} after {:?}", String::from_utf8_lossy(&line)),
+        }
+    }
+    (stream, String::from_utf8_lossy(&line).into_owned())
+}
+
+/// The process's peak resident set (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
