@@ -144,18 +144,34 @@ fn text_body(message: &mail_parser::Message<'_>) -> Option<String> {
     }
 }
 
+/// The longest header line accepted, CRLF excluded (RFC 5322 2.1.1).
+pub const LINE_MAX: usize = 998;
+
 /// Refuses a header section that is not RFC 5322: every line before the first empty one
 /// is a `Name: value` field (printable ASCII name, no spaces) or a folded continuation.
 /// mail-parser reads nearly anything; a message that other software would read
 /// differently is refused here instead of being signed and sent.
+///
+/// Anywhere in the message, a NUL is refused: 8BITMIME allows any octet but NUL, and
+/// herald does not offer BINARYMIME. A header line longer than [`LINE_MAX`] is refused
+/// too (RFC 5322 2.1.1): it would be signed, then rewrapped or refused further on.
 pub fn check_headers(raw: &[u8]) -> Result<(), String> {
     if raw.is_empty() {
         return Err("the message is empty".to_owned());
+    }
+    if memchr::memchr(0, raw).is_some() {
+        return Err("the message contains a NUL byte, which SMTP does not carry".to_owned());
     }
     for (index, line) in raw.split(|b| *b == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             return Ok(());
+        }
+        if line.len() > LINE_MAX {
+            return Err(format!(
+                "header line {} of the message is longer than {LINE_MAX} characters; fold it",
+                index + 1
+            ));
         }
         if index > 0 && (line[0] == b' ' || line[0] == b'\t') {
             continue;
@@ -198,5 +214,17 @@ mod tests {
         assert!(check_headers(b" leading continuation: x\r\n").is_err());
         assert!(check_headers(b"From: a@b.test\r\nBad Name: x\r\n").is_err());
         assert!(check_headers(b"From: a@b.test\r\n: empty name\r\n").is_err());
+        assert!(check_headers(b"From: a@b.test\r\n\r\nbody\0with a NUL\r\n").is_err());
+        let long = format!("From: a@b.test\r\nSubject: {}\r\n\r\n", "x".repeat(LINE_MAX));
+        assert!(check_headers(long.as_bytes()).is_err());
+        let longest = format!(
+            "From: a@b.test\r\nX: {}\r\n\r\n{}\r\n",
+            "x".repeat(LINE_MAX - 3),
+            "y".repeat(5000)
+        );
+        assert!(
+            check_headers(longest.as_bytes()).is_ok(),
+            "998 is allowed; body lines are not checked"
+        );
     }
 }

@@ -35,9 +35,14 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
             "metrics",
             ApiError::method_not_allowed("/metrics supports GET only").into_response(),
         ),
-        _ => match ApiRequest::read(request, BODY_MAX).await {
-            Ok(request) => api(state, request, peer, started).await,
-            Err(error) => ("unread", error.into_response()),
+        // The key is checked before the body is read: a client without one must not
+        // make the server take in a body of up to `BODY_MAX`.
+        _ => match authenticate(state, &request, peer) {
+            Err(response) => ("unauthenticated", *response),
+            Ok(caller) => match ApiRequest::read(request, BODY_MAX).await {
+                Ok(request) => api(state, request, caller, started).await,
+                Err(error) => ("unread", error.into_response()),
+            },
         },
     };
     metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
@@ -46,15 +51,21 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     response
 }
 
-async fn api(
-    state: &Arc<AppState>,
-    request: ApiRequest,
+/// The caller named by the `Authorization` header, or the response refusing the request.
+fn authenticate(
+    state: &AppState,
+    request: &Request<Incoming>,
     peer: IpAddr,
-    started: Instant,
-) -> (&'static str, Response<Full<Bytes>>) {
-    let caller = match state.auth.authenticate(&state.store, request.header("authorization")) {
-        Ok(caller) => caller,
-        Err(error) => {
+) -> Result<Caller, Box<Response<Full<Bytes>>>> {
+    // A header that is not visible ASCII is a wrong key, not a missing one.
+    let authorization = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    state
+        .auth
+        .authenticate(&state.store, authorization.as_deref())
+        .map_err(|error| {
             // Without a valid key there is no team to count against: count the client's
             // address instead, which also bounds how fast keys can be guessed.
             let decision = state.anonymous_limits.check(peer);
@@ -65,9 +76,16 @@ async fn api(
             };
             let mut response = error.into_response();
             decision.apply(response.headers_mut());
-            return ("unauthenticated", response);
-        }
-    };
+            Box::new(response)
+        })
+}
+
+async fn api(
+    state: &Arc<AppState>,
+    request: ApiRequest,
+    caller: Caller,
+    started: Instant,
+) -> (&'static str, Response<Full<Bytes>>) {
     let decision = state.rate_limits.check(caller.team_id);
     let routed = router::route(&request.method, &request.path);
     let label = routed.as_ref().map_or("unknown", Route::label);

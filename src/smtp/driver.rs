@@ -21,6 +21,9 @@ use crate::http::Caller;
 use crate::server::AppState;
 use crate::shutdown::Shutdown;
 
+/// Time a session may run past `[smtp] session_time_max` to finish the transaction it is
+/// in before it is cut off without a reply.
+const SESSION_GRACE: Duration = Duration::from_secs(30);
 /// Time allowed for a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest message parsed on the session's own task; a larger one is parsed on a
@@ -60,34 +63,47 @@ pub async fn connection(
         starttls: mode == TlsMode::StartTls,
     };
     let mut caller = None;
+    let deadline = tokio::time::Instant::now() + configured.session_time_max;
     let work = async {
         match mode {
             TlsMode::Implicit => {
                 let mut tls = handshake(stream, context).await?;
                 let mut session = Session::new(settings, true);
                 tls.write_all(&session.greeting().to_bytes()).await?;
-                run(&mut tls, &mut session, &mut caller, peer, context, shutdown).await?;
+                run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
                 tls.shutdown().await
             }
             TlsMode::StartTls => {
                 let mut plain = stream;
                 let mut session = Session::new(settings, false);
                 plain.write_all(&session.greeting().to_bytes()).await?;
-                match run(&mut plain, &mut session, &mut caller, peer, context, shutdown.clone()).await? {
+                match run(
+                    &mut plain,
+                    &mut session,
+                    &mut caller,
+                    peer,
+                    context,
+                    shutdown.clone(),
+                    deadline,
+                )
+                .await?
+                {
                     Ended::Closed => plain.shutdown().await,
                     Ended::StartTls => {
                         // Whatever the client pipelined after STARTTLS in plaintext was in
                         // the loop's buffer and is gone with it (CVE-2011-0411).
                         let mut tls = handshake(plain, context).await?;
                         session.tls_started();
-                        run(&mut tls, &mut session, &mut caller, peer, context, shutdown).await?;
+                        run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
                         tls.shutdown().await
                     }
                 }
             }
         }
     };
-    match tokio::time::timeout(configured.session_time_max, work).await {
+    // The session loop answers `421` at the deadline; this bound only cuts off a session
+    // stuck elsewhere (a TLS handshake has its own limit, a delivery finishes first).
+    match tokio::time::timeout(configured.session_time_max + SESSION_GRACE, work).await {
         Ok(result) => result,
         Err(_) => Ok(()),
     }
@@ -116,6 +132,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     peer: SocketAddr,
     context: &ListenerContext,
     mut shutdown: Shutdown,
+    deadline: tokio::time::Instant,
 ) -> std::io::Result<Ended> {
     let mut buffer: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
@@ -182,6 +199,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let read = tokio::select! {
             read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read_buf(&mut buffer)) => read,
+            () = tokio::time::sleep_until(deadline) => {
+                stream.write_all(&Reply::new(421, "4.4.2", "Session time limit reached, closing the connection").to_bytes()).await?;
+                return Ok(Ended::Closed);
+            }
             () = shutdown.triggered() => {
                 stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
                 return Ok(Ended::Closed);
