@@ -24,7 +24,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
         Ok(None) => return release(shared, claim.id),
         Err(error) => {
             tracing::error!(id = %claim.id, %error, "cannot load a due message");
-            return release(shared, claim.id);
+            return retry_later(shared, claim.id);
         }
     };
     let store = &shared.state.store;
@@ -48,7 +48,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
             Ok(None) => by_domain.entry(recipient_domain(address)).or_default().push(index),
             Err(error) => {
                 tracing::error!(id = %claim.id, %error, "cannot read the suppression list");
-                return release(shared, claim.id);
+                return retry_later(shared, claim.id);
             }
         }
     }
@@ -67,7 +67,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
             }
             Some(Err(error)) => {
                 tracing::error!(id = %claim.id, %error, "cannot read the sending domain");
-                return release(shared, claim.id);
+                return retry_later(shared, claim.id);
             }
             Some(Ok(None)) | None => failure = Some("The sending domain no longer exists".to_owned()),
         }
@@ -103,6 +103,25 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
 }
 
 /// Gives a claim back without a job (nothing to do, or a storage error).
+/// After a storage error, the message waits [`STORAGE_RETRY`] instead of being claimed
+/// again on the scheduler's next pass, a second later, with the same error; when even
+/// that write fails it is released as it was.
+fn retry_later(shared: &Shared, id: Id) {
+    let at = shared.state.store.now().saturating_add(STORAGE_RETRY);
+    match shared.state.spool.reschedule(id, at) {
+        Ok(_) => {
+            shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        }
+        Err(error) => {
+            tracing::error!(%id, %error, "cannot put off a message after a storage error");
+            release(shared, id);
+        }
+    }
+}
+
+/// How long a message waits after a storage error while it was being prepared.
+const STORAGE_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn release(shared: &Shared, id: Id) {
     shared.state.spool.release(id);
     shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
