@@ -4,7 +4,9 @@
 #![allow(dead_code)]
 
 pub mod dns;
+pub mod process;
 pub mod sink;
+pub mod webhook_receiver;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -187,6 +187,11 @@ impl Sink {
         self.shared.log().received.clone()
     }
 
+    /// How many messages were accepted, without copying them as [`Sink::received`] does.
+    pub fn received_len(&self) -> usize {
+        *self.shared.received_count.borrow()
+    }
+
     /// Connections accepted since the start.
     pub fn connections(&self) -> u64 {
         self.shared.connections.load(Ordering::SeqCst)
