@@ -57,7 +57,7 @@ pub enum Job {
 /// Where a job reports back: the worker queue, the spool that holds its claim, and the
 /// engine's count of messages in flight.
 pub struct Links {
-    /// The worker queue.
+    /// The workers' queue of finished messages.
     pub jobs: Sender<Job>,
     /// The spool.
     pub spool: Spool,

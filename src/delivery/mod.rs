@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     destinations: Destinations,
     runtime: tokio::runtime::Handle,
     jobs: Sender<Job>,
+    /// Finished messages, whose outcomes workers write before preparing anything new.
+    finished: Sender<Job>,
     in_flight: Arc<AtomicUsize>,
     /// Connection tasks running.
     sessions: AtomicUsize,
@@ -98,6 +100,7 @@ impl Delivery {
             .enable_all()
             .build()?;
         let (jobs, receiver) = crossbeam_channel::unbounded();
+        let (finished, finished_receiver) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             dns,
             signers: Signers::default(),
@@ -105,6 +108,7 @@ impl Delivery {
             destinations: Destinations::default(),
             runtime: runtime.handle().clone(),
             jobs,
+            finished,
             in_flight: Arc::new(AtomicUsize::new(0)),
             sessions: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
@@ -114,11 +118,11 @@ impl Delivery {
         let mut workers = Vec::new();
         for n in 0..shared.state.config.delivery.workers {
             let shared = Arc::clone(&shared);
-            let receiver = receiver.clone();
+            let (receiver, finished) = (receiver.clone(), finished_receiver.clone());
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("herald-deliver-{n}"))
-                    .spawn(move || work(&shared, &receiver))?,
+                    .spawn(move || work(&shared, &receiver, &finished))?,
             );
         }
         let scheduler = {
@@ -229,8 +233,19 @@ fn schedule(shared: &Shared) {
 }
 
 /// A worker thread: prepares claimed messages and writes finished ones.
-fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>) {
-    while let Ok(job) = receiver.recv() {
+///
+/// Outcomes come first: each one ends a transaction that is done at the receiver, and
+/// until it is written a crash would send that message again. Under load, preparing new
+/// mail must not hold them back.
+fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>) {
+    loop {
+        let received = finished.try_recv().or_else(|_| {
+            crossbeam_channel::select_biased! {
+                recv(finished) -> job => job,
+                recv(receiver) -> job => job,
+            }
+        });
+        let Ok(job) = received else { return };
         match job {
             Job::Prepare(claim) => prepare::prepare(shared, claim),
             Job::Finish(job) => {

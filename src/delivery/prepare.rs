@@ -80,7 +80,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
         envelope.recipients.iter().map(|r| r.address.clone()).collect(),
         Arc::new(message),
         Links {
-            jobs: shared.jobs.clone(),
+            jobs: shared.finished.clone(),
             spool: spool.clone(),
             in_flight: Arc::clone(&shared.in_flight),
         },
