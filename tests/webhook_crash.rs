@@ -6,54 +6,47 @@
 mod util;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-use bytes::Bytes;
 use herald::events::Event;
 use herald::webhooks::dispatch::{MessageState, WebhookMessage};
 use herald_queue::{Scan, Store, StoreOptions};
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
+use hyper::{Method, StatusCode};
+use serde_json::json;
 use tokio::net::TcpSocket;
-use tokio::sync::watch;
+use util::process::{Log, Process};
+use util::webhook_receiver::Receiver;
 use util::{OPERATOR_KEY, call};
 
-const HERALD: &str = env!("CARGO_BIN_EXE_herald");
 /// Emails sent before the crash.
 const EMAILS: usize = 50;
 /// The bound on every wait: a start, the redelivery, the final stop.
 const WAIT: Duration = Duration::from_secs(60);
-/// Log lines shown when the test fails.
-const LOG_TAIL: usize = 40;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_pending_in_the_outbox_are_delivered_after_a_kill_9_and_restart() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path());
-    let receiver = Receiver::reserve();
+    let port = reserve_port();
+    let endpoint = port.local_addr().expect("local addr");
+    let log = Log::default();
 
     // First life: the endpoint refuses connections, so nothing can be delivered (and so
     // acknowledged) before the crash. Half the emails go in, then the test waits for the
     // dispatcher's first failed attempt, so some events are fanned-out messages awaiting a
     // retry at the crash; the other half follow right before the kill and are likely still
     // in the outbox.
-    let mut first = Herald::start(dir.path(), &config);
+    let mut first = Process::start(&config, &log, 0, WAIT).await;
     util::verified_domain(first.http, "crash.test").await;
     let created = call(
         first.http,
         Method::POST,
         "/webhooks",
         Some(OPERATOR_KEY),
-        Some(json!({ "endpoint": format!("http://{}/hook", receiver.addr), "events": ["email.sent"] })),
+        Some(json!({ "endpoint": format!("http://{endpoint}/hook"), "events": ["email.sent"] })),
     )
     .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
@@ -81,12 +74,12 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_kill_9_and_restart()
     drop(first);
 
     // Second life: the endpoint is up, and herald has only what it finds on disk.
-    let seen = receiver.serve();
-    let mut second = Herald::start(dir.path(), &config);
-    let arrived = seen.wait_for_every(&email_ids).await;
+    let receiver = Receiver::serve(port.listen(64).expect("listen"));
+    let mut second = Process::start(&config, &log, 1, WAIT).await;
+    let arrived = wait_for_every(&receiver, &email_ids).await;
     let redelivered_in = crashed_at.elapsed();
-    second.terminate();
-    let requests = seen.all();
+    second.terminate(WAIT).await;
+    let requests = receiver.all();
 
     let mut by_message: HashMap<&str, usize> = HashMap::new();
     let mut message_of_email: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
@@ -191,99 +184,6 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// A running `herald serve`, killed on drop so a failing test leaves no process behind.
-struct Herald {
-    child: Child,
-    http: SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Herald {
-    /// Starts the binary on `config` and waits for its `herald is ready` line.
-    fn start(dir: &Path, config: &Path) -> Herald {
-        let mut child = Command::new(HERALD)
-            .args(["serve", "--config"])
-            .arg(config)
-            .current_dir(dir)
-            .env("HERALD_BOOTSTRAP_API_KEY", OPERATOR_KEY)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn herald");
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (ready, ready_lines) = mpsc::channel();
-        let keep = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Ok(value) = serde_json::from_str::<Value>(&line)
-                    && value["message"] == "herald is ready"
-                {
-                    let _ = ready.send(value);
-                }
-                keep.lock().unwrap_or_else(PoisonError::into_inner).push(line);
-            }
-        });
-        let mut herald = Herald {
-            child,
-            http: SocketAddr::from(([127, 0, 0, 1], 0)),
-            log,
-        };
-        let deadline = Instant::now() + WAIT;
-        let line = loop {
-            if let Ok(line) = ready_lines.recv_timeout(Duration::from_millis(100)) {
-                break line;
-            }
-            if let Some(status) = herald.child.try_wait().expect("try_wait") {
-                panic!("herald exited during startup: {status:?}");
-            }
-            assert!(Instant::now() < deadline, "herald was not ready within {WAIT:?}");
-        };
-        herald.http = line["http"]
-            .as_str()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no http address in {line}"));
-        herald
-    }
-
-    /// SIGKILL: no shutdown code runs, as in a power cut or an OOM kill.
-    fn kill_9(&mut self) -> ExitStatus {
-        self.child.kill().expect("SIGKILL herald");
-        self.child.wait().expect("wait for herald")
-    }
-
-    /// SIGTERM, and a clean exit within the bound.
-    fn terminate(&mut self) {
-        let status = Command::new("kill")
-            .args(["-s", "TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -s TERM: {status:?}");
-        let mut exit = None;
-        util::wait_until(WAIT, "herald to stop after SIGTERM", || {
-            exit = self.child.try_wait().expect("try_wait");
-            exit.is_some()
-        });
-        let exit = exit.expect("exited");
-        assert!(exit.success(), "herald stopped uncleanly after SIGTERM: {exit:?}");
-    }
-}
-
-impl Drop for Herald {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
-            eprintln!("== herald log (last {LOG_TAIL} lines)");
-            for line in &log[log.len().saturating_sub(LOG_TAIL)..] {
-                eprintln!("{line}");
-            }
-        }
-    }
-}
-
 /// The webhook state a crash left on disk.
 #[derive(Debug, Default)]
 struct AtCrash {
@@ -348,143 +248,37 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The webhook endpoint: a port held from the start, listening only once served.
-struct Receiver {
-    addr: SocketAddr,
-    socket: TcpSocket,
+/// The webhook endpoint's port, held from the start and served only after the restart.
+/// Connections to a bound socket that is not listening are refused, so the first herald
+/// cannot deliver anything, and unlike a closed port nothing else can take it meanwhile.
+/// A listener that merely did not accept would instead let the kernel queue the first
+/// herald's requests, to be read after the crash as if the restarted one had sent them.
+fn reserve_port() -> TcpSocket {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
+    socket
 }
 
-impl Receiver {
-    /// Binds a loopback port without listening on it. Connections to a bound socket that
-    /// is not listening are refused, so the first herald cannot deliver anything, and
-    /// unlike a closed port nothing else can take it meanwhile. A listener that merely
-    /// did not accept would instead let the kernel queue the first herald's requests, to
-    /// be read after the crash as if the restarted one had sent them.
-    fn reserve() -> Receiver {
-        let socket = TcpSocket::new_v4().expect("socket");
-        socket.bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
-        let addr = socket.local_addr().expect("local addr");
-        Receiver { addr, socket }
-    }
-
-    /// Starts listening and answering every request `200`.
-    fn serve(self) -> Seen {
-        let listener = self.socket.listen(64).expect("listen");
-        let (changed, watcher) = watch::channel(());
-        let seen = Seen {
-            requests: Arc::default(),
-            watcher,
-        };
-        let requests = Arc::clone(&seen.requests);
-        let changed = Arc::new(changed);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let requests = Arc::clone(&requests);
-                let changed = Arc::clone(&changed);
-                let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let requests = Arc::clone(&requests);
-                    let changed = Arc::clone(&changed);
-                    async move {
-                        let recorded = Recorded::read(request).await;
-                        requests.lock().unwrap_or_else(PoisonError::into_inner).push(recorded);
-                        changed.send_replace(());
-                        Ok::<_, hyper::Error>(Response::new(Full::new(Bytes::from_static(b"ok"))))
-                    }
-                });
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service),
-                );
-            }
-        });
-        seen
-    }
+/// The emails the receiver has events for.
+fn email_ids(receiver: &Receiver) -> BTreeSet<String> {
+    receiver
+        .email_events()
+        .into_iter()
+        .map(|(_, email_id)| email_id)
+        .filter(|email_id| !email_id.is_empty())
+        .collect()
 }
 
-/// What the receiver has recorded.
-struct Seen {
-    requests: Arc<Mutex<Vec<Recorded>>>,
-    watcher: watch::Receiver<()>,
-}
-
-impl Seen {
-    fn all(&self) -> Vec<Recorded> {
-        self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    fn email_ids(&self) -> BTreeSet<String> {
-        self.all()
-            .iter()
-            .filter_map(|r| r.payload()["data"]["email_id"].as_str().map(str::to_owned))
-            .collect()
-    }
-
-    /// Waits until an event has arrived for every id in `wanted`; the ids seen.
-    async fn wait_for_every(&self, wanted: &BTreeSet<String>) -> BTreeSet<String> {
-        let mut watcher = self.watcher.clone();
-        let waited = tokio::time::timeout(WAIT, watcher.wait_for(|()| wanted.is_subset(&self.email_ids()))).await;
-        let arrived = self.email_ids();
-        match waited {
-            Ok(Ok(_)) => arrived,
-            Ok(Err(_)) => panic!("the receiver stopped"),
-            Err(_) => panic!(
-                "after {WAIT:?} the restarted herald had delivered events for {} of {} emails; missing: {:?}",
-                arrived.intersection(wanted).count(),
-                wanted.len(),
-                wanted.difference(&arrived).collect::<Vec<_>>()
-            ),
-        }
-    }
-}
-
-/// One webhook request as the receiver read it.
-#[derive(Debug, Clone)]
-struct Recorded {
-    headers: hyper::HeaderMap,
-    webhook_id: String,
-    body: Bytes,
-}
-
-impl Recorded {
-    async fn read(request: Request<hyper::body::Incoming>) -> Recorded {
-        let (parts, body) = request.into_parts();
-        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-        Recorded {
-            webhook_id: header(&parts.headers, "webhook-id").to_owned(),
-            headers: parts.headers,
-            body,
-        }
-    }
-
-    fn payload(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("the body is not JSON ({e}): {:?}", self.body))
-    }
-
-    /// Checks the Standard Webhooks headers, their Svix copies, and that one of the
-    /// space-separated `v1,` signatures is the webhook secret's.
-    fn verify(&self, secret: &str) {
-        let id = header(&self.headers, "webhook-id");
-        assert!(id.starts_with("msg_"), "webhook-id {id:?}");
-        assert_eq!(header(&self.headers, "svix-id"), id);
-        let timestamp = header(&self.headers, "webhook-timestamp");
-        assert_eq!(header(&self.headers, "svix-timestamp"), timestamp);
-        let signatures = header(&self.headers, "webhook-signature");
-        assert_eq!(header(&self.headers, "svix-signature"), signatures);
-        assert!(
-            signatures.split(' ').all(|s| s.starts_with("v1,")),
-            "webhook-signature {signatures:?}"
-        );
-        let key = base64::engine::general_purpose::STANDARD
-            .decode(secret.trim_start_matches("whsec_"))
-            .expect("the secret is base64 after whsec_");
-        let timestamp: u64 = timestamp.parse().expect("webhook-timestamp is Unix seconds");
-        let expected = herald::webhooks::signature::sign(&key, id, timestamp, &self.body);
-        assert!(
-            signatures.split(' ').any(|s| s == expected),
-            "no signature by the webhook's secret in {signatures:?}"
-        );
-    }
-}
-
-fn header<'a>(headers: &'a hyper::HeaderMap, name: &str) -> &'a str {
-    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+/// Waits until an event has arrived for every id in `wanted`; the ids seen.
+async fn wait_for_every(receiver: &Receiver, wanted: &BTreeSet<String>) -> BTreeSet<String> {
+    let complete = receiver.wait_for(WAIT, |r| wanted.is_subset(&email_ids(r))).await;
+    let arrived = email_ids(receiver);
+    assert!(
+        complete,
+        "after {WAIT:?} the restarted herald had delivered events for {} of {} emails; missing: {:?}",
+        arrived.intersection(wanted).count(),
+        wanted.len(),
+        wanted.difference(&arrived).collect::<Vec<_>>()
+    );
+    arrived
 }

@@ -14,7 +14,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use anyhow::Context as _;
 use herald_queue::{SharedClock, Spool, Store, StoreOptions};
 use herald_tls::ServerTls;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -177,8 +176,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let dns = Dns::new(&config.delivery.nameservers, false).context("cannot set up DNS (`delivery.nameservers`)")?;
 
     let tls = load_tls(&config).await?;
-    let http_listener = TcpListener::bind(config.http.listen)
-        .await
+    let http_listener = smtp::listen(config.http.listen)
         .with_context(|| format!("cannot listen on {} (`http.listen`)", config.http.listen))?;
     let http_addr = http_listener.local_addr()?;
     let bound = smtp::bind_listeners(&config.smtp).await?;

@@ -39,6 +39,29 @@ const PRIVILEGE_HINT: &str = "; ports below 1024 need root or CAP_NET_BIND_SERVI
      (`setcap cap_net_bind_service=+ep herald`, or AmbientCapabilities= in the systemd unit), \
      or choose other ports in [smtp] listeners";
 
+/// Connections the kernel holds for a listener before it accepts them. std's (and so
+/// tokio's) `bind` asks for 128: a burst of a few hundred clients overflowed that queue,
+/// and the kernel dropped their handshakes instead of letting herald answer them, even
+/// with a `421`. The kernel caps it at `net.core.somaxconn`.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening socket on `addr` with [`LISTEN_BACKLOG`], for SMTP and HTTP.
+///
+/// # Errors
+///
+/// What creating, binding or listening on the socket returns.
+pub fn listen(addr: std::net::SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As std does for listeners: a restart can bind while old connections linger.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Binds every listener of `config`, skipping privileged defaults that need root.
 pub async fn bind_listeners(config: &SmtpConfig) -> Result<Bound, BindError> {
     let mut bound = Bound {
@@ -46,7 +69,7 @@ pub async fn bind_listeners(config: &SmtpConfig) -> Result<Bound, BindError> {
         skipped: Vec::new(),
     };
     for (index, listener) in config.listeners.iter().enumerate() {
-        match TcpListener::bind(listener.addr).await {
+        match listen(listener.addr) {
             Ok(socket) => bound.listeners.push((*listener, socket)),
             Err(error) if may_skip(&error, listener, config.listeners_configured) => bound.skipped.push(*listener),
             Err(source) => {

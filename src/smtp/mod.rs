@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-pub use bind::{BindError, Bound, bind_listeners};
+pub use bind::{BindError, Bound, LISTEN_BACKLOG, bind_listeners, listen};
 pub use guard::Guard;
 
 use crate::config::Listener;

@@ -27,7 +27,12 @@ pub struct Receiver {
 impl Receiver {
     /// Starts listening on `127.0.0.1:0`.
     pub async fn start() -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the receiver");
+        Receiver::serve(TcpListener::bind("127.0.0.1:0").await.expect("bind the receiver"))
+    }
+
+    /// Starts answering on `listener`, already listening: a test that holds its port
+    /// unlistened for a while (refusing connections) makes it with `TcpSocket::listen`.
+    pub fn serve(listener: TcpListener) -> Receiver {
         let receiver = Receiver {
             addr: listener.local_addr().expect("local addr"),
             requests: Arc::default(),
@@ -99,6 +104,26 @@ impl Receiver {
             "the webhook receiver did not get request {count} within {timeout:?} ({} arrived)",
             self.len()
         );
+    }
+
+    /// Waits until `condition` holds of the receiver, checking it again on each request;
+    /// whether it did within `timeout`.
+    pub async fn wait_for(&self, timeout: Duration, mut condition: impl FnMut(&Receiver) -> bool) -> bool {
+        let mut watcher = self.count.subscribe();
+        let holds = async {
+            loop {
+                // Seen before checking, so a request recorded during the check wakes the
+                // next wait. The condition runs outside the watch's lock: a request is
+                // recorded holding `requests` and then taking that lock.
+                watcher.mark_unchanged();
+                if condition(self) {
+                    return;
+                }
+                // The sender lives in `self`, so this never fails.
+                let _ = watcher.changed().await;
+            }
+        };
+        tokio::time::timeout(timeout, holds).await.is_ok()
     }
 }
 
