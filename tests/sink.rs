@@ -144,6 +144,7 @@ async fn a_message_is_recorded_dot_unstuffed_with_its_envelope() {
             mail_from: "sender@example.test".to_owned(),
             rcpt_to: vec!["one@example.org".to_owned(), "two@example.org".to_owned()],
             data: b"Subject: dots\r\n\r\n.leading dot\r\n.\r\nlast\r\n".to_vec(),
+            size: 40,
             connection: 0,
             tls: false,
         }]

@@ -69,6 +69,10 @@ pub struct SinkOptions {
     /// Answer STARTTLS with `220`, then send garbage instead of a TLS handshake and close:
     /// a receiver whose TLS is broken.
     pub broken_tls: bool,
+    /// Keep whole only the first this many messages; of later ones keep the header
+    /// section (what Postfix's `smtp-sink` keeps of any: nothing at all), so that a
+    /// benchmark's sink does not hold every body in memory.
+    pub keep_whole: usize,
 }
 
 impl Default for SinkOptions {
@@ -83,6 +87,7 @@ impl Default for SinkOptions {
             delay: Duration::ZERO,
             broken_tls: false,
             recipients: RecipientRule::defaults(),
+            keep_whole: usize::MAX,
         }
     }
 }
@@ -135,8 +140,11 @@ pub struct Received {
     pub mail_from: String,
     /// The accepted recipients, in order.
     pub rcpt_to: Vec<String>,
-    /// The message, dot-unstuffed, without the final `.CRLF` (so it ends in CRLF).
+    /// The message, dot-unstuffed, without the final `.CRLF` (so it ends in CRLF); only
+    /// its header section past [`SinkOptions::keep_whole`] messages.
     pub data: Vec<u8>,
+    /// The whole message's length.
+    pub size: usize,
     /// Which connection carried it: 0 for the first the sink accepted.
     pub connection: u64,
     /// Whether the connection was upgraded with STARTTLS.
@@ -293,8 +301,19 @@ impl Shared {
         }
     }
 
-    fn record(&self, received: Received) {
-        self.log().received.push(received);
+    fn record(&self, mut received: Received) {
+        let mut log = self.log();
+        if log.received.len() >= self.options.keep_whole {
+            let header_end = received
+                .data
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(received.data.len(), |at| at + 4);
+            received.data.truncate(header_end);
+            received.data.shrink_to_fit();
+        }
+        log.received.push(received);
+        drop(log);
         self.received_count.send_modify(|count| *count += 1);
     }
 }
@@ -536,6 +555,7 @@ impl Session {
             self.shared.record(Received {
                 mail_from: from,
                 rcpt_to: recipients,
+                size: message.data.len(),
                 data: message.data,
                 connection,
                 tls,
