@@ -8,6 +8,7 @@
 mod values;
 
 #[path = "../checks/config.rs"]
+#[allow(dead_code)]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::values(data));

@@ -4,6 +4,7 @@
 #![no_main]
 
 #[path = "../checks/smtp.rs"]
+#[allow(dead_code)]
 mod checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::session(data));

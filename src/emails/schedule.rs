@@ -22,7 +22,12 @@ pub fn parse(text: &str, now: Timestamp) -> Result<Timestamp, String> {
     }
     let now_utc = utc(now);
     let at = iso8601(text)
-        .or_else(|| interim::parse_date_string(&natural(text), now_utc, interim::Dialect::Us).ok())
+        .or_else(|| {
+            let phrase = natural(text);
+            parseable(&phrase)
+                .then(|| interim::parse_date_string(&phrase, now_utc, interim::Dialect::Us).ok())
+                .flatten()
+        })
         .ok_or_else(|| {
             format!("`scheduled_at` {text:?} is neither an ISO 8601 date nor a phrase like \"in 10 min\" or \"tomorrow at 9am\"")
         })?;
@@ -36,6 +41,18 @@ pub fn parse(text: &str, now: Timestamp) -> Result<Timestamp, String> {
         return Err(format!("`scheduled_at` {text:?} is more than 30 days ahead"));
     }
     Ok(at.max(now))
+}
+
+/// The longest phrase handed to the date parser: "next tuesday at 10:30am" is 23.
+const PHRASE_MAX: usize = 64;
+
+/// Whether the date parser may see `phrase`. interim 0.2 panics on a word of 16 letters
+/// or more (found by fuzzing `scheduled_at`); no date phrase has one.
+fn parseable(phrase: &str) -> bool {
+    phrase.len() <= PHRASE_MAX
+        && phrase
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .all(|word| word.len() < 16)
 }
 
 /// Rewrites the phrasing people use ("in 10 min", "tomorrow at 9am", "2 hours from now")
@@ -99,6 +116,20 @@ mod tests {
             parse("2026-11-22T10:00:00.500Z", NOW),
             Ok(NOW.saturating_add(Duration::from_millis(7_200_500)))
         );
+    }
+
+    #[test]
+    fn long_words_are_refused_before_the_date_parser_sees_them() {
+        // Found by fuzzing: interim panics on a word of 16 letters or more.
+        for text in [
+            "h3tttttttttttttttttttttt",
+            "H0HHHHHHHHHHHHHHHHHHHHHHHHHH",
+            "in 10 abcdefghijklmnopq",
+        ] {
+            assert!(parse(text, NOW).is_err(), "{text}");
+        }
+        assert!(parse(&format!("in 10 min{}", " ".repeat(100)), NOW).is_ok(), "trimmed");
+        assert!(parse(&format!("in {} min", "1".repeat(100)), NOW).is_err(), "too long");
     }
 
     #[test]
