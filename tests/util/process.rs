@@ -114,23 +114,36 @@ impl Process {
 
     /// SIGTERM, and a clean exit within `timeout`.
     pub async fn terminate(&mut self, timeout: Duration) {
+        self.sigterm();
+        let exit = self
+            .wait_exit(timeout)
+            .await
+            .unwrap_or_else(|| panic!("herald did not stop within {timeout:?} of SIGTERM"));
+        assert!(exit.success(), "herald stopped uncleanly after SIGTERM: {exit:?}");
+    }
+
+    /// SIGTERM without waiting, so a test can watch herald while it shuts down.
+    pub fn sigterm(&self) {
         let status = Command::new("kill")
             .args(["-s", "TERM", &self.child.id().to_string()])
             .status()
             .expect("run kill");
         assert!(status.success(), "kill -s TERM: {status:?}");
+    }
+
+    /// Waits up to `timeout` for herald to exit: its exit status, or `None` while it
+    /// still runs.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
-        let exit = loop {
+        loop {
             if let Some(exit) = self.child.try_wait().expect("try_wait") {
-                break exit;
+                return Some(exit);
             }
-            assert!(
-                Instant::now() < deadline,
-                "herald did not stop within {timeout:?} of SIGTERM"
-            );
+            if Instant::now() >= deadline {
+                return None;
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        assert!(exit.success(), "herald stopped uncleanly after SIGTERM: {exit:?}");
+        }
     }
 }
 
