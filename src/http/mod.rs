@@ -40,6 +40,9 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
     let graceful = GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
+            // A shutdown wins over a connection waiting at the same moment.
+            biased;
+            () = shutdown.triggered() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -50,7 +53,6 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
                     continue;
                 }
             },
-            () = shutdown.triggered() => break,
         };
         // Responses are written whole; waiting for more bytes to coalesce (Nagle) would
         // only delay them behind the client's delayed ACK.

@@ -124,6 +124,9 @@ impl Running {
     /// closes the store. Returns whether everything finished in time.
     pub async fn shutdown(mut self) -> bool {
         let grace = self.state.config.server.shutdown_grace;
+        // One grace period for everything: connections draining and deliveries in flight
+        // share it, so a stop takes at most `grace` (plus closing the store).
+        let deadline = std::time::Instant::now() + grace;
         let drained = self.controller.shutdown(grace).await;
         if !drained {
             tracing::warn!(?grace, "connections still open after the grace period; closing them");
@@ -131,7 +134,8 @@ impl Running {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         if let Some(delivery) = self.delivery.take() {
-            let _ = tokio::task::spawn_blocking(move || delivery.stop(grace)).await;
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let _ = tokio::task::spawn_blocking(move || delivery.stop(left)).await;
         }
         // The last store handles drop with `self.state`; the commit thread then finishes
         // what is queued and RocksDB closes. That blocks, so it happens off the reactor.

@@ -198,15 +198,17 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
             buffer.reserve(READ_CHUNK);
         }
         let read = tokio::select! {
-            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read_buf(&mut buffer)) => read,
-            () = tokio::time::sleep_until(deadline) => {
-                stream.write_all(&Reply::new(421, "4.4.2", "Session time limit reached, closing the connection").to_bytes()).await?;
-                return Ok(Ended::Closed);
-            }
+            // A shutdown or the session's end wins over input that arrives with it.
+            biased;
             () = shutdown.triggered() => {
                 stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
                 return Ok(Ended::Closed);
             }
+            () = tokio::time::sleep_until(deadline) => {
+                stream.write_all(&Reply::new(421, "4.4.2", "Session time limit reached, closing the connection").to_bytes()).await?;
+                return Ok(Ended::Closed);
+            }
+            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read_buf(&mut buffer)) => read,
         };
         match read {
             Ok(Ok(0)) => return Ok(Ended::Closed),

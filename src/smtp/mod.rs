@@ -36,6 +36,9 @@ pub async fn serve(listener: TcpListener, config: Listener, context: ListenerCon
     let label = config.addr.port().to_string();
     loop {
         let (stream, peer) = tokio::select! {
+            // A shutdown wins over a connection waiting at the same moment.
+            biased;
+            () = shutdown.triggered() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -44,7 +47,6 @@ pub async fn serve(listener: TcpListener, config: Listener, context: ListenerCon
                     continue;
                 }
             },
-            () = shutdown.triggered() => break,
         };
         metrics::counter!("herald_smtp_connections_total", "listener" => label.clone()).increment(1);
         let context = context.clone();
