@@ -143,3 +143,71 @@ fn peak_rss() -> u64 {
         .expect("VmHWM")
         * 1024
 }
+
+/// Writes the disk cannot take fast enough: with a commit queue of one, a burst of
+/// submissions gets `503` for what does not fit (never a `500`), everything answered `200`
+/// is kept, and the next submission after the burst is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submissions_beyond_what_the_disk_takes_get_503_and_nothing_accepted_is_lost() {
+    const BURST: usize = 300;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = util::config(dir.path(), "[api]\nrate_limit = \"100000/s\"\n");
+    config.spool.commit_queue_max = 1;
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let http = running.http_addr;
+    util::verified_domain(http, "example.test").await;
+
+    let mut burst = Vec::new();
+    for i in 0..BURST {
+        burst.push(tokio::spawn(async move {
+            let body =
+                json!({"from": "a@example.test", "to": "b@example.org", "subject": format!("burst {i}"), "text": "x"});
+            call(http, Method::POST, "/emails", Some(OPERATOR_KEY), Some(body)).await
+        }));
+    }
+    let (mut accepted, mut busy) = (Vec::new(), 0);
+    for task in burst {
+        let response = task.await.expect("burst client");
+        match response.status {
+            StatusCode::OK => accepted.push(response.json()["id"].as_str().expect("id").to_owned()),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                let body = response.json();
+                assert_eq!(body["name"], "service_unavailable", "{body}");
+                assert!(body["message"].as_str().is_some_and(|m| m.contains("busy")), "{body}");
+                busy += 1;
+            }
+            other => panic!("unexpected status {other}: {}", response.text()),
+        }
+    }
+    println!(
+        "submission burst of {BURST} with a commit queue of 1: {} accepted, {busy} refused with 503",
+        accepted.len()
+    );
+    assert!(busy > 0, "the burst never filled the commit queue");
+    assert!(!accepted.is_empty());
+
+    let mut listed = std::collections::HashSet::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(id) => format!("/emails?limit=100&after={id}"),
+            None => "/emails?limit=100".to_owned(),
+        };
+        let page = call(http, Method::GET, &path, Some(OPERATOR_KEY), None).await.json();
+        let data = page["data"].as_array().expect("data").clone();
+        for email in &data {
+            listed.insert(email["id"].as_str().expect("id").to_owned());
+        }
+        if page["has_more"] != true {
+            break;
+        }
+        after = data.last().and_then(|e| e["id"].as_str()).map(str::to_owned);
+    }
+    for id in &accepted {
+        assert!(listed.contains(id), "accepted {id} is not listed");
+    }
+    let after_burst = json!({"from": "a@example.test", "to": "b@example.org", "subject": "after", "text": "x"});
+    let response = call(http, Method::POST, "/emails", Some(OPERATOR_KEY), Some(after_burst)).await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+    running.shutdown().await;
+}

@@ -142,6 +142,7 @@ pub fn render(config: &Config) -> String {
                     .iec()
                     .to_string(),
             ),
+            commit_queue_max: Some(config.spool.commit_queue_max),
         },
         log: RawLog {
             format: Some(match config.log.format {

@@ -319,6 +319,9 @@ pub struct SpoolConfig {
     /// New mail is refused (SMTP 452, HTTP 503) while less than this is free on the data
     /// directory's file system, so the disk never fills mid-write.
     pub min_free_space: u64,
+    /// Writes waiting for the commit thread before new mail is refused as busy (SMTP 451,
+    /// HTTP 503): bounds the memory held by writes the disk has not caught up with.
+    pub commit_queue_max: usize,
 }
 
 /// `[log]`: logging.
@@ -530,6 +533,13 @@ impl Validator<'_> {
                 min_free_space: self.check(
                     "spool.min_free_space",
                     values::byte_size(raw.spool.min_free_space.as_deref().unwrap_or("256MiB")),
+                )?,
+                commit_queue_max: positive(
+                    self,
+                    "spool.commit_queue_max",
+                    raw.spool
+                        .commit_queue_max
+                        .unwrap_or(herald_queue::CommitLimits::default().queue_max),
                 )?,
             },
             log: LogConfig {

@@ -151,6 +151,7 @@ pub struct RawWebhooks {
 #[serde(deny_unknown_fields, default)]
 pub struct RawSpool {
     pub min_free_space: Option<String>,
+    pub commit_queue_max: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

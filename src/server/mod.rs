@@ -261,6 +261,7 @@ async fn open_store(
     let mut store_options = StoreOptions::new(data_dir.join("spool"));
     store_options.clock = clock;
     store_options.min_free_space = config.spool.min_free_space;
+    store_options.commit.queue_max = config.spool.commit_queue_max;
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let store = Store::open(store_options)?;
         let (spool, recovery) = Spool::open(store.clone())?;

@@ -373,6 +373,9 @@ fn failure_reply(error: RawError) -> Reply {
         RawError::Send(SendError::Unavailable(Refusal::DiskLow { .. })) => {
             Reply::new(452, "4.3.1", "Insufficient system storage, try again later")
         }
+        RawError::Send(SendError::Unavailable(Refusal::Busy)) => {
+            Reply::new(451, "4.3.2", "Too busy to accept mail now, try again later")
+        }
         RawError::Send(SendError::Unavailable(_) | SendError::Internal(_)) => {
             Reply::new(451, "4.3.0", "Temporary storage failure, try again later")
         }
