@@ -67,9 +67,12 @@ pub async fn connection(
     let work = async {
         match mode {
             TlsMode::Implicit => {
-                let mut tls = handshake(stream, context).await?;
                 let mut session = Session::new(settings, true);
-                tls.write_all(&session.greeting().to_bytes()).await?;
+                // The greeting goes out with the server's first flight (TLS 1.3 lets the
+                // server send data right after its Finished): the client has it one
+                // round trip sooner, and nothing is written twice.
+                let greeting = session.greeting().to_bytes();
+                let mut tls = handshake(stream, context, Some(&greeting)).await?;
                 run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
                 tls.shutdown().await
             }
@@ -92,7 +95,7 @@ pub async fn connection(
                     Ended::StartTls => {
                         // Whatever the client pipelined after STARTTLS in plaintext was in
                         // the loop's buffer and is gone with it (CVE-2011-0411).
-                        let mut tls = handshake(plain, context).await?;
+                        let mut tls = handshake(plain, context, None).await?;
                         session.tls_started();
                         run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
                         tls.shutdown().await
@@ -109,13 +112,25 @@ pub async fn connection(
     }
 }
 
+/// Accepts TLS on `stream`; `first` is queued before the handshake and sent as soon as
+/// the server may send application data.
 async fn handshake(
     stream: TcpStream,
     context: &ListenerContext,
+    first: Option<&[u8]>,
 ) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
-    tokio::time::timeout(HANDSHAKE_TIMEOUT, context.tls.accept(stream))
+    let accept = context.tls.accept_with(stream, |connection| {
+        if let Some(first) = first {
+            // Buffered by rustls until the handshake lets it out; never fails.
+            let _ = std::io::Write::write_all(&mut connection.writer(), first);
+        }
+    });
+    let mut tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
         .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))?
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    // Whatever of it is still buffered goes now.
+    tls.flush().await?;
+    Ok(tls)
 }
 
 /// Answers a connection that is over a limit with `421` and closes it.
