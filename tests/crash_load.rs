@@ -25,7 +25,7 @@ use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -39,9 +39,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use util::process::{Log, Process};
+use util::real::{self, email_id_of, wait_until};
 use util::sink::{Sink, SinkOptions};
 use util::webhook_receiver::Receiver;
-use util::{OPERATOR_KEY, call};
+use util::{OPERATOR_KEY, call, lock};
 
 /// SIGKILLs in one run: each kind of [`Moment`] twice. A run takes seconds, so more
 /// kills cost little and find more.
@@ -68,8 +69,6 @@ const WAIT: Duration = Duration::from_secs(20);
 const SETTLE: Duration = Duration::from_secs(40);
 /// The bound on one submission.
 const SUBMISSION_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often conditions are checked.
-const POLL: Duration = Duration::from_millis(10);
 /// Lost emails described in detail on failure.
 const EVIDENCE_MAX: usize = 10;
 
@@ -131,13 +130,7 @@ async fn no_acknowledged_email_or_event_is_lost_when_herald_is_killed_under_load
     );
     load.wait_for_acks(load.acked_len() + ACKS_IN_LAST_LIFE).await;
     target.send_replace(Target::Stop);
-    let joined = tokio::time::timeout(WAIT, async {
-        while let Some(client) = clients.join_next().await {
-            client.expect("a load client panicked");
-        }
-    })
-    .await;
-    assert!(joined.is_ok(), "the load clients did not stop within {WAIT:?}");
+    real::join_clients(&mut clients, WAIT).await;
     let load_ended = started.elapsed();
 
     let acked = load.acked();
@@ -745,15 +738,6 @@ async fn list_emails(http: SocketAddr) -> BTreeSet<String> {
     panic!("GET /emails has more pages than {SUBMISSIONS_MAX} submissions fill");
 }
 
-/// The email id in herald's VERP envelope sender `<id>@<return-path host>`.
-fn email_id_of(received: &util::sink::Received) -> String {
-    let (id, _) = received
-        .mail_from
-        .split_once('@')
-        .unwrap_or_else(|| panic!("envelope sender {:?} is not VERP", received.mail_from));
-    id.to_owned()
-}
-
 /// Creates the webhook for `email.sent` and `email.delivered`; its signing secret.
 async fn create_webhook(http: SocketAddr, receiver: SocketAddr) -> String {
     let body = json!({ "endpoint": format!("http://{receiver}/hook"), "events": ["email.sent", "email.delivered"] });
@@ -765,61 +749,20 @@ async fn create_webhook(http: SocketAddr, receiver: SocketAddr) -> String {
         .to_owned()
 }
 
-/// Loopback port 0 everywhere, one SMTPS listener, JSON logs, delivery through the sink
-/// with a one-second retry, and a minute of one-second webhook retries: a schedule that
-/// ran out would mark a message failed, and the test would call it lost.
+/// JSON logs, delivery through the sink with a one-second retry, and a minute of
+/// one-second webhook retries: a schedule that ran out would mark a message failed, and
+/// the test would call it lost.
 fn write_config(dir: &Path, sink: SocketAddr) -> PathBuf {
     let webhook_retries = vec!["\"1s\""; 60].join(", ");
-    let text = format!(
-        r#"
-[server]
-hostname = "herald.test"
-data_dir = "{data}"
-shutdown_grace = "5s"
-[http]
-listen = "127.0.0.1:0"
-[smtp]
-listeners = [{{ addr = "127.0.0.1:0", tls = "implicit" }}]
-[spool]
-min_free_space = "0"
-[api]
-rate_limit = "10000/s"
-[log]
-format = "json"
-[delivery]
-enabled = true
-relay = "{sink}"
-retry_intervals = ["1s"]
-connect_timeout = "2s"
-command_timeout = "10s"
-[webhooks]
+    let extra = format!(
+        r#"{load}[webhooks]
 allowed_networks = ["127.0.0.0/8"]
 retry_intervals = [{webhook_retries}]
 timeout = "5s"
 "#,
-        data = dir.join("data").display()
+        load = real::load_sections(sink)
     );
-    let path = dir.join("herald.toml");
-    std::fs::write(&path, text).expect("write config");
-    path
-}
-
-/// Checks `done` every [`POLL`] until it holds; panics after `timeout` with `what`.
-async fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool, what: impl Fn() -> String) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {}",
-            what()
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Every change is one push or increment, so a panic cannot leave it half-written.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    real::write_config(dir, Duration::from_secs(5), &extra)
 }
 
 /// `CRASH_LOAD_SEED`, or one from the clock.

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -32,9 +32,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
-use util::OPERATOR_KEY;
 use util::process::{Log, Process};
+use util::real::{self, email_id_of, wait_until};
 use util::sink::{Sink, SinkOptions};
+use util::{OPERATOR_KEY, lock};
 
 /// `[server] shutdown_grace` in the config.
 const GRACE: Duration = Duration::from_secs(5);
@@ -135,7 +136,7 @@ async fn sigterm_under_load_refuses_new_work_drains_in_flight_and_restarts_clean
         .await
         .expect("the prober stops")
         .expect("the prober did not panic");
-    join(&mut clients).await;
+    real::join_clients(&mut clients, WAIT).await;
     // Herald is gone, so its connections to the sink are closed: everything the sink
     // accepted from the first life is counted.
     wait_until(
@@ -345,16 +346,6 @@ fn spawn_load(target: &Target, load: &Arc<Attempts>, stop: &Arc<AtomicBool>) -> 
     clients
 }
 
-async fn join(clients: &mut JoinSet<()>) {
-    let joined = tokio::time::timeout(WAIT, async {
-        while let Some(client) = clients.join_next().await {
-            client.expect("a load client panicked");
-        }
-    })
-    .await;
-    assert!(joined.is_ok(), "the load clients did not stop within {WAIT:?}");
-}
-
 /// Submits one email by each route, again and again, until `exited`; how many of each
 /// began while herald still ran.
 async fn probe(target: Target, probes: Arc<Attempts>, exited: Arc<AtomicBool>) -> [usize; 2] {
@@ -550,15 +541,6 @@ fn receipts_by_email(sink: &Sink) -> BTreeMap<String, usize> {
     receipts
 }
 
-/// The email id in herald's VERP envelope sender `<id>@<return-path host>`.
-fn email_id_of(received: &util::sink::Received) -> String {
-    let (id, _) = received
-        .mail_from
-        .split_once('@')
-        .unwrap_or_else(|| panic!("envelope sender {:?} is not VERP", received.mail_from));
-    id.to_owned()
-}
-
 /// The log lines of `life` that contain `needle`.
 fn life_lines(log: &Log, life: usize, needle: &str) -> Vec<String> {
     let prefix = format!("[{life}] ");
@@ -580,54 +562,7 @@ fn life_problems(log: &Log, life: usize, levels: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Loopback port 0 everywhere, one SMTPS listener, JSON logs, the grace period, and
-/// delivery through the sink with a one-second retry.
+/// JSON logs, the grace period, and delivery through the sink with a one-second retry.
 fn write_config(dir: &Path, sink: SocketAddr) -> PathBuf {
-    let text = format!(
-        r#"
-[server]
-hostname = "herald.test"
-data_dir = "{data}"
-shutdown_grace = "{grace}s"
-[http]
-listen = "127.0.0.1:0"
-[smtp]
-listeners = [{{ addr = "127.0.0.1:0", tls = "implicit" }}]
-[spool]
-min_free_space = "0"
-[api]
-rate_limit = "10000/s"
-[log]
-format = "json"
-[delivery]
-enabled = true
-relay = "{sink}"
-retry_intervals = ["1s"]
-connect_timeout = "2s"
-command_timeout = "10s"
-"#,
-        data = dir.join("data").display(),
-        grace = GRACE.as_secs(),
-    );
-    let path = dir.join("herald.toml");
-    std::fs::write(&path, text).expect("write config");
-    path
-}
-
-/// Checks `done` every [`POLL`] until it holds; panics after `timeout` with `what`.
-async fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool, what: impl Fn() -> String) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {}",
-            what()
-        );
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Every change is one push, so a panic cannot leave it half-written.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    real::write_config(dir, GRACE, &real::load_sections(sink))
 }

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use util::process::{Log, Process};
 use util::sink::{Sink, SinkOptions};
 use util::webhook_receiver::Receiver;
-use util::{OPERATOR_KEY, call};
+use util::{OPERATOR_KEY, call, copy_tree};
 
 /// The bound on a start, a stop, and the deliveries and webhook requests.
 const WAIT: Duration = Duration::from_secs(20);
@@ -334,19 +334,6 @@ fn walk(dir: &Path, modes: &mut Vec<(PathBuf, u32)>, files: &mut Vec<(PathBuf, V
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create copy");
-    for entry in std::fs::read_dir(from).expect("read spool") {
-        let entry = entry.expect("spool entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy spool file");
-        }
-    }
-}
-
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
@@ -382,22 +369,10 @@ fn submission(token: &str) -> String {
     )
 }
 
-/// Loopback port 0 everywhere, one SMTPS listener, JSON logs at `trace`, delivery through
-/// the sink, and webhooks allowed to loopback.
+/// JSON logs at `trace`, delivery through the sink, and webhooks allowed to loopback.
 fn write_config(dir: &Path, sink: SocketAddr) -> PathBuf {
-    let text = format!(
-        r#"
-[server]
-hostname = "herald.test"
-data_dir = "{data}"
-shutdown_grace = "5s"
-[http]
-listen = "127.0.0.1:0"
-[smtp]
-listeners = [{{ addr = "127.0.0.1:0", tls = "implicit" }}]
-[spool]
-min_free_space = "0"
-[log]
+    let extra = format!(
+        r#"[log]
 format = "json"
 level = "trace"
 [delivery]
@@ -407,12 +382,9 @@ retry_intervals = ["1s"]
 [webhooks]
 allowed_networks = ["127.0.0.0/8"]
 retry_intervals = ["1s"]
-"#,
-        data = dir.join("data").display()
+"#
     );
-    let path = dir.join("herald.toml");
-    std::fs::write(&path, text).expect("write config");
-    path
+    util::real::write_config(dir, Duration::from_secs(5), &extra)
 }
 
 /// Waits until the log has a line containing `needle`.

@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio::net::TcpSocket;
 use util::process::{Log, Process};
 use util::webhook_receiver::Receiver;
-use util::{OPERATOR_KEY, call};
+use util::{OPERATOR_KEY, call, copy_tree};
 
 /// Emails sent before the crash.
 const EMAILS: usize = 50;
@@ -233,19 +233,6 @@ fn inspect_copy(dir: &Path) -> AtCrash {
         }
     }
     at_crash
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create copy");
-    for entry in std::fs::read_dir(from).expect("read spool") {
-        let entry = entry.expect("spool entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy spool file");
-        }
-    }
 }
 
 /// The webhook endpoint's port, held from the start and served only after the restart.

@@ -5,12 +5,13 @@
 
 pub mod dns;
 pub mod process;
+pub mod real;
 pub mod sink;
 pub mod webhook_receiver;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -34,23 +35,34 @@ pub fn config_text(dir: &Path, extra: &str) -> String {
     } else {
         format!("{extra}\n[delivery]\nenabled = false\n")
     };
+    let base = base_config(
+        dir,
+        Duration::from_secs(5),
+        r#"{ addr = "127.0.0.1:0", tls = "starttls" }, { addr = "127.0.0.1:0", tls = "implicit" }"#,
+    );
+    format!("{base}[webhooks]\nallow_private_endpoints = true\n{extra}\n")
+}
+
+/// The `[server]`, `[http]`, `[smtp]` and `[spool]` sections every test config begins
+/// with: hostname `herald.test`, data in `dir/data`, `grace` to shut down, HTTP on
+/// loopback port 0, `listeners` (the inside of the TOML array) and no free-space floor.
+/// It begins and ends with a newline.
+pub fn base_config(dir: &Path, grace: Duration, listeners: &str) -> String {
     format!(
         r#"
 [server]
 hostname = "herald.test"
 data_dir = "{data}"
-shutdown_grace = "5s"
+shutdown_grace = "{grace}s"
 [http]
 listen = "127.0.0.1:0"
 [smtp]
-listeners = [{{ addr = "127.0.0.1:0", tls = "starttls" }}, {{ addr = "127.0.0.1:0", tls = "implicit" }}]
+listeners = [{listeners}]
 [spool]
 min_free_space = "0"
-[webhooks]
-allow_private_endpoints = true
-{extra}
 "#,
-        data = dir.join("data").display()
+        data = dir.join("data").display(),
+        grace = grace.as_secs(),
     )
 }
 
@@ -263,4 +275,24 @@ pub fn wait_until(deadline: Duration, what: &str, mut condition: impl FnMut() ->
 pub fn certificate(name: &str) -> (String, String) {
     let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("rcgen");
     (certified.cert.pem(), certified.signing_key.serialize_pem())
+}
+
+/// Locks `mutex`, poisoned or not: the tests' shared state changes by single pushes and
+/// increments, which a panic cannot leave half-done.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Copies the directory tree `from` into `to`, creating it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy");
+    for entry in std::fs::read_dir(from).expect("read spool") {
+        let entry = entry.expect("spool entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy spool file");
+        }
+    }
 }

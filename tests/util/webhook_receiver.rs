@@ -4,7 +4,7 @@
 //! mid-body) is answered `400` and not recorded: it was not delivered.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -15,6 +15,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+use super::lock;
 
 /// A running receiver. Its accept task ends with the test's runtime.
 pub struct Receiver {
@@ -182,9 +184,4 @@ impl Recorded {
 
 fn header<'a>(headers: &'a hyper::HeaderMap, name: &str) -> &'a str {
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every change is one push, so a panic cannot leave it half-written.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
