@@ -306,7 +306,7 @@ impl Injector {
 
 async fn start(dir: &Path, sink: SocketAddr) -> Running {
     let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n",
+        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n# Postfix's default_destination_concurrency_limit, as the peer relays with it.\nconnections_per_destination = 20\n",
         dir.join("data").display()
     );
     let config = Config::from_toml(&text, None).expect("config");

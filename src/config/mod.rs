@@ -835,8 +835,14 @@ impl DeliveryConfig {
 }
 
 /// One delivery thread per core.
+/// Two delivery threads per core, at least four: a worker also waits for the synced
+/// write of each outcome, and with one per core the cores idle during those waits (at
+/// 100 KB with RSA, 4 workers on 2 cores delivered 568 msg/s where 2 delivered 481).
 fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(2, std::num::NonZero::get)
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZero::get)
+        .saturating_mul(2)
+        .max(4)
 }
 
 /// A count that must be at least 1.
