@@ -127,20 +127,14 @@ fn summary(message: &WebhookMessage) -> Value {
 fn message(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<WebhookMessage, ApiError> {
     let webhook = webhook(ctx, id)?;
     let event: Id = format::id(event.strip_prefix("msg_").unwrap_or(event), "event")?;
-    let key = [
-        ctx.caller.team_id.as_bytes().as_slice(),
-        webhook.as_bytes(),
-        event.as_bytes(),
-    ]
-    .concat();
     ctx.state
         .store
-        .get::<WebhookMessage>(&key)?
+        .get::<WebhookMessage>(WebhookMessage::key_of(ctx.caller.team_id, webhook, event))?
         .ok_or_else(|| ApiError::not_found("Webhook event not found"))
 }
 
 /// The caller's webhook's id, named by a path segment.
-fn webhook(ctx: &Ctx<'_>, id: &str) -> Result<Id, ApiError> {
+pub(super) fn webhook(ctx: &Ctx<'_>, id: &str) -> Result<Id, ApiError> {
     let id: Id = format::id(id, "webhook")?;
     webhooks::find(&ctx.state.store, ctx.caller.team_id, id)?
         .map(|w| w.id)

@@ -82,10 +82,15 @@ impl Record for WebhookMessage {
 impl WebhookMessage {
     /// Its key: team, webhook, event.
     pub fn key(&self) -> Vec<u8> {
+        Self::key_of(self.team_id, self.webhook_id, self.event_id)
+    }
+
+    /// The key of the message of event `event_id` for webhook `webhook_id` of `team_id`.
+    pub fn key_of(team_id: Id, webhook_id: Id, event_id: Id) -> Vec<u8> {
         [
-            self.team_id.as_bytes().as_slice(),
-            self.webhook_id.as_bytes(),
-            self.event_id.as_bytes(),
+            team_id.as_bytes().as_slice(),
+            webhook_id.as_bytes(),
+            event_id.as_bytes(),
         ]
         .concat()
     }
