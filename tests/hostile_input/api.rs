@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::client::{connect, read_responses};
-use super::server::Server;
+use super::server::{Server, assert_rows_passed};
 use crate::util::{self, OPERATOR_KEY};
 use crate::{LOCAL, SENDER};
 
@@ -25,23 +25,9 @@ async fn bad_api_input_gets_a_clear_error_and_the_server_keeps_serving() {
     let mut failures = Vec::new();
     for case in &cases {
         let outcome = run_api_case(server.http(), case).await;
-        let recorded = server.check_recorded().await;
-        let whys: Vec<String> = [outcome.err(), recorded.err()].into_iter().flatten().collect();
-        if !whys.is_empty() {
-            failures.push(format!("[{}] {}", case.name, whys.join("\n")));
-        }
-        server.resync().await;
-        if let Err(why) = server.check_healthy(LOCAL).await {
-            panic!("after [{}] herald stopped serving: {why}", case.name);
-        }
+        server.after_row(case.name, outcome, &mut failures).await;
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} API cases failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    assert_rows_passed("API", cases.len(), &failures);
     server.running.shutdown().await;
 }
 

@@ -7,7 +7,7 @@ use hyper::{Method, StatusCode};
 
 use super::client::Client;
 use crate::util::{self, OPERATOR_KEY};
-use crate::{DOMAIN, SENDER, message};
+use crate::{DOMAIN, LOCAL, SENDER, message};
 
 /// Herald on loopback with `example.test` verified for the operator's team, and the number
 /// of messages it should hold.
@@ -121,4 +121,29 @@ impl Server {
         self.expected += 1;
         self.check_recorded().await
     }
+
+    /// After a table row: notes in `failures` why the row failed (its own `outcome`, or
+    /// mail recorded that should not be), then checks that herald still serves, and stops
+    /// the table if it does not.
+    pub(super) async fn after_row(&mut self, name: &str, outcome: Result<(), String>, failures: &mut Vec<String>) {
+        let recorded = self.check_recorded().await;
+        let whys: Vec<String> = [outcome.err(), recorded.err()].into_iter().flatten().collect();
+        if !whys.is_empty() {
+            failures.push(format!("[{name}] {}", whys.join("\n")));
+        }
+        self.resync().await;
+        if let Err(why) = self.check_healthy(LOCAL).await {
+            panic!("after [{name}] herald stopped serving: {why}");
+        }
+    }
+}
+
+/// Fails with every failed row of a table of `rows` `kind` cases.
+pub(super) fn assert_rows_passed(kind: &str, rows: usize, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} of {rows} {kind} cases failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

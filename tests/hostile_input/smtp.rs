@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use super::client::{Client, Wire};
-use super::server::Server;
+use super::server::{Server, assert_rows_passed};
 use crate::util::{self, OPERATOR_KEY};
 use crate::{LOCAL, SENDER, WRONG_KEY, message};
 
@@ -35,23 +35,9 @@ async fn bad_smtp_input_gets_a_clear_reply_and_the_server_keeps_serving() {
     for case in &cases {
         let outcome = run_smtp_case(&server, case).await;
         server.expected += case.accepted;
-        let recorded = server.check_recorded().await;
-        let whys: Vec<String> = [outcome.err(), recorded.err()].into_iter().flatten().collect();
-        if !whys.is_empty() {
-            failures.push(format!("[{}] {}", case.name, whys.join("\n")));
-        }
-        server.resync().await;
-        if let Err(why) = server.check_healthy(LOCAL).await {
-            panic!("after [{}] herald stopped serving: {why}", case.name);
-        }
+        server.after_row(&case.name, outcome, &mut failures).await;
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} SMTP cases failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    assert_rows_passed("SMTP", cases.len(), &failures);
     server.running.shutdown().await;
 }
 
