@@ -131,8 +131,10 @@ pub fn redact(body: &[u8]) -> Option<String> {
     }
     // Most bodies name no secret and carry no attachment: keep them as they are instead
     // of parsing and re-serialising every request's JSON.
-    if !mentions_sensitive_field(body) {
-        return Some(cap(String::from_utf8_lossy(body).into_owned()));
+    // Only the first BODY_MAX bytes can be logged, so only they need to be looked at: a
+    // field named after them has its value after them too.
+    if !mentions_sensitive_field(&body[..body.len().min(BODY_MAX)]) {
+        return Some(cap_bytes(body));
     }
     let text = match serde_json::from_slice::<Value>(body) {
         Ok(mut value) => {
@@ -172,6 +174,21 @@ fn scrub(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(scrub),
         _ => {}
     }
+}
+
+/// [`cap`] for bytes that are not yet text: only the kept part is converted.
+fn cap_bytes(body: &[u8]) -> String {
+    if body.len() <= BODY_MAX {
+        return String::from_utf8_lossy(body).into_owned();
+    }
+    let mut end = BODY_MAX;
+    // Back off to the start of a UTF-8 sequence (continuation bytes are 0b10xx_xxxx).
+    while end > BODY_MAX - 3 && body[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
+    let mut text = String::from_utf8_lossy(&body[..end]).into_owned();
+    text.push_str(&format!("… (truncated, {} bytes in all)", body.len()));
+    text
 }
 
 fn cap(mut text: String) -> String {
@@ -335,9 +352,24 @@ mod tests {
 
     #[test]
     fn long_bodies_are_capped_on_a_character_boundary() {
-        let long = "é".repeat(BODY_MAX);
-        let logged = redact(long.as_bytes()).expect("logged");
-        assert!(logged.len() < BODY_MAX + 64);
-        assert!(logged.contains("truncated"));
+        for prefix in ["", "a"] {
+            // With "a" first, BODY_MAX falls inside an "é".
+            let long = format!("{prefix}{}", "é".repeat(BODY_MAX));
+            let logged = redact(long.as_bytes()).expect("logged");
+            assert!(logged.len() < BODY_MAX + 64);
+            assert!(logged.contains(&format!("truncated, {} bytes in all", long.len())));
+            assert!(!logged.contains('\u{FFFD}'), "no broken character: {prefix:?}");
+        }
+    }
+
+    #[test]
+    fn a_secret_in_a_long_body_is_redacted_wherever_the_cap_falls() {
+        let padding = "x".repeat(2 * BODY_MAX);
+        let early = format!(r#"{{"password":"hunter2","html":"{padding}"}}"#);
+        let logged = redact(early.as_bytes()).expect("logged");
+        assert!(!logged.contains("hunter2"));
+        let late = format!(r#"{{"html":"{padding}","password":"hunter2"}}"#);
+        let logged = redact(late.as_bytes()).expect("logged");
+        assert!(!logged.contains("hunter2") && logged.contains("truncated"));
     }
 }
