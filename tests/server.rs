@@ -160,6 +160,72 @@ async fn smtp_listeners_greet_in_plaintext_or_after_tls() {
     running.shutdown().await;
 }
 
+/// The session ticket is held back until the `EHLO` reply (one write instead of two),
+/// still reaches the client, and resumes the next session; `QUIT` gets its `221` and a
+/// clean `close_notify`.
+#[tokio::test]
+async fn tls_1_3_tickets_ride_with_the_first_reply_and_resume_the_next_session() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    let implicit = running.smtp[1].1;
+    let mut client = rustls::ClientConfig::clone(&client_config());
+    client.resumption = rustls::client::Resumption::in_memory_sessions(4);
+    let client = Arc::new(client);
+    let connect = || async {
+        let stream = TcpStream::connect(implicit).await.expect("connect");
+        let name = ServerName::try_from("herald.test").expect("server name");
+        tokio_rustls::TlsConnector::from(Arc::clone(&client))
+            .connect(name, stream)
+            .await
+            .expect("TLS handshake")
+    };
+
+    let mut first = BufReader::new(connect().await);
+    assert_eq!(
+        first.get_ref().get_ref().1.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+    let mut line = String::new();
+    first.read_line(&mut line).await.expect("greeting");
+    assert!(line.starts_with("220 "), "{line}");
+    // Nothing follows the greeting until the client speaks: the ticket waits.
+    let mut peek = [0; 1];
+    let early = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        first.get_ref().get_ref().0.peek(&mut peek),
+    )
+    .await;
+    assert!(
+        early.is_err(),
+        "the server wrote before the client's first command: {early:?}"
+    );
+    first.get_mut().write_all(b"EHLO client.test\r\n").await.expect("write");
+    loop {
+        line.clear();
+        first.read_line(&mut line).await.expect("EHLO reply");
+        assert!(line.starts_with("250"), "{line}");
+        if line.as_bytes()[3] == b' ' {
+            break;
+        }
+    }
+    first.get_mut().write_all(b"QUIT\r\n").await.expect("write");
+    let mut rest = String::new();
+    first
+        .read_to_string(&mut rest)
+        .await
+        .expect("221, then a clean close_notify");
+    assert!(rest.starts_with("221 "), "{rest}");
+
+    let second = connect().await;
+    assert_eq!(
+        second.get_ref().1.handshake_kind(),
+        Some(rustls::HandshakeKind::Resumed)
+    );
+    drop(second);
+    running.shutdown().await;
+}
+
 #[tokio::test]
 async fn tls_1_2_clients_are_served_and_reload_swaps_the_certificate() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -77,7 +77,8 @@ pub async fn run(load: Arc<Load>, tls: &Arc<rustls::ClientConfig>, messages: usi
     let remaining = Arc::new(AtomicUsize::new(messages));
     let mut tasks = Vec::new();
     for _ in 0..load.sessions {
-        let (load, remaining, tls) = (Arc::clone(&load), Arc::clone(&remaining), Arc::clone(tls));
+        let (load, remaining) = (Arc::clone(&load), Arc::clone(&remaining));
+        let tls = own_sessions(tls);
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
@@ -94,6 +95,17 @@ pub async fn run(load: Arc<Load>, tls: &Arc<rustls::ClientConfig>, messages: usi
         latencies.extend(task.await.expect("an SMTP load session panicked"));
     }
     latencies
+}
+
+/// `tls` with a session store of its own: each load session stands for one client that
+/// resumes with the ticket from its own last connection, as a mail client or application
+/// instance does. A store shared by every session keeps at most 8 tickets per server
+/// (rustls' limit), fewer than the sessions, so some reconnections would make full
+/// handshakes only because of how the load generator is built.
+fn own_sessions(tls: &Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
+    let mut config = rustls::ClientConfig::clone(tls);
+    config.resumption = rustls::client::Resumption::in_memory_sessions(1);
+    Arc::new(config)
 }
 
 /// Takes up to `want` from `remaining`; 0 when it is spent.

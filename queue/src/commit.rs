@@ -19,12 +19,12 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
 use rocksdb::{DB, WriteBatch, WriteOptions};
 use tokio::sync::oneshot;
 
 use crate::batch::{Batch, Op};
 use crate::error::{Error, Refusal};
+use crate::mailbox::Mailbox;
 
 /// Limits of the commit queue.
 #[derive(Debug, Clone, Copy)]
@@ -59,40 +59,42 @@ struct Request {
 /// The handle to the commit thread. Dropping it lets the thread finish what is queued and
 /// stop; the drop waits for that.
 pub(crate) struct Committer {
-    sender: Option<Sender<Request>>,
+    queue: Arc<Mailbox<Request>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Committer {
     pub(crate) fn start(db: Arc<DB>, limits: CommitLimits) -> std::io::Result<Self> {
-        let (sender, receiver) = crossbeam_channel::bounded(limits.queue_max);
-        let thread = std::thread::Builder::new()
-            .name("herald-commit".into())
-            .spawn(move || run(&db, &receiver, limits))?;
+        let queue = Arc::new(Mailbox::new(limits.queue_max));
+        let thread = {
+            let queue = Arc::clone(&queue);
+            std::thread::Builder::new()
+                .name("herald-commit".into())
+                .spawn(move || run(&db, &queue, limits))?
+        };
         Ok(Committer {
-            sender: Some(sender),
+            queue,
             thread: Some(thread),
         })
     }
 
     /// Queues `batch`; the returned [`Pending`] resolves once it is durable.
     pub(crate) fn submit(&self, batch: Batch) -> Result<Pending, Refusal> {
-        let sender = self.sender.as_ref().ok_or(Refusal::Closed)?;
         let (reply, receiver) = oneshot::channel();
-        match sender.try_send(Request { batch, reply }) {
+        match self.queue.push(Request { batch, reply }) {
             Ok(()) => Ok(Pending { receiver }),
-            Err(TrySendError::Full(_)) => {
+            Err(Refusal::Busy) => {
                 metrics::counter!("herald_spool_commit_refused_total", "reason" => "busy").increment(1);
                 Err(Refusal::Busy)
             }
-            Err(TrySendError::Disconnected(_)) => Err(Refusal::Closed),
+            Err(refusal) => Err(refusal),
         }
     }
 }
 
 impl Drop for Committer {
     fn drop(&mut self) {
-        drop(self.sender.take());
+        self.queue.close();
         if let Some(thread) = self.thread.take() {
             // The thread only panics on a bug; the panic has already been reported.
             let _ = thread.join();
@@ -100,22 +102,32 @@ impl Drop for Committer {
     }
 }
 
-fn run(db: &DB, receiver: &Receiver<Request>, limits: CommitLimits) {
+/// Closes and empties the queue when the commit thread ends, by a panic too: the callers
+/// still queued then get [`Refusal::Closed`] instead of waiting forever.
+struct AbandonOnExit<'a>(&'a Mailbox<Request>);
+
+impl Drop for AbandonOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits) {
+    let _abandon = AbandonOnExit(queue);
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
     let mut group: Vec<Request> = Vec::with_capacity(limits.group_max);
-    while let Ok(first) = receiver.recv() {
-        let mut bytes = first.batch.size();
-        group.push(first);
-        while group.len() < limits.group_max && bytes < limits.group_bytes_max {
-            match receiver.try_recv() {
-                Ok(next) => {
-                    bytes += next.batch.size();
-                    group.push(next);
-                }
-                Err(_) => break,
-            }
+    let mut bytes = 0;
+    while queue.take(&mut group, |next, so_far| {
+        if so_far.len() == 1 {
+            bytes = so_far[0].batch.size();
         }
+        let fits = so_far.len() < limits.group_max && bytes + next.batch.size() <= limits.group_bytes_max;
+        if fits {
+            bytes += next.batch.size();
+        }
+        fits
+    }) {
         let started = Instant::now();
         let result = write_group(db, &group, &sync);
         metrics::histogram!("herald_spool_commit_seconds").record(started.elapsed().as_secs_f64());

@@ -35,6 +35,7 @@ mod envelope;
 mod error;
 mod id;
 mod keys;
+mod mailbox;
 mod spool;
 mod store;
 mod table;

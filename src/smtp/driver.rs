@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::ListenerContext;
+use super::cork::Corked;
 use crate::config::TlsMode;
 use crate::emails::idempotency::{self, InFlight, Outcome};
 use crate::emails::raw::{self, RawError};
@@ -37,7 +38,9 @@ const READ_MIN: usize = 2 * 1024;
 
 /// How a run of the session loop ended.
 enum Ended {
-    Closed,
+    /// The session is over; the bytes are its last reply, still to be written (over TLS
+    /// they go out in one write with the `close_notify`).
+    Closed(Vec<u8>),
     StartTls,
 }
 
@@ -73,8 +76,8 @@ pub async fn connection(
                 // round trip sooner, and nothing is written twice.
                 let greeting = session.greeting().to_bytes();
                 let mut tls = handshake(stream, context, Some(&greeting)).await?;
-                run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
-                tls.shutdown().await
+                let ended = run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
+                close_tls(&mut tls, ended).await
             }
             TlsMode::StartTls => {
                 let mut plain = stream;
@@ -91,14 +94,17 @@ pub async fn connection(
                 )
                 .await?
                 {
-                    Ended::Closed => plain.shutdown().await,
+                    Ended::Closed(last) => {
+                        plain.write_all(&last).await?;
+                        plain.shutdown().await
+                    }
                     Ended::StartTls => {
                         // Whatever the client pipelined after STARTTLS in plaintext was in
                         // the loop's buffer and is gone with it (CVE-2011-0411).
                         let mut tls = handshake(plain, context, None).await?;
                         session.tls_started();
-                        run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
-                        tls.shutdown().await
+                        let ended = run(&mut tls, &mut session, &mut caller, peer, context, shutdown, deadline).await?;
+                        close_tls(&mut tls, ended).await
                     }
                 }
             }
@@ -112,14 +118,16 @@ pub async fn connection(
     }
 }
 
+/// A TLS session over a transport that can hold writes back (see [`Corked`]).
+type Tls = tokio_rustls::server::TlsStream<Corked<TcpStream>>;
+
 /// Accepts TLS on `stream`; `first` is queued before the handshake and sent as soon as
-/// the server may send application data.
-async fn handshake(
-    stream: TcpStream,
-    context: &ListenerContext,
-    first: Option<&[u8]>,
-) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
-    let accept = context.tls.accept_with(stream, |connection| {
+/// the server may send application data: with TLS 1.3, in the server's first flight
+/// (`send_half_rtt_data`). With TLS 1.3, what the server writes after the client's
+/// Finished (the session ticket) waits for the first reply, which is safe only because
+/// the client speaks next: after the greeting in implicit TLS, after `STARTTLS` always.
+async fn handshake(stream: TcpStream, context: &ListenerContext, first: Option<&[u8]>) -> std::io::Result<Tls> {
+    let accept = context.tls.accept_with(Corked::new(stream), |connection| {
         if let Some(first) = first {
             // Buffered by rustls until the handshake lets it out; never fails.
             let _ = std::io::Write::write_all(&mut connection.writer(), first);
@@ -128,9 +136,23 @@ async fn handshake(
     let mut tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-    // Whatever of it is still buffered goes now.
-    tls.flush().await?;
+    let (transport, connection) = tls.get_mut();
+    transport.release();
+    if connection.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3) {
+        // TLS 1.2 (False Start) may have had the server's Finished held: it goes now.
+        tls.flush().await?;
+    }
     Ok(tls)
+}
+
+/// Ends a TLS session: its last reply and the `close_notify` in one write, then the TCP
+/// shutdown.
+async fn close_tls(tls: &mut Tls, ended: Ended) -> std::io::Result<()> {
+    if let Ended::Closed(last) = ended {
+        tls.get_mut().0.hold();
+        tls.write_all(&last).await?;
+    }
+    tls.shutdown().await
 }
 
 /// Answers a connection that is over a limit with `421` and closes it.
@@ -150,6 +172,12 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     deadline: tokio::time::Instant,
 ) -> std::io::Result<Ended> {
     let mut buffer: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Two timers for the whole session, not two per read: the session's end, and the
+    // idle timeout, moved forward before each read.
+    let idle_timeout = context.state.config.smtp.limits.idle_timeout;
+    let session_end = tokio::time::sleep_until(deadline);
+    let idle = tokio::time::sleep(idle_timeout);
+    tokio::pin!(session_end, idle);
     loop {
         let (used, actions) = session.feed(&buffer);
         buffer.drain(..used);
@@ -161,10 +189,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         while let Some(action) = queue.pop_front() {
             match action {
                 Action::Reply(reply) => out.extend_from_slice(&reply.to_bytes()),
-                Action::Close => {
-                    stream.write_all(&out).await?;
-                    return Ok(Ended::Closed);
-                }
+                Action::Close => return Ok(Ended::Closed(out)),
                 Action::StartTls => {
                     stream.write_all(&out).await?;
                     stream.flush().await?;
@@ -180,8 +205,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                             )
                             .to_bytes(),
                         );
-                        stream.write_all(&out).await?;
-                        return Ok(Ended::Closed);
+                        return Ok(Ended::Closed(out));
                     }
                     *caller = authenticate(context, &username, &password);
                     let delay = context.guard.record_auth(peer.ip(), caller.is_some());
@@ -204,7 +228,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
             stream.write_all(&out).await?;
         }
         if session.is_closed() {
-            return Ok(Ended::Closed);
+            return Ok(Ended::Closed(Vec::new()));
         }
         if resumed && !buffer.is_empty() {
             continue;
@@ -212,29 +236,27 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         if buffer.capacity() - buffer.len() < READ_MIN {
             buffer.reserve(READ_CHUNK);
         }
+        idle.as_mut().reset(tokio::time::Instant::now() + idle_timeout);
         let read = tokio::select! {
-            // A shutdown or the session's end wins over input that arrives with it.
+            // A shutdown or the session's end wins over input that arrives with it; input
+            // wins over the idle timeout.
             biased;
             () = shutdown.triggered() => {
-                stream.write_all(&Reply::new(421, "4.3.2", "Service shutting down, try again later").to_bytes()).await?;
-                return Ok(Ended::Closed);
+                let reply = Reply::new(421, "4.3.2", "Service shutting down, try again later");
+                return Ok(Ended::Closed(reply.to_bytes()));
             }
-            () = tokio::time::sleep_until(deadline) => {
-                stream.write_all(&Reply::new(421, "4.4.2", "Session time limit reached, closing the connection").to_bytes()).await?;
-                return Ok(Ended::Closed);
+            () = &mut session_end => {
+                let reply = Reply::new(421, "4.4.2", "Session time limit reached, closing the connection");
+                return Ok(Ended::Closed(reply.to_bytes()));
             }
-            read = tokio::time::timeout(context.state.config.smtp.limits.idle_timeout, stream.read_buf(&mut buffer)) => read,
+            read = stream.read_buf(&mut buffer) => read,
+            () = &mut idle => {
+                let reply = Reply::new(421, "4.4.2", "Idle timeout, closing the connection");
+                return Ok(Ended::Closed(reply.to_bytes()));
+            }
         };
-        match read {
-            Ok(Ok(0)) => return Ok(Ended::Closed),
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => return Err(error),
-            Err(_) => {
-                stream
-                    .write_all(&Reply::new(421, "4.4.2", "Idle timeout, closing the connection").to_bytes())
-                    .await?;
-                return Ok(Ended::Closed);
-            }
+        if read? == 0 {
+            return Ok(Ended::Closed(Vec::new()));
         }
     }
 }

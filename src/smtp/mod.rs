@@ -4,6 +4,7 @@
 //! `POST /emails` ([`crate::emails::raw`] and [`crate::emails::submit`]).
 
 mod bind;
+mod cork;
 mod driver;
 mod guard;
 
