@@ -255,7 +255,9 @@ impl Injector {
         let body_len = size.bytes * 76 / 78;
         let load = smtp_load::Load {
             addr: running.smtp[0].1,
-            key: KEY.to_owned(),
+            security: smtp_load::Security::Implicit,
+            key: Some(KEY.to_owned()),
+            pipelining: true,
             mail_from: format!("bench@{SENDER_DOMAIN}"),
             rcpt_to: RECIPIENT.to_owned(),
             data: smtp_load::message(FROM, RECIPIENT, body_len),

@@ -1,7 +1,8 @@
-//! The SMTP submission load generator the benches share: `sessions` concurrent clients
-//! over implicit TLS with AUTH PLAIN and pipelined MAIL/RCPT/DATA, each taking up to
-//! `per_connection` messages at a time from one shared count, a new connection for each
-//! take, until the count is spent.
+//! The SMTP submission load generator the benches share: `sessions` concurrent clients,
+//! in plaintext, with STARTTLS or over implicit TLS, with or without AUTH PLAIN, with
+//! MAIL/RCPT/DATA pipelined or one command at a time, each taking up to `per_connection`
+//! messages at a time from one shared count, a new connection for each take, until the
+//! count is spent.
 //!
 //! It checks every reply code and panics on the first unexpected one: a benchmark that
 //! silently counts refusals as throughput would be worse than none.
@@ -13,18 +14,48 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// Characters per line of generated message text, as mail clients wrap it.
 const LINE_LEN: usize = 76;
 
+/// How a session protects its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Security {
+    /// Plain SMTP, no TLS (what Postfix's `smtp-source` speaks).
+    #[allow(dead_code, reason = "the delivery bench, which shares this file, only loads herald")]
+    Plain,
+    /// Plaintext greeting and `EHLO`, then `STARTTLS`.
+    StartTls,
+    /// TLS from the first byte (SMTPS).
+    Implicit,
+}
+
+impl Security {
+    /// `plain`, `starttls` or `implicit`.
+    #[allow(dead_code, reason = "the delivery bench, which shares this file, takes no settings")]
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "plain" => Some(Security::Plain),
+            "starttls" => Some(Security::StartTls),
+            "implicit" => Some(Security::Implicit),
+            _ => None,
+        }
+    }
+}
+
 /// What the load generator sends, where and how.
 pub struct Load {
-    /// The implicit-TLS submission listener.
+    /// The submission listener.
     pub addr: SocketAddr,
-    /// The API key, sent as the AUTH PLAIN password of user `resend`.
-    pub key: String,
+    /// How the connection is protected.
+    pub security: Security,
+    /// The AUTH PLAIN password of user `resend` (an API key), or `None` for no AUTH.
+    pub key: Option<String>,
+    /// Whether MAIL, RCPT and DATA go in one write (PIPELINING) or each waits for its
+    /// reply.
+    pub pipelining: bool,
     /// The envelope sender, without angle brackets.
     pub mail_from: String,
     /// The envelope recipient, without angle brackets.
@@ -123,41 +154,75 @@ fn claim(remaining: &AtomicUsize, want: usize) -> usize {
     }
 }
 
+/// A connection, plain or under TLS.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
 /// One session sending `count` messages; returns each end-of-data-to-250 time.
 async fn session(load: &Load, tls: &Arc<rustls::ClientConfig>, count: usize) -> Vec<Duration> {
     let tcp = TcpStream::connect(load.addr).await.expect("connect");
     tcp.set_nodelay(true).expect("nodelay");
-    let stream = tokio_rustls::TlsConnector::from(Arc::clone(tls))
-        .connect(ServerName::try_from("bench.herald.test").expect("name"), tcp)
-        .await
-        .expect("tls");
-    let (reader, mut writer) = tokio::io::split(stream);
-    let mut reader = BufReader::new(reader);
-    expect(&mut reader, "220").await;
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("\0resend\0{}", load.key));
-    writer
-        .write_all(format!("EHLO bench.client\r\nAUTH PLAIN {auth}\r\n").as_bytes())
-        .await
-        .expect("write");
-    expect(&mut reader, "250").await;
-    expect(&mut reader, "235").await;
-    let envelope = format!(
-        "MAIL FROM:<{}>\r\nRCPT TO:<{}>\r\nDATA\r\n",
-        load.mail_from, load.rcpt_to
-    );
+    let name = ServerName::try_from("bench.herald.test").expect("name");
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
+    let mut stream: BufReader<Box<dyn Stream>> = match load.security {
+        Security::Implicit => BufReader::new(Box::new(connector.connect(name.clone(), tcp).await.expect("tls"))),
+        Security::Plain | Security::StartTls => BufReader::new(Box::new(tcp)),
+    };
+    expect(&mut stream, "220").await;
+    if load.security == Security::StartTls {
+        send(&mut stream, b"EHLO bench.client\r\nSTARTTLS\r\n").await;
+        expect(&mut stream, "250").await;
+        expect(&mut stream, "220").await;
+        // The server says nothing more in plaintext after its 220, so nothing read ahead
+        // is lost with the buffer.
+        assert!(stream.buffer().is_empty(), "bytes after the STARTTLS 220");
+        let plain = stream.into_inner();
+        stream = BufReader::new(Box::new(connector.connect(name, plain).await.expect("tls")));
+    }
+    match &load.key {
+        Some(key) => {
+            let auth = base64::engine::general_purpose::STANDARD.encode(format!("\0resend\0{key}"));
+            send(
+                &mut stream,
+                format!("EHLO bench.client\r\nAUTH PLAIN {auth}\r\n").as_bytes(),
+            )
+            .await;
+            expect(&mut stream, "250").await;
+            expect(&mut stream, "235").await;
+        }
+        None => {
+            send(&mut stream, b"EHLO bench.client\r\n").await;
+            expect(&mut stream, "250").await;
+        }
+    }
+    let mail = format!("MAIL FROM:<{}>\r\n", load.mail_from);
+    let rcpt = format!("RCPT TO:<{}>\r\n", load.rcpt_to);
+    let envelope = format!("{mail}{rcpt}DATA\r\n");
     let mut latencies = Vec::with_capacity(count);
     for _ in 0..count {
-        writer.write_all(envelope.as_bytes()).await.expect("write");
-        expect(&mut reader, "250").await;
-        expect(&mut reader, "250").await;
-        expect(&mut reader, "354").await;
-        writer.write_all(&load.data).await.expect("write");
+        if load.pipelining {
+            send(&mut stream, envelope.as_bytes()).await;
+            expect(&mut stream, "250").await;
+            expect(&mut stream, "250").await;
+            expect(&mut stream, "354").await;
+        } else {
+            for (command, code) in [(mail.as_str(), "250"), (rcpt.as_str(), "250"), ("DATA\r\n", "354")] {
+                send(&mut stream, command.as_bytes()).await;
+                expect(&mut stream, code).await;
+            }
+        }
+        send(&mut stream, &load.data).await;
         let sent = Instant::now();
-        expect(&mut reader, "250").await;
+        expect(&mut stream, "250").await;
         latencies.push(sent.elapsed());
     }
-    writer.write_all(b"QUIT\r\n").await.expect("write");
+    send(&mut stream, b"QUIT\r\n").await;
     latencies
+}
+
+async fn send(stream: &mut BufReader<Box<dyn Stream>>, bytes: &[u8]) {
+    stream.get_mut().write_all(bytes).await.expect("write");
 }
 
 /// Reads one reply (all its lines) and checks its code.

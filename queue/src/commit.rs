@@ -35,7 +35,8 @@ pub struct CommitLimits {
     /// Batches merged into one synced write at most, so one group's latency stays bounded.
     pub group_max: usize,
     /// Bytes merged into one synced write at most: large messages sync in smaller groups
-    /// instead of one huge memtable insert.
+    /// instead of one huge memtable insert. A batch larger than this alone is written
+    /// alone.
     pub group_bytes_max: usize,
 }
 

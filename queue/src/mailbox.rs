@@ -57,7 +57,8 @@ impl<T> Mailbox<T> {
             return Err(Refusal::Busy);
         }
         state.items.push_back(item);
-        let wake = state.sleeping;
+        // One wake-up per sleep: later senders see the consumer as awake already.
+        let wake = std::mem::replace(&mut state.sleeping, false);
         drop(state);
         if wake {
             self.ready.notify_one();
@@ -76,6 +77,7 @@ impl<T> Mailbox<T> {
             }
             state.sleeping = true;
             state = self.ready.wait(state).unwrap_or_else(PoisonError::into_inner);
+            // A spurious wake-up leaves `sleeping` set; the loop sets it again anyway.
             state.sleeping = false;
         }
         while let Some(next) = state.items.front() {

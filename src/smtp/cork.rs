@@ -168,6 +168,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Corked<S> {
         true
     }
 
+    /// While holding, a flush keeps what is held: the flushes that come then are
+    /// tokio-rustls' own at the end of the handshake and the driver's before its
+    /// shutdown, which sends everything.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if this.mode == Mode::Holding {

@@ -66,7 +66,7 @@ pub async fn connection(
         starttls: mode == TlsMode::StartTls,
     };
     let mut caller = None;
-    let deadline = tokio::time::Instant::now() + configured.session_time_max;
+    let deadline = after(configured.session_time_max);
     let work = async {
         match mode {
             TlsMode::Implicit => {
@@ -133,9 +133,19 @@ async fn handshake(stream: TcpStream, context: &ListenerContext, first: Option<&
             let _ = std::io::Write::write_all(&mut connection.writer(), first);
         }
     });
-    let mut tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept)
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept.into_fallible())
         .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))?;
+    let mut tls = match handshake {
+        Ok(tls) => tls,
+        Err((error, mut transport)) => {
+            // An alert written after the client's Finished (a bad Finished, say) was held:
+            // the client gets it instead of a bare close.
+            transport.release();
+            let _ = transport.flush().await;
+            return Err(error);
+        }
+    };
     let (transport, connection) = tls.get_mut();
     transport.release();
     if connection.protocol_version() != Some(rustls::ProtocolVersion::TLSv1_3) {
@@ -153,6 +163,14 @@ async fn close_tls(tls: &mut Tls, ended: Ended) -> std::io::Result<()> {
         tls.write_all(&last).await?;
     }
     tls.shutdown().await
+}
+
+/// The instant `duration` from now, or one far in the future when that is beyond the
+/// clock's range (a limit configured as "never", in effect).
+fn after(duration: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// Answers a connection that is over a limit with `421` and closes it.
@@ -226,6 +244,9 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         }
         if !out.is_empty() {
             stream.write_all(&out).await?;
+            // Over TLS, a write returns once rustls has the reply even when the socket
+            // would block; the flush makes sure it all went out before waiting for input.
+            stream.flush().await?;
         }
         if session.is_closed() {
             return Ok(Ended::Closed(Vec::new()));
@@ -236,7 +257,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         if buffer.capacity() - buffer.len() < READ_MIN {
             buffer.reserve(READ_CHUNK);
         }
-        idle.as_mut().reset(tokio::time::Instant::now() + idle_timeout);
+        idle.as_mut().reset(after(idle_timeout));
         let read = tokio::select! {
             // A shutdown or the session's end wins over input that arrives with it; input
             // wins over the idle timeout.
