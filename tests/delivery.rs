@@ -491,11 +491,12 @@ async fn shutdown_lets_the_transaction_in_flight_finish_and_records_it() {
     .await;
     let id = sent.json()["id"].as_str().expect("id").to_owned();
     let deadline = Instant::now() + WAIT;
-    while sink.concurrent() == 0 {
-        assert!(Instant::now() < deadline, "no connection");
+    // Shut down while the sink holds the message's `250` back: the transaction is in
+    // flight, past its data.
+    while sink.replies_pending() == 0 {
+        assert!(Instant::now() < deadline, "the message never reached the sink");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(running.shutdown().await);
     assert_eq!(sink.received().len(), 1, "the transaction finished during shutdown");
 

@@ -180,6 +180,7 @@ impl Sink {
             connections: AtomicU64::new(0),
             concurrent: AtomicUsize::new(0),
             concurrent_max: AtomicUsize::new(0),
+            replies_pending: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept(listener, shared.clone()));
         Sink { addr, shared, task }
@@ -208,6 +209,12 @@ impl Sink {
     /// Connections open now.
     pub fn concurrent(&self) -> usize {
         self.shared.concurrent.load(Ordering::SeqCst)
+    }
+
+    /// Messages received whole whose reply is still held back by [`SinkOptions::delay`]:
+    /// a transaction caught between its data and its `250`.
+    pub fn replies_pending(&self) -> usize {
+        self.shared.replies_pending.load(Ordering::SeqCst)
     }
 
     /// The most connections that were open at once.
@@ -268,6 +275,8 @@ struct Shared {
     connections: AtomicU64,
     concurrent: AtomicUsize,
     concurrent_max: AtomicUsize,
+    /// Messages whose data has arrived and whose reply waits out [`SinkOptions::delay`].
+    replies_pending: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -721,7 +730,9 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             send(stream, &pending).await?;
             pending.clear();
             let message = receive(stream, message).await?;
+            session.shared.replies_pending.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(session.shared.options.delay).await;
+            session.shared.replies_pending.fetch_sub(1, Ordering::SeqCst);
             step = session.data_end(message);
         }
         pending.extend_from_slice(step.reply.as_bytes());
