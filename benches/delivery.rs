@@ -31,6 +31,8 @@ mod smtp_load;
 
 #[path = "common/api_client.rs"]
 mod api_client;
+#[path = "common/server.rs"]
+mod bench_server;
 #[path = "common/cpu.rs"]
 mod cpu;
 
@@ -38,23 +40,20 @@ use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::Hash;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald::config::Config;
-use herald::server::{self, Options, Running};
-use herald_queue::SystemClock;
+use herald::server::Running;
 use mail_auth::common::parse::TxtRecordParser;
-use serde_json::{Value, json};
+use serde_json::json;
 use sink::{Received, Sink, SinkOptions};
 
 use api_client::Client;
 use cpu::{Cpu, CpuClock};
 
-const KEY: &str = "re_bench_operator_key_0123456789";
+use bench_server::KEY;
 const SENDER_DOMAIN: &str = "bench.test";
 const FROM: &str = "Bench <bench@bench.test>";
 const RECIPIENT: &str = "user@example.org";
@@ -120,11 +119,6 @@ fn main() {
 
 async fn run(messages: Option<usize>, filters: &[String]) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let base = std::env::current_dir()
-        .expect("cwd")
-        .join("target")
-        .join("bench-delivery");
-    std::fs::create_dir_all(&base).expect("bench dir");
     let clock = CpuClock::new();
     println!(
         "herald end to end: SMTP (implicit TLS + AUTH PLAIN, pipelining, {SMTP_SESSIONS} sessions) and POST /emails \
@@ -141,7 +135,7 @@ async fn run(messages: Option<usize>, filters: &[String]) {
                 continue;
             }
             let n = messages.unwrap_or(size.messages_default);
-            let result = case(&base, &clock, algorithm, size, n).await;
+            let result = case(&clock, algorithm, size, n).await;
             result.print(algorithm, size.label);
         }
     }
@@ -184,15 +178,15 @@ impl Outcome {
 
 /// One run: a fresh sink and server, a warm-up, then `messages` injected, every one
 /// awaited at the sink and checked.
-async fn case(base: &Path, clock: &CpuClock, algorithm: &str, size: &Size, messages: usize) -> Outcome {
+async fn case(clock: &CpuClock, algorithm: &str, size: &Size, messages: usize) -> Outcome {
     // Like `smtp-sink`, the sink does not keep every body: the first messages whole, for
     // the DKIM verification, the headers of the rest for the other checks.
     let sink = Sink::start(SinkOptions {
         keep_whole: KEPT_WHOLE,
         ..SinkOptions::default()
     });
-    let dir = tempfile::tempdir_in(base).expect("tempdir");
-    let running = start(dir.path(), sink.addr()).await;
+    let dir = bench_server::data_dir("bench-delivery");
+    let running = start(&dir, sink.addr()).await;
     let dkim = verified_domain(running.http_addr, algorithm).await;
     let inject = Injector::new(&running, size, messages);
 
@@ -306,19 +300,11 @@ impl Injector {
     }
 }
 
-async fn start(dir: &Path, sink: SocketAddr) -> Running {
-    let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n# Postfix's default_destination_concurrency_limit, as the peer relays with it.\nconnections_per_destination = 20\n",
-        dir.join("data").display()
+async fn start(dir: &tempfile::TempDir, sink: SocketAddr) -> Running {
+    let sections = format!(
+        "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n# Postfix's default_destination_concurrency_limit, as the peer relays with it.\nconnections_per_destination = 20\n"
     );
-    let config = Config::from_toml(&text, None).expect("config");
-    server::start(Options {
-        config,
-        clock: Arc::new(SystemClock),
-        bootstrap_api_key: Some(KEY.into()),
-    })
-    .await
-    .expect("server")
+    bench_server::start(dir, &sections).await
 }
 
 /// The sending domain's DKIM key, as published, and where.
@@ -330,15 +316,7 @@ struct PublishedKey {
 
 /// Adds the sending domain with `algorithm` keys and marks it verified without DNS.
 async fn verified_domain(addr: SocketAddr, algorithm: &str) -> PublishedKey {
-    let mut client = Client::connect(addr, KEY).await;
-    let domain = json!({ "name": SENDER_DOMAIN, "dkim_algorithm": algorithm });
-    let (status, created) = client.post("/domains", Bytes::from(domain.to_string())).await;
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&created));
-    let created: Value = serde_json::from_slice(&created).expect("domain JSON");
-    let id = created["id"].as_str().expect("domain id");
-    let skip = Bytes::from(json!({ "skip_dns": true }).to_string());
-    let (status, verified) = client.post(&format!("/domains/{id}/verify"), skip).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&verified));
+    let created = bench_server::verified_domain(addr, SENDER_DOMAIN, algorithm).await;
     let dkim = created["records"]
         .as_array()
         .and_then(|records| records.iter().find(|r| r["record"] == "DKIM"))

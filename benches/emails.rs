@@ -9,6 +9,8 @@
 
 #[path = "common/api_client.rs"]
 mod api_client;
+#[path = "common/server.rs"]
+mod bench_server;
 
 use api_client::Client;
 use std::net::SocketAddr;
@@ -17,12 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald::config::Config;
-use herald::server::{self, Options};
-use herald_queue::SystemClock;
 use serde_json::{Value, json};
 
-const KEY: &str = "re_bench_operator_key_0123456789";
+use bench_server::KEY;
 
 /// The same allocator as the `herald` binary, so the numbers match what operators run.
 #[global_allocator]
@@ -45,30 +44,10 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 async fn run(duration: Duration, connections: usize) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let base = std::env::var_os("HERALD_BENCH_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::current_dir()
-                .expect("cwd")
-                .join("target")
-                .join("bench-emails")
-        });
-    std::fs::create_dir_all(&base).expect("bench dir");
-    let dir = tempfile::tempdir_in(&base).expect("tempdir");
-    let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = []\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = false\n",
-        dir.path().join("data").display()
-    );
-    let config = Config::from_toml(&text, None).expect("config");
-    let running = server::start(Options {
-        config,
-        clock: Arc::new(SystemClock),
-        bootstrap_api_key: Some(KEY.into()),
-    })
-    .await
-    .expect("server");
+    let dir = bench_server::data_dir("bench-emails");
+    let running = bench_server::start(&dir, "[smtp]\nlisteners = []\n[delivery]\nenabled = false\n").await;
     let addr = running.http_addr;
-    setup_domain(addr).await;
+    bench_server::verified_domain(addr, "bench.test", "ed25519").await;
 
     let email = json!({
         "from": "Bench <bench@bench.test>",
@@ -119,26 +98,6 @@ async fn run(duration: Duration, connections: usize) {
         }
     }
     running.shutdown().await;
-}
-
-async fn setup_domain(addr: SocketAddr) {
-    let mut client = Client::connect(addr, KEY).await;
-    let (status, body) = client
-        .post(
-            "/domains",
-            Bytes::from(json!({ "name": "bench.test", "dkim_algorithm": "ed25519" }).to_string()),
-        )
-        .await;
-    assert_eq!(status, 201);
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let id = body["id"].as_str().expect("id").to_owned();
-    let (status, _) = client
-        .post(
-            &format!("/domains/{id}/verify"),
-            Bytes::from(json!({ "skip_dns": true }).to_string()),
-        )
-        .await;
-    assert_eq!(status, 200);
 }
 
 /// One load phase: `connections` clients posting `body` to `path` for a while; with

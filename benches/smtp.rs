@@ -20,6 +20,10 @@
 
 #![allow(missing_docs, clippy::print_stdout)]
 
+#[path = "common/api_client.rs"]
+mod api_client;
+#[path = "common/server.rs"]
+mod bench_server;
 #[path = "common/cpu.rs"]
 mod cpu;
 #[path = "common/smtp_load.rs"]
@@ -29,13 +33,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use herald::config::Config;
-use herald::server::{self, Options};
-use herald_queue::SystemClock;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
-
-const KEY: &str = "re_bench_operator_key_0123456789";
+use bench_server::KEY;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -111,30 +109,20 @@ fn main() {
 
 async fn run(settings: Settings) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let base = std::env::current_dir().expect("cwd").join("target").join("bench-smtp");
-    std::fs::create_dir_all(&base).expect("bench dir");
-    let dir = tempfile::tempdir_in(&base).expect("tempdir");
+    let dir = bench_server::data_dir("bench-smtp");
     let mode = if settings.security == smtp_load::Security::StartTls {
         "starttls"
     } else {
         "implicit"
     };
-    let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"{mode}\" }}]\nconnections_per_address_max = 1000\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = false\n",
-        dir.path().join("data").display()
-    );
     let running = match settings.target {
         Some(_) => None,
         None => {
-            let config = Config::from_toml(&text, None).expect("config");
-            let running = server::start(Options {
-                config,
-                clock: Arc::new(SystemClock),
-                bootstrap_api_key: Some(KEY.into()),
-            })
-            .await
-            .expect("server");
-            verify_domain(&running).await;
+            let sections = format!(
+                "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"{mode}\" }}]\nconnections_per_address_max = 1000\n[delivery]\nenabled = false\n"
+            );
+            let running = bench_server::start(&dir, &sections).await;
+            bench_server::verified_domain(running.http_addr, "bench.test", "ed25519").await;
             Some(running)
         }
     };
@@ -176,42 +164,6 @@ async fn run(settings: Settings) {
     }
     if let Some(running) = running {
         running.shutdown().await;
-    }
-}
-
-/// Adds the sending domain through the API and marks it verified without DNS.
-async fn verify_domain(running: &server::Running) {
-    let client = Http(running.http_addr);
-    let created = client
-        .post("/domains", r#"{"name":"bench.test","dkim_algorithm":"ed25519"}"#)
-        .await;
-    let id = created
-        .split("\"id\":\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .expect("domain id")
-        .to_owned();
-    let verified = client
-        .post(&format!("/domains/{id}/verify"), r#"{"skip_dns":true}"#)
-        .await;
-    assert!(verified.starts_with("HTTP/1.1 200"), "{verified}");
-}
-
-struct Http(SocketAddr);
-
-impl Http {
-    async fn post(&self, path: &str, body: &str) -> String {
-        let mut stream = TcpStream::connect(self.0).await.expect("connect");
-        let request = format!(
-            "POST {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut response = String::new();
-        tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut response)
-            .await
-            .expect("read");
-        response
     }
 }
 

@@ -4,19 +4,23 @@
 //!
 //! `cargo bench --profile dev --bench webhooks`
 
+#[path = "common/api_client.rs"]
+#[allow(dead_code, reason = "this bench adds no sending domain")]
+mod api_client;
+#[path = "common/server.rs"]
+#[allow(dead_code, reason = "this bench adds no sending domain")]
+mod bench_server;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use herald::accounts::Bootstrap;
-use herald::config::Config;
-use herald::server::{self, Options};
-use herald_queue::SystemClock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const KEY: &str = "re_bench_operator_key_0123456789";
+use bench_server::KEY;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -33,23 +37,12 @@ fn main() {
 }
 
 async fn phase(endpoints: usize, events: usize) {
-    let base = std::env::current_dir()
-        .expect("cwd")
-        .join("target")
-        .join("bench-webhooks");
-    std::fs::create_dir_all(&base).expect("bench dir");
-    let dir = tempfile::tempdir_in(&base).expect("tempdir");
-    let text = format!(
-        "[server]\nhostname = \"bench.herald.test\"\ndata_dir = \"{}\"\n[http]\nlisten = \"127.0.0.1:0\"\n[smtp]\nlisteners = []\n[spool]\nmin_free_space = \"0\"\n[api]\nrate_limit = \"1000000/s\"\n[log]\nlevel = \"warn\"\n[delivery]\nenabled = false\n[webhooks]\nallow_private_endpoints = true\n",
-        dir.path().join("data").display()
-    );
-    let running = server::start(Options {
-        config: Config::from_toml(&text, None).expect("config"),
-        clock: Arc::new(SystemClock),
-        bootstrap_api_key: Some(KEY.into()),
-    })
-    .await
-    .expect("server");
+    let dir = bench_server::data_dir("bench-webhooks");
+    let running = bench_server::start(
+        &dir,
+        "[smtp]\nlisteners = []\n[delivery]\nenabled = false\n[webhooks]\nallow_private_endpoints = true\n",
+    )
+    .await;
     let team_id = match running.bootstrap {
         Bootstrap::Created { team_id, .. } | Bootstrap::Existing { team_id } => team_id,
     };
