@@ -28,12 +28,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, StatusCode};
 use rustls::pki_types::ServerName;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -382,7 +379,7 @@ async fn api_client(load: Arc<Load>) {
             "subject": format!("api {}", load.number()),
             "text": "posted while herald may die",
         });
-        match post_email(up.http, &body).await {
+        match real::post_email(up.http, &body, SUBMISSION_TIMEOUT).await.1 {
             Ok(id) => load.ack(&id, Via::Api, up.life),
             Err(what) => {
                 load.fail(format!("api {what}"));
@@ -416,40 +413,6 @@ async fn smtp_client(load: Arc<Load>, mut rng: Rng, tls: Arc<rustls::ClientConfi
 async fn pause_after_failure(watcher: &mut watch::Receiver<Target>, up: &Up) {
     let moved_on = |t: &Target| !matches!(t, Target::Up(now) if now == up);
     let _ = tokio::time::timeout(Duration::from_millis(100), watcher.wait_for(moved_on)).await;
-}
-
-/// `POST /emails` on a new connection; the email id when herald answered `200`.
-async fn post_email(http: SocketAddr, body: &Value) -> Result<String, String> {
-    let exchange = async {
-        let stream = TcpStream::connect(http).await.map_err(|e| format!("connect: {e}"))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(connection);
-        let request = Request::post("/emails")
-            .header("host", http.to_string())
-            .header("authorization", format!("Bearer {OPERATOR_KEY}"))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .expect("a valid request");
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("request: {e}"))?;
-        let status = response.status();
-        let body = response.into_body().collect().await.map_err(|e| format!("body: {e}"))?;
-        let body: Value = serde_json::from_slice(&body.to_bytes()).map_err(|e| format!("{status}: not JSON: {e}"))?;
-        if status != StatusCode::OK {
-            return Err(format!("{status}: {}", body["message"]));
-        }
-        body["id"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| format!("no id: {body}"))
-    };
-    tokio::time::timeout(SUBMISSION_TIMEOUT, exchange)
-        .await
-        .unwrap_or_else(|_| Err("timed out".to_owned()))
 }
 
 /// One SMTPS session with AUTH PLAIN sending `count` messages, MAIL, RCPT and DATA

@@ -6,6 +6,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 
 /// How often [`wait_until`] checks its condition.
@@ -72,4 +78,45 @@ pub fn email_id_of(received: &super::sink::Received) -> String {
         .split_once('@')
         .unwrap_or_else(|| panic!("envelope sender {:?} is not VERP", received.mail_from));
     id.to_owned()
+}
+
+/// `POST /emails` with `body` on a new connection, given up after `timeout`: when the
+/// request was sent, and the email id if herald answered `200` (otherwise what went
+/// wrong, with the API's message).
+pub async fn post_email(http: SocketAddr, body: &Value, timeout: Duration) -> (Instant, Result<String, String>) {
+    let mut sent = Instant::now();
+    let exchange = async {
+        let stream = TcpStream::connect(http)
+            .await
+            .map_err(|e| format!("connect: {:?}", e.kind()))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
+        tokio::spawn(connection);
+        let request = Request::post("/emails")
+            .header("host", http.to_string())
+            .header("authorization", format!("Bearer {}", super::OPERATOR_KEY))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("a valid request");
+        sent = Instant::now();
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request: {e}"))?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(|e| format!("body: {e}"))?;
+        let body: Value = serde_json::from_slice(&body.to_bytes()).map_err(|e| format!("{status}: not JSON: {e}"))?;
+        if status != StatusCode::OK {
+            return Err(format!("{status}: {}", body["message"]));
+        }
+        body["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("no id: {body}"))
+    };
+    let outcome = tokio::time::timeout(timeout, exchange)
+        .await
+        .unwrap_or_else(|_| Err("timed out".to_owned()));
+    (sent, outcome)
 }
