@@ -130,20 +130,19 @@ pub fn redact(body: &[u8]) -> Option<String> {
         return None;
     }
     // Most bodies name no secret and carry no attachment: keep them as they are instead
-    // of parsing and re-serialising every request's JSON.
-    // Only the first BODY_MAX bytes can be logged, so only they need to be looked at: a
-    // field named after them has its value after them too.
+    // of parsing and re-serialising every request's JSON. Only the first BODY_MAX bytes
+    // can be logged, so only they need to be looked at: a field named after them has its
+    // value after them too.
     if !mentions_sensitive_field(&body[..body.len().min(BODY_MAX)]) {
-        return Some(cap_bytes(body));
+        return Some(cap(body));
     }
-    let text = match serde_json::from_slice::<Value>(body) {
+    match serde_json::from_slice::<Value>(body) {
         Ok(mut value) => {
             scrub(&mut value);
-            value.to_string()
+            Some(cap(value.to_string().as_bytes()))
         }
-        Err(_) => String::from_utf8_lossy(body).into_owned(),
-    };
-    Some(cap(text))
+        Err(_) => Some(cap(body)),
+    }
 }
 
 /// Whether `body` contains, anywhere, the quoted name of a field [`scrub`] rewrites.
@@ -176,8 +175,9 @@ fn scrub(value: &mut Value) {
     }
 }
 
-/// [`cap`] for bytes that are not yet text: only the kept part is converted.
-fn cap_bytes(body: &[u8]) -> String {
+/// `body` as text of at most [`BODY_MAX`] bytes and a note of its full length; only the
+/// kept part is converted.
+fn cap(body: &[u8]) -> String {
     if body.len() <= BODY_MAX {
         return String::from_utf8_lossy(body).into_owned();
     }
@@ -188,20 +188,6 @@ fn cap_bytes(body: &[u8]) -> String {
     }
     let mut text = String::from_utf8_lossy(&body[..end]).into_owned();
     text.push_str(&format!("… (truncated, {} bytes in all)", body.len()));
-    text
-}
-
-fn cap(mut text: String) -> String {
-    if text.len() <= BODY_MAX {
-        return text;
-    }
-    let total = text.len();
-    let mut end = BODY_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str(&format!("… (truncated, {total} bytes in all)"));
     text
 }
 
