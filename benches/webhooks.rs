@@ -62,7 +62,7 @@ async fn phase(endpoints: usize, events: usize) {
             &store,
             team_id,
             "domain.updated",
-            serde_json::json!({ "id": n, "name": "bench.test", "status": "verified" }),
+            || serde_json::json!({ "id": n, "name": "bench.test", "status": "verified" }),
         )
         .expect("event");
     }

@@ -25,12 +25,18 @@ impl Record for Event {
 }
 
 /// Adds an event of `kind` for `team_id` to `batch`, keyed by its time-ordered id so the
-/// outbox drains in order.
+/// outbox drains in order; `data` makes its payload, only when the event is written.
 ///
 /// The outbox only feeds webhooks: for a team that has none, nothing is written (the
 /// event is as if it happened before the team's first webhook existed), which spares a
 /// write now and its fan-out later on every email of such teams.
-pub fn push(batch: &mut Batch, store: &Store, team_id: Id, kind: &str, data: Value) -> Result<Id, herald_queue::Error> {
+pub fn push(
+    batch: &mut Batch,
+    store: &Store,
+    team_id: Id,
+    kind: &str,
+    data: impl FnOnce() -> Value,
+) -> Result<Id, herald_queue::Error> {
     let id = store.next_id();
     let any_webhook = store.scan_raw(
         Table::WEBHOOKS,
@@ -49,7 +55,7 @@ pub fn push(batch: &mut Batch, store: &Store, team_id: Id, kind: &str, data: Val
         team_id,
         kind: kind.to_owned(),
         created_at: store.now(),
-        data,
+        data: data(),
     };
     batch.put(event.id.as_bytes(), &event)?;
     Ok(event.id)

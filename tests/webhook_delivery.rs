@@ -266,7 +266,7 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
             &store,
             team_id,
             "domain.updated",
-            json!({ "name": "queued.test" }),
+            || json!({ "name": "queued.test" }),
         )
         .expect("event");
         store.commit(batch).await.expect("commit");

@@ -1,7 +1,5 @@
 //! Replies: a code, an enhanced status code (RFC 3463) and one or more lines of text.
 
-use std::fmt::Write as _;
-
 /// One SMTP reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
@@ -41,22 +39,38 @@ impl Reply {
     /// enhanced code repeated on every line as RFC 2034 asks. Text is stripped of CR and
     /// LF so that no reply can inject another.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = String::new();
-        let last = self.lines.len().saturating_sub(1);
-        let lines: Vec<&str> = if self.lines.is_empty() {
-            vec![""]
+        let mut out = Vec::new();
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Appends the reply as [`Reply::to_bytes`] makes it to `out`, without a buffer of its
+    /// own: a session's replies to a pipelined group go out in one write.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        let code = self.code.min(999);
+        let digits = [
+            b'0' + (code / 100) as u8,
+            b'0' + (code / 10 % 10) as u8,
+            b'0' + (code % 10) as u8,
+        ];
+        let lines = if self.lines.is_empty() {
+            &[String::new()][..]
         } else {
-            self.lines.iter().map(String::as_str).collect()
+            &self.lines[..]
         };
+        let last = lines.len() - 1;
         for (i, line) in lines.iter().enumerate() {
-            let separator = if i == last { ' ' } else { '-' };
-            let clean: String = line.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-            let _ = match self.enhanced {
-                Some(enhanced) => write!(out, "{}{separator}{enhanced} {clean}\r\n", self.code),
-                None => write!(out, "{}{separator}{clean}\r\n", self.code),
-            };
+            out.extend_from_slice(&digits);
+            out.push(if i == last { b' ' } else { b'-' });
+            if let Some(enhanced) = self.enhanced {
+                out.extend_from_slice(enhanced.as_bytes());
+                out.push(b' ');
+            }
+            for piece in line.as_bytes().split(|b| *b == b'\r' || *b == b'\n') {
+                out.extend_from_slice(piece);
+            }
+            out.extend_from_slice(b"\r\n");
         }
-        out.into_bytes()
     }
 }
 
@@ -71,6 +85,10 @@ mod tests {
         assert_eq!(ehlo.to_bytes(), b"250-mail.test\r\n250-PIPELINING\r\n250 SIZE 100\r\n");
         let injected = Reply::new(550, "5.7.1", "no\r\n250 OK");
         assert_eq!(injected.to_bytes(), b"550 5.7.1 no250 OK\r\n");
+        assert_eq!(Reply::plain(220, Vec::new()).to_bytes(), b"220 \r\n");
+        let mut out = b"250 2.1.0 OK\r\n".to_vec();
+        Reply::plain(354, vec!["go\nahead".into()]).write_to(&mut out);
+        assert_eq!(out, b"250 2.1.0 OK\r\n354 goahead\r\n");
         assert!(!Reply::new(451, "4.3.0", "later").is_positive());
     }
 }

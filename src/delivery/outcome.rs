@@ -148,7 +148,7 @@ fn apply(
                     {
                         let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
                         entry.put(batch)?;
-                        crate::events::push(batch, store, job.team_id, "suppression.added", entry.event_json())?;
+                        crate::events::push(batch, store, job.team_id, "suppression.added", || entry.event_json())?;
                     }
                     let bounce = json!({
                         "type": kind.kind,
@@ -237,13 +237,9 @@ fn event(
     batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
     let mut data = record.event_data(at);
     data["to"] = json!([address]);
-    crate::events::push(
-        batch,
-        store,
-        record.team_id,
-        &format!("email.{kind}"),
-        merge(data, extra),
-    )?;
+    crate::events::push(batch, store, record.team_id, &format!("email.{kind}"), move || {
+        merge(data, extra)
+    })?;
     Ok(())
 }
 

@@ -103,13 +103,9 @@ pub fn prepare(
         .put(EmailRecord::key(sender.team_id, id), &record.status())
         .map_err(SendError::from)?;
     append_event(&mut records, store, &record, "sent", now).map_err(SendError::from)?;
-    crate::events::push(
-        &mut records,
-        store,
-        sender.team_id,
-        "email.sent",
-        record.event_data(now),
-    )
+    crate::events::push(&mut records, store, sender.team_id, "email.sent", || {
+        record.event_data(now)
+    })
     .map_err(SendError::from)?;
     Ok(Prepared {
         id,

@@ -134,7 +134,7 @@ pub fn prepare(
     records.put(EmailRecord::key(sender.team_id, id), &record)?;
     records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
     append_event(&mut records, store, &record, last_event, now)?;
-    crate::events::push(&mut records, store, sender.team_id, kind, record.event_data(now))?;
+    crate::events::push(&mut records, store, sender.team_id, kind, || record.event_data(now))?;
     let message = NewMessage {
         id,
         team: sender.team_id.to_string(),

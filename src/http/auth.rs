@@ -1,13 +1,14 @@
 //! Authentication: `Authorization: Bearer <token>`, looked up by the token's SHA-256.
 //!
 //! Keys are read from the store on every request, so a key works the moment it is created
-//! and stops the moment it is deleted; there is no cache to invalidate.
+//! and stops the moment it is deleted; there is no cache to invalidate. Only the decoding
+//! of a key's record is kept between requests, beside the bytes it came from.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, Store, Timestamp};
+use herald_queue::{Batch, Id, RecordCache, Store, Timestamp};
 
 use super::ApiError;
 use crate::accounts::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token};
@@ -15,6 +16,8 @@ use crate::accounts::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token};
 /// How often a key's `last_used_at` is written at most. Writing it on every request would
 /// add a synced write to each; a minute's precision is what a person reads it for.
 const USAGE_WRITE_INTERVAL: Duration = Duration::from_secs(60);
+/// Decoded key records kept at most (a key is a few hundred bytes).
+const KEY_CACHE_MAX: usize = 4096;
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,7 @@ pub struct Caller {
 pub struct Authenticator {
     operator_team: Id,
     usage_written: Mutex<HashMap<Id, Timestamp>>,
+    keys: RecordCache<ApiKey>,
 }
 
 impl Authenticator {
@@ -44,6 +48,7 @@ impl Authenticator {
         Authenticator {
             operator_team,
             usage_written: Mutex::new(HashMap::new()),
+            keys: RecordCache::new(KEY_CACHE_MAX),
         }
     }
 
@@ -66,7 +71,7 @@ impl Authenticator {
         let Some(found) = store.get::<ApiKeyDigest>(token.digest())? else {
             return Err(ApiError::invalid_api_key());
         };
-        let Some(key) = store.get::<ApiKey>(ApiKey::key(found.team_id, found.key_id))? else {
+        let Some(key) = self.keys.get(store, &ApiKey::key(found.team_id, found.key_id))? else {
             // The digest outlived its key: a delete removes both in one batch, so this is
             // only reachable through a bug; refuse rather than guess.
             return Err(ApiError::invalid_api_key());

@@ -206,7 +206,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         let mut queue: VecDeque<Action> = actions.into();
         while let Some(action) = queue.pop_front() {
             match action {
-                Action::Reply(reply) => out.extend_from_slice(&reply.to_bytes()),
+                Action::Reply(reply) => reply.write_to(&mut out),
                 Action::Close => return Ok(Ended::Closed(out)),
                 Action::StartTls => {
                     stream.write_all(&out).await?;
