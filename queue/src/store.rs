@@ -328,7 +328,10 @@ fn table_options(name: &str) -> Options {
         options.set_min_blob_size(4096);
         options.set_enable_blob_gc(true);
     }
-    if name == Table::DUE.name() || name == Table::OUTBOX.name() || name == Table::LOG_EXPIRY.name() {
+    if [Table::DUE, Table::OUTBOX, Table::LOG_EXPIRY, Table::IDEMPOTENCY_EXPIRY]
+        .iter()
+        .any(|table| table.name() == name)
+    {
         // Queues are read from the front and deleted from the front; compact files dense
         // with tombstones early so scans from the start do not wade through them.
         options.add_compact_on_deletion_collector_factory(1_000, 500, 0.5);

@@ -58,6 +58,9 @@ impl Table {
     pub const LOG_EXPIRY: Table = Table::new("log_expiry");
     /// Idempotency records by team and key.
     pub const IDEMPOTENCY: Table = Table::new("idempotency");
+    /// Idempotency records by the time they were written, then team and key, so expiry
+    /// walks them oldest first.
+    pub const IDEMPOTENCY_EXPIRY: Table = Table::new("idempotency_expiry");
     /// Each email's delivery status (last event, attempts) by team and email id: small,
     /// so delivery rewrites it without the email's bodies.
     pub const EMAIL_STATUS: Table = Table::new("email_status");
@@ -92,6 +95,7 @@ impl Table {
         Table::LOGS,
         Table::LOG_EXPIRY,
         Table::IDEMPOTENCY,
+        Table::IDEMPOTENCY_EXPIRY,
         Table::EMAIL_STATUS,
         Table::WEBHOOK_MESSAGES,
         Table::WEBHOOK_DUE,

@@ -107,7 +107,9 @@ impl InFlight<'_> {
                 response: response.to_owned(),
                 created_at: now,
             },
-        )
+        )?;
+        batch.put_raw(Table::IDEMPOTENCY_EXPIRY, expiry_key(now, &self.record_key), Vec::new());
+        Ok(())
     }
 }
 
@@ -200,8 +202,70 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// Deletes records older than [`RETENTION`]; returns how many.
+/// The key in [`Table::IDEMPOTENCY_EXPIRY`] of the record under `record_key` written at
+/// `at`: the time first (big-endian milliseconds), so the table is in order of age.
+fn expiry_key(at: Timestamp, record_key: &[u8]) -> Vec<u8> {
+    [at.as_millis().to_be_bytes().as_slice(), record_key].concat()
+}
+
+/// The key in [`Table::META`] that says every record has its entry in
+/// [`Table::IDEMPOTENCY_EXPIRY`]: set once records written before the index existed have
+/// been given theirs.
+const INDEXED: &[u8] = b"idempotency_expiry_indexed";
+
+/// Deletes records older than [`RETENTION`], oldest first, reading only those that are
+/// due; returns how many. A record written again under the same key after its entry was
+/// made is newer than the entry and stays, for its own entry to remove.
 pub fn sweep(store: &Store) -> Result<usize, herald_queue::Error> {
+    let cutoff = store
+        .now()
+        .as_millis()
+        .saturating_sub(u64::try_from(RETENTION.as_millis()).unwrap_or(u64::MAX));
+    let mut deleted = 0;
+    loop {
+        let entries = store.scan_raw(
+            Table::IDEMPOTENCY_EXPIRY,
+            Scan {
+                limit: SWEEP_BATCH,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        let mut reached_cutoff = false;
+        for (key, _) in &entries {
+            let Some((at, record_key)) = key.split_first_chunk::<8>() else {
+                batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
+                continue;
+            };
+            let at = u64::from_be_bytes(*at);
+            if at >= cutoff {
+                reached_cutoff = true;
+                break;
+            }
+            let record = store.get::<IdempotencyRecord>(record_key)?;
+            if record.is_some_and(|r| r.created_at.as_millis() <= at) {
+                batch.delete::<IdempotencyRecord>(record_key);
+                deleted += 1;
+            }
+            batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
+        }
+        let done = reached_cutoff || entries.len() < SWEEP_BATCH;
+        if !batch.is_empty() {
+            store.commit(batch).wait()?;
+        }
+        if done {
+            return Ok(deleted);
+        }
+    }
+}
+
+/// Gives every record written before [`Table::IDEMPOTENCY_EXPIRY`] existed its entry
+/// there (the expired ones are deleted instead), then marks the work done so later starts
+/// skip it; returns how many records it deleted. Reads the whole table, once.
+pub fn index_unindexed(store: &Store) -> Result<usize, herald_queue::Error> {
+    if store.get_raw(Table::META, INDEXED)?.is_some() {
+        return Ok(0);
+    }
     let now = store.now();
     let mut deleted = 0;
     let mut after: Option<Vec<u8>> = None;
@@ -217,7 +281,16 @@ pub fn sweep(store: &Store) -> Result<usize, herald_queue::Error> {
             if now.saturating_since(record.created_at) >= RETENTION {
                 batch.delete::<IdempotencyRecord>(key);
                 deleted += 1;
+            } else {
+                batch.put_raw(
+                    Table::IDEMPOTENCY_EXPIRY,
+                    expiry_key(record.created_at, key),
+                    Vec::new(),
+                );
             }
+        }
+        if page.len() < SWEEP_BATCH {
+            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
         }
         if !batch.is_empty() {
             store.commit(batch).wait()?;
@@ -234,7 +307,7 @@ pub async fn expire(store: Store, mut shutdown: crate::shutdown::Shutdown) {
     loop {
         let swept = {
             let store = store.clone();
-            tokio::task::spawn_blocking(move || sweep(&store))
+            tokio::task::spawn_blocking(move || index_unindexed(&store).and_then(|_| sweep(&store)))
         };
         match swept.await {
             Ok(Ok(_)) => {}
@@ -250,7 +323,112 @@ pub async fn expire(store: Store, mut shutdown: crate::shutdown::Shutdown) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use herald_queue::{ManualClock, StoreOptions};
+
     use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn store(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Store {
+        Store::open(StoreOptions {
+            min_free_space: 0,
+            clock: Arc::clone(clock) as herald_queue::SharedClock,
+            ..StoreOptions::new(dir)
+        })
+        .expect("store")
+    }
+
+    /// Answers a request with `key` as the API does: the record goes in with the email.
+    fn answer(store: &Store, keys: &Idempotency, key: &str) {
+        let Outcome::Fresh(in_flight) = keys
+            .begin(store, Id::from_bytes([7; 16]), key, format!("hash of {key}"))
+            .expect("begin")
+        else {
+            panic!("{key} is not fresh");
+        };
+        let mut batch = Batch::new();
+        in_flight
+            .record(&mut batch, 200, r#"{"id":"x"}"#, store.now())
+            .expect("record");
+        store.commit(batch).wait().expect("commit");
+    }
+
+    fn held(store: &Store, key: &str) -> Option<Timestamp> {
+        store
+            .get::<IdempotencyRecord>(IdempotencyRecord::key(Id::from_bytes([7; 16]), key))
+            .expect("get")
+            .map(|r| r.created_at)
+    }
+
+    fn entries(store: &Store) -> usize {
+        store
+            .scan_raw(Table::IDEMPOTENCY_EXPIRY, Scan::prefix(b""))
+            .expect("scan")
+            .len()
+    }
+
+    #[test]
+    fn expiry_removes_what_is_past_retention_and_keeps_a_key_answered_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let store = store(dir.path(), &clock);
+        let keys = Idempotency::default();
+        answer(&store, &keys, "old");
+        answer(&store, &keys, "again");
+        clock.advance(12 * HOUR);
+        answer(&store, &keys, "young");
+        clock.advance(13 * HOUR);
+        // "again" expired but was not swept yet: it is answered afresh, a new record
+        // under the same key, which its first entry must not remove.
+        answer(&store, &keys, "again");
+        let again = held(&store, "again").expect("again");
+        assert_eq!(sweep(&store).expect("sweep"), 1);
+        assert_eq!(held(&store, "old"), None);
+        assert!(held(&store, "young").is_some());
+        assert_eq!(held(&store, "again"), Some(again));
+        assert_eq!(entries(&store), 2, "the due entries are gone, the others stay");
+        clock.advance(25 * HOUR);
+        assert_eq!(sweep(&store).expect("sweep"), 2);
+        assert_eq!((held(&store, "young"), held(&store, "again")), (None, None));
+        assert_eq!(entries(&store), 0);
+    }
+
+    #[test]
+    fn records_from_before_the_index_are_indexed_once_and_then_expire() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let store = store(dir.path(), &clock);
+        // Written as builds without the index wrote them: the record alone.
+        let unindexed = |key: &str| {
+            let mut batch = Batch::new();
+            let record = IdempotencyRecord {
+                body_sha256: String::new(),
+                status: 200,
+                response: "{}".into(),
+                created_at: store.now(),
+            };
+            batch
+                .put(IdempotencyRecord::key(Id::from_bytes([7; 16]), key), &record)
+                .expect("encode");
+            store.commit(batch).wait().expect("commit");
+        };
+        unindexed("old");
+        clock.advance(20 * HOUR);
+        unindexed("recent");
+        clock.advance(5 * HOUR);
+        assert_eq!(sweep(&store).expect("sweep"), 0, "the index knows neither");
+        assert_eq!(index_unindexed(&store).expect("index"), 1);
+        assert_eq!(held(&store, "old"), None);
+        assert_eq!(entries(&store), 1);
+        unindexed("later");
+        assert_eq!(index_unindexed(&store).expect("index"), 0, "done once");
+        assert_eq!(entries(&store), 1);
+        clock.advance(20 * HOUR);
+        assert_eq!(sweep(&store).expect("sweep"), 1);
+        assert_eq!(held(&store, "recent"), None);
+    }
 
     #[test]
     fn key_order_and_spacing_do_not_change_the_hash() {
