@@ -49,4 +49,4 @@ pub use error::{Error, Refusal};
 pub use id::{Id, IdGenerator};
 pub use spool::{Admission, Claim, Enqueue, NewMessage, RECIPIENTS_MAX, Recovery, Spool, Updated};
 pub use store::{Health, RawEntry, Scan, Store, StoreOptions};
-pub use table::{Record, Table};
+pub use table::{Record, Table, decode_record};

@@ -155,6 +155,17 @@ pub(crate) fn decode<R: DeserializeOwned>(table: Table, bytes: &[u8]) -> Result<
     }
 }
 
+/// Decodes a record of type `R` from the bytes a raw read returned (see
+/// [`Store::scan_raw`](crate::Store::scan_raw)), so that one bad record in a scan can be
+/// told from the rest.
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] when the bytes are not a record of type `R`.
+pub fn decode_record<R: Record>(bytes: &[u8]) -> Result<R, Error> {
+    decode(R::TABLE, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

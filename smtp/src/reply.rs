@@ -47,12 +47,24 @@ impl Reply {
     /// Appends the reply as [`Reply::to_bytes`] makes it to `out`, without a buffer of its
     /// own: a session's replies to a pipelined group go out in one write.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        let code = self.code.min(999);
-        let digits = [
-            b'0' + (code / 100) as u8,
-            b'0' + (code / 10 % 10) as u8,
-            b'0' + (code % 10) as u8,
-        ];
+        let mut digits = [0; 5];
+        let digits = match self.code {
+            // Every SMTP code has three digits, written without formatting machinery.
+            code @ 100..=999 => {
+                digits[..3].copy_from_slice(&[
+                    b'0' + (code / 100) as u8,
+                    b'0' + (code / 10 % 10) as u8,
+                    b'0' + (code % 10) as u8,
+                ]);
+                &digits[..3]
+            }
+            // Anything else is written as it is.
+            code => {
+                let text = code.to_string();
+                digits[..text.len()].copy_from_slice(text.as_bytes());
+                &digits[..text.len()]
+            }
+        };
         let lines = if self.lines.is_empty() {
             &[String::new()][..]
         } else {
@@ -60,7 +72,7 @@ impl Reply {
         };
         let last = lines.len() - 1;
         for (i, line) in lines.iter().enumerate() {
-            out.extend_from_slice(&digits);
+            out.extend_from_slice(digits);
             out.push(if i == last { b' ' } else { b'-' });
             if let Some(enhanced) = self.enhanced {
                 out.extend_from_slice(enhanced.as_bytes());
@@ -86,6 +98,8 @@ mod tests {
         let injected = Reply::new(550, "5.7.1", "no\r\n250 OK");
         assert_eq!(injected.to_bytes(), b"550 5.7.1 no250 OK\r\n");
         assert_eq!(Reply::plain(220, Vec::new()).to_bytes(), b"220 \r\n");
+        assert_eq!(Reply::new(42, "4.2.0", "odd").to_bytes(), b"42 4.2.0 odd\r\n");
+        assert_eq!(Reply::plain(1000, vec!["big".into()]).to_bytes(), b"1000 big\r\n");
         let mut out = b"250 2.1.0 OK\r\n".to_vec();
         Reply::plain(354, vec!["go\nahead".into()]).write_to(&mut out);
         assert_eq!(out, b"250 2.1.0 OK\r\n354 goahead\r\n");

@@ -235,9 +235,9 @@ fn event(
         data: merge(json!({ "to": [address] }), extra),
     };
     batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
-    let mut data = record.event_data(at);
-    data["to"] = json!([address]);
-    crate::events::push(batch, store, record.team_id, &format!("email.{kind}"), move || {
+    crate::events::push(batch, store, record.team_id, &format!("email.{kind}"), || {
+        let mut data = record.event_data(at);
+        data["to"] = json!([address]);
         merge(data, extra)
     })?;
     Ok(())

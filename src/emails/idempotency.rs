@@ -5,12 +5,14 @@
 //! record is written in the same batch as the email.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::server::AppState;
 
 /// How long a key is remembered.
 pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -114,6 +116,21 @@ impl InFlight<'_> {
 }
 
 impl Idempotency {
+    /// Holds the record key `record_key` as in flight, or `None` when it already is.
+    fn claim(&self, record_key: Vec<u8>) -> Option<InFlight<'_>> {
+        let fresh = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(record_key.clone());
+        fresh.then(|| InFlight {
+            keys: self,
+            key: record_key.clone(),
+            record_key,
+            body_sha256: String::new(),
+        })
+    }
+
     /// Looks `key` up for `team_id` and a request whose body hashes to `body_sha256`.
     pub fn begin(
         &self,
@@ -122,21 +139,10 @@ impl Idempotency {
         key: &str,
         body_sha256: String,
     ) -> Result<Outcome<'_>, herald_queue::Error> {
-        let record_key = IdempotencyRecord::key(team_id, key);
-        if !self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(record_key.clone())
-        {
+        let Some(mut guard) = self.claim(IdempotencyRecord::key(team_id, key)) else {
             return Ok(Outcome::Concurrent);
-        }
-        let guard = InFlight {
-            keys: self,
-            key: record_key.clone(),
-            record_key,
-            body_sha256,
         };
+        guard.body_sha256 = body_sha256;
         let now = store.now();
         match store.get::<IdempotencyRecord>(&guard.record_key)? {
             Some(record) if now.saturating_since(record.created_at) < RETENTION => {
@@ -210,27 +216,35 @@ fn expiry_key(at: Timestamp, record_key: &[u8]) -> Vec<u8> {
 
 /// The key in [`Table::META`] that says every record has its entry in
 /// [`Table::IDEMPOTENCY_EXPIRY`]: set once records written before the index existed have
-/// been given theirs.
+/// been given theirs. (Records a downgraded build writes after that get no entry: they
+/// still expire for [`Idempotency::begin`], but stay on disk.)
 const INDEXED: &[u8] = b"idempotency_expiry_indexed";
 
 /// Deletes records older than [`RETENTION`], oldest first, reading only those that are
-/// due; returns how many. A record written again under the same key after its entry was
-/// made is newer than the entry and stays, for its own entry to remove.
-pub fn sweep(store: &Store) -> Result<usize, herald_queue::Error> {
+/// due; returns how many. Each record is claimed in `keys` from its read until the delete
+/// is committed, so a request answering under the same key meanwhile is told it is in
+/// flight instead of having its new record deleted; a key in flight is left for the next
+/// sweep. A record written again after its entry was made is newer than the entry and
+/// stays, for its own entry to remove. A record that cannot be decoded is deleted: no
+/// request could be answered from it.
+pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
     let cutoff = store
         .now()
         .as_millis()
         .saturating_sub(u64::try_from(RETENTION.as_millis()).unwrap_or(u64::MAX));
     let mut deleted = 0;
+    let mut after: Option<Vec<u8>> = None;
     loop {
         let entries = store.scan_raw(
             Table::IDEMPOTENCY_EXPIRY,
             Scan {
+                after: after.as_deref(),
                 limit: SWEEP_BATCH,
                 ..Scan::prefix(b"")
             },
         )?;
         let mut batch = Batch::new();
+        let mut claims = Vec::new();
         let mut reached_cutoff = false;
         for (key, _) in &entries {
             let Some((at, record_key)) = key.split_first_chunk::<8>() else {
@@ -242,27 +256,41 @@ pub fn sweep(store: &Store) -> Result<usize, herald_queue::Error> {
                 reached_cutoff = true;
                 break;
             }
-            let record = store.get::<IdempotencyRecord>(record_key)?;
-            if record.is_some_and(|r| r.created_at.as_millis() <= at) {
+            let Some(claim) = keys.claim(record_key.to_vec()) else {
+                continue;
+            };
+            let expired = match store.get::<IdempotencyRecord>(record_key) {
+                Ok(record) => record.is_some_and(|r| r.created_at.as_millis() <= at),
+                Err(error @ herald_queue::Error::Corrupt { .. }) => {
+                    tracing::warn!(%error, "deleting an idempotency record that cannot be read");
+                    true
+                }
+                Err(error) => return Err(error),
+            };
+            if expired {
                 batch.delete::<IdempotencyRecord>(record_key);
                 deleted += 1;
             }
             batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
+            claims.push(claim);
         }
         let done = reached_cutoff || entries.len() < SWEEP_BATCH;
         if !batch.is_empty() {
             store.commit(batch).wait()?;
         }
+        drop(claims);
         if done {
             return Ok(deleted);
         }
+        after = entries.last().map(|(key, _)| key.clone());
     }
 }
 
 /// Gives every record written before [`Table::IDEMPOTENCY_EXPIRY`] existed its entry
-/// there (the expired ones are deleted instead), then marks the work done so later starts
-/// skip it; returns how many records it deleted. Reads the whole table, once.
-pub fn index_unindexed(store: &Store) -> Result<usize, herald_queue::Error> {
+/// there (deleting instead the expired ones and any that cannot be decoded, claimed in
+/// `keys` as [`sweep`] does), then marks the work done so later starts skip it; returns
+/// how many records it deleted. Reads the whole table, once.
+pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
     if store.get_raw(Table::META, INDEXED)?.is_some() {
         return Ok(0);
     }
@@ -270,44 +298,69 @@ pub fn index_unindexed(store: &Store) -> Result<usize, herald_queue::Error> {
     let mut deleted = 0;
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = store.scan::<IdempotencyRecord>(Scan {
-            prefix: b"",
-            after: after.as_deref(),
-            reverse: false,
-            limit: SWEEP_BATCH,
-        })?;
+        let page = store.scan_raw(
+            Table::IDEMPOTENCY,
+            Scan {
+                after: after.as_deref(),
+                limit: SWEEP_BATCH,
+                ..Scan::prefix(b"")
+            },
+        )?;
         let mut batch = Batch::new();
-        for (key, record) in &page {
-            if now.saturating_since(record.created_at) >= RETENTION {
-                batch.delete::<IdempotencyRecord>(key);
-                deleted += 1;
-            } else {
-                batch.put_raw(
-                    Table::IDEMPOTENCY_EXPIRY,
-                    expiry_key(record.created_at, key),
-                    Vec::new(),
-                );
+        let mut claims = Vec::new();
+        for (key, bytes) in &page {
+            let Some(claim) = keys.claim(key.clone()) else {
+                // Being answered: the record it writes comes with its entry.
+                continue;
+            };
+            match herald_queue::decode_record::<IdempotencyRecord>(bytes) {
+                Ok(record) if now.saturating_since(record.created_at) < RETENTION => {
+                    batch.put_raw(
+                        Table::IDEMPOTENCY_EXPIRY,
+                        expiry_key(record.created_at, key),
+                        Vec::new(),
+                    );
+                }
+                Ok(_) => {
+                    batch.delete::<IdempotencyRecord>(key);
+                    deleted += 1;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "deleting an idempotency record that cannot be read");
+                    batch.delete::<IdempotencyRecord>(key);
+                    deleted += 1;
+                }
             }
+            claims.push(claim);
         }
-        if page.len() < SWEEP_BATCH {
+        let last = page.len() < SWEEP_BATCH;
+        if last {
             batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
         }
         if !batch.is_empty() {
             store.commit(batch).wait()?;
         }
-        if page.len() < SWEEP_BATCH {
+        drop(claims);
+        if last {
             return Ok(deleted);
         }
         after = page.last().map(|(key, _)| key.clone());
     }
 }
 
-/// Sweeps expired records every ten minutes until shutdown.
-pub async fn expire(store: Store, mut shutdown: crate::shutdown::Shutdown) {
+/// Sweeps expired records every ten minutes until shutdown; the first sweep of a process
+/// also indexes records from builds without the expiry index.
+pub async fn expire(state: Arc<AppState>, mut shutdown: crate::shutdown::Shutdown) {
     loop {
         let swept = {
-            let store = store.clone();
-            tokio::task::spawn_blocking(move || index_unindexed(&store).and_then(|_| sweep(&store)))
+            let state = Arc::clone(&state);
+            tokio::task::spawn_blocking(move || {
+                let indexed = index_unindexed(&state.store, &state.idempotency);
+                // A failed backfill is tried again next time; the index still expires
+                // everything written since.
+                let swept = sweep(&state.store, &state.idempotency);
+                indexed.and(swept)
+            })
         };
         match swept.await {
             Ok(Ok(_)) => {}
@@ -384,13 +437,13 @@ mod tests {
         // under the same key, which its first entry must not remove.
         answer(&store, &keys, "again");
         let again = held(&store, "again").expect("again");
-        assert_eq!(sweep(&store).expect("sweep"), 1);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 1);
         assert_eq!(held(&store, "old"), None);
         assert!(held(&store, "young").is_some());
         assert_eq!(held(&store, "again"), Some(again));
         assert_eq!(entries(&store), 2, "the due entries are gone, the others stay");
         clock.advance(25 * HOUR);
-        assert_eq!(sweep(&store).expect("sweep"), 2);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 2);
         assert_eq!((held(&store, "young"), held(&store, "again")), (None, None));
         assert_eq!(entries(&store), 0);
     }
@@ -400,6 +453,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = store(dir.path(), &clock);
+        let keys = Idempotency::default();
         // Written as builds without the index wrote them: the record alone.
         let unindexed = |key: &str| {
             let mut batch = Batch::new();
@@ -418,16 +472,47 @@ mod tests {
         clock.advance(20 * HOUR);
         unindexed("recent");
         clock.advance(5 * HOUR);
-        assert_eq!(sweep(&store).expect("sweep"), 0, "the index knows neither");
-        assert_eq!(index_unindexed(&store).expect("index"), 1);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 0, "the index knows neither");
+        assert_eq!(index_unindexed(&store, &keys).expect("index"), 1);
         assert_eq!(held(&store, "old"), None);
         assert_eq!(entries(&store), 1);
         unindexed("later");
-        assert_eq!(index_unindexed(&store).expect("index"), 0, "done once");
+        assert_eq!(index_unindexed(&store, &keys).expect("index"), 0, "done once");
         assert_eq!(entries(&store), 1);
         clock.advance(20 * HOUR);
-        assert_eq!(sweep(&store).expect("sweep"), 1);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 1);
         assert_eq!(held(&store, "recent"), None);
+    }
+
+    #[test]
+    fn a_key_being_answered_is_left_to_the_next_sweep_and_garbage_is_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let store = store(dir.path(), &clock);
+        let keys = Idempotency::default();
+        answer(&store, &keys, "busy");
+        let garbage = IdempotencyRecord::key(Id::from_bytes([7; 16]), "garbage");
+        let mut batch = Batch::new();
+        batch.put_raw(Table::IDEMPOTENCY, garbage.clone(), b"not a record".to_vec());
+        batch.put_raw(Table::IDEMPOTENCY_EXPIRY, expiry_key(store.now(), &garbage), Vec::new());
+        store.commit(batch).wait().expect("commit");
+        clock.advance(25 * HOUR);
+        // A request reusing the expired key holds it while the sweep runs.
+        let Outcome::Fresh(in_flight) = keys
+            .begin(&store, Id::from_bytes([7; 16]), "busy", "other".into())
+            .expect("begin")
+        else {
+            panic!("an expired key is fresh");
+        };
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 1, "only the garbage");
+        assert_eq!(store.get_raw(Table::IDEMPOTENCY, &garbage).expect("get"), None);
+        assert!(held(&store, "busy").is_some());
+        assert_eq!(entries(&store), 1);
+        drop(in_flight);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), 1);
+        assert_eq!((held(&store, "busy"), entries(&store)), (None, 0));
+        // The sweep's own claims are released: the key can be answered again.
+        answer(&store, &keys, "busy");
     }
 
     #[test]

@@ -208,7 +208,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     tasks.spawn(state.verifier.clone().run(Arc::clone(&state), dns, controller.handle()));
     tasks.spawn(crate::webhooks::dispatch::run(Arc::clone(&state), controller.handle()));
     tasks.spawn(crate::emails::idempotency::expire(
-        state.store.clone(),
+        Arc::clone(&state),
         controller.handle(),
     ));
     tasks.spawn(http::request_log::expire(
