@@ -14,6 +14,8 @@
 //! - `HERALD_BENCH_SECURITY`: `implicit` (default), `starttls` or `plain`;
 //! - `HERALD_BENCH_AUTH`: `1` (default) or `0`;
 //! - `HERALD_BENCH_PIPELINING`: `1` (default) or `0`;
+//! - `HERALD_BENCH_IDLE`: sessions opened at the end and held idle after AUTH, to report
+//!   the memory each takes (default 500; 0 skips it);
 //! - `HERALD_BENCH_TARGET`: `host:port` of another server to load instead of herald, such
 //!   as the private Postfix of `shared/bench/postfix-peer.sh --keep` (then plaintext
 //!   without AUTH unless set otherwise). CPU is then this process's alone.
@@ -47,6 +49,7 @@ struct Settings {
     security: smtp_load::Security,
     auth: bool,
     pipelining: bool,
+    idle: usize,
     target: Option<SocketAddr>,
 }
 
@@ -94,6 +97,7 @@ fn settings() -> Settings {
         security,
         auth,
         pipelining: env("HERALD_BENCH_PIPELINING", 1u8) == 1,
+        idle: env("HERALD_BENCH_IDLE", 500),
         target,
     }
 }
@@ -119,7 +123,7 @@ async fn run(settings: Settings) {
         Some(_) => None,
         None => {
             let sections = format!(
-                "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"{mode}\" }}]\nconnections_per_address_max = 1000\n[delivery]\nenabled = false\n"
+                "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"{mode}\" }}]\nconnections_max = 5000\nconnections_per_address_max = 5000\n[delivery]\nenabled = false\n"
             );
             let running = bench_server::start(&dir, &sections).await;
             bench_server::verified_domain(running.http_addr, "bench.test", "ed25519").await;
@@ -148,19 +152,22 @@ async fn run(settings: Settings) {
             ", one command at a time"
         },
     );
+    let load = |per_connection| smtp_load::Load {
+        addr,
+        security: settings.security,
+        key: settings.auth.then(|| KEY.to_owned()),
+        pipelining: settings.pipelining,
+        mail_from: "bench@bench.test".to_owned(),
+        rcpt_to: "user@example.org".to_owned(),
+        data: smtp_load::message("Bench <bench@bench.test>", "user@example.org", settings.body),
+        sessions: settings.sessions,
+        per_connection,
+    };
     for &per_connection in &settings.patterns {
-        let load = smtp_load::Load {
-            addr,
-            security: settings.security,
-            key: settings.auth.then(|| KEY.to_owned()),
-            pipelining: settings.pipelining,
-            mail_from: "bench@bench.test".to_owned(),
-            rcpt_to: "user@example.org".to_owned(),
-            data: smtp_load::message("Bench <bench@bench.test>", "user@example.org", settings.body),
-            sessions: settings.sessions,
-            per_connection,
-        };
-        phase(load, &tls, settings.messages).await;
+        phase(load(per_connection), &tls, settings.messages).await;
+    }
+    if settings.idle > 0 {
+        idle(load(1), &tls, settings.idle).await;
     }
     if let Some(running) = running {
         running.shutdown().await;
@@ -190,4 +197,30 @@ async fn phase(load: smtp_load::Load, tls: &Arc<rustls::ClientConfig>, messages:
         pct(0.99).as_secs_f64() * 1e3,
         latencies.len()
     );
+}
+
+/// Opens `count` sessions and holds them idle after AUTH; reports the resident memory
+/// each added (server and load generator together, so an upper bound for the server's
+/// share) and the run's peak.
+async fn idle(load: smtp_load::Load, tls: &Arc<rustls::ClientConfig>, count: usize) {
+    let before = memory("VmRSS:");
+    let held = smtp_load::open_idle(Arc::new(load), tls, count).await;
+    let after = memory("VmRSS:");
+    println!(
+        "{count} idle sessions after AUTH: {:.1} KiB resident each (server and load generator together); peak resident {} MiB over the run",
+        after.saturating_sub(before) as f64 / 1024.0 / count as f64,
+        memory("VmHWM:") / (1024 * 1024)
+    );
+    smtp_load::close_idle(held).await;
+}
+
+/// A size from `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes.
+fn memory(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .expect("/proc/self/status")
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("a size in /proc/self/status")
+        * 1024
 }

@@ -159,8 +159,50 @@ trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
 
-/// One session sending `count` messages; returns each end-of-data-to-250 time.
-async fn session(load: &Load, tls: &Arc<rustls::ClientConfig>, count: usize) -> Vec<Duration> {
+/// A session opened by [`open_idle`], past its greeting, `EHLO` and AUTH, doing nothing.
+pub struct Idle(BufReader<Box<dyn Stream>>);
+
+/// Opens `count` sessions as `load` says, `load.sessions` at a time (each with a TLS
+/// session store of its own, as in [`run`]), and returns them open and idle.
+#[allow(
+    dead_code,
+    reason = "the delivery bench, which shares this file, keeps no idle sessions"
+)]
+pub async fn open_idle(load: Arc<Load>, tls: &Arc<rustls::ClientConfig>, count: usize) -> Vec<Idle> {
+    let remaining = Arc::new(AtomicUsize::new(count));
+    let mut tasks = Vec::new();
+    for _ in 0..load.sessions {
+        let (load, remaining) = (Arc::clone(&load), Arc::clone(&remaining));
+        let tls = own_sessions(tls);
+        tasks.push(tokio::spawn(async move {
+            let mut opened = Vec::new();
+            while claim(&remaining, 1) == 1 {
+                opened.push(Idle(open(&load, &tls).await));
+            }
+            opened
+        }));
+    }
+    let mut idle = Vec::with_capacity(count);
+    for task in tasks {
+        idle.extend(task.await.expect("an idle session panicked"));
+    }
+    idle
+}
+
+/// Ends idle sessions with `QUIT`, each awaiting its `221`.
+#[allow(
+    dead_code,
+    reason = "the delivery bench, which shares this file, keeps no idle sessions"
+)]
+pub async fn close_idle(idle: Vec<Idle>) {
+    for Idle(mut stream) in idle {
+        send(&mut stream, b"QUIT\r\n").await;
+        expect(&mut stream, "221").await;
+    }
+}
+
+/// Connects and goes through the greeting, `EHLO` and AUTH as `load` says.
+async fn open(load: &Load, tls: &Arc<rustls::ClientConfig>) -> BufReader<Box<dyn Stream>> {
     let tcp = TcpStream::connect(load.addr).await.expect("connect");
     tcp.set_nodelay(true).expect("nodelay");
     let name = ServerName::try_from("bench.herald.test").expect("name");
@@ -196,6 +238,12 @@ async fn session(load: &Load, tls: &Arc<rustls::ClientConfig>, count: usize) -> 
             expect(&mut stream, "250").await;
         }
     }
+    stream
+}
+
+/// One session sending `count` messages; returns each end-of-data-to-250 time.
+async fn session(load: &Load, tls: &Arc<rustls::ClientConfig>, count: usize) -> Vec<Duration> {
+    let mut stream = open(load, tls).await;
     let mail = format!("MAIL FROM:<{}>\r\n", load.mail_from);
     let rcpt = format!("RCPT TO:<{}>\r\n", load.rcpt_to);
     let envelope = format!("{mail}{rcpt}DATA\r\n");
