@@ -108,6 +108,10 @@ fn main() -> ExitCode {
                 }
             };
             herald::telemetry::init_logging(&config.log);
+            // Everything herald writes (the spool with its messages, DKIM keys, webhook
+            // secrets and key digests; TLS and bootstrap key files) is for its own user
+            // only, whatever umask it was started with.
+            rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
