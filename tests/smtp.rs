@@ -72,7 +72,7 @@ async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
     assert_eq!(envelope.recipients.len(), 2);
     let text = String::from_utf8_lossy(&raw);
     assert!(
-        text.starts_with("Received: from [127.0.0.1] by herald.test (herald) with ESMTPSA;"),
+        text.starts_with("Received: from client.test ([127.0.0.1]) by herald.test (herald) with ESMTPSA;"),
         "{text}"
     );
     running.shutdown().await;

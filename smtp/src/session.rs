@@ -56,6 +56,8 @@ pub struct Settings {
 /// A message ready for delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Envelope {
+    /// The name the client gave in `EHLO` or `HELO`, as it gave it.
+    pub helo: String,
     /// `MAIL FROM`.
     pub from: String,
     /// `RCPT TO`s, in order.
@@ -102,7 +104,8 @@ enum Phase {
 pub struct Session {
     settings: Settings,
     tls: bool,
-    helo: bool,
+    /// The client's `EHLO`/`HELO` name, once it has greeted.
+    helo: Option<String>,
     authenticated: bool,
     from: Option<String>,
     recipients: Vec<String>,
@@ -118,7 +121,7 @@ impl Session {
         Session {
             settings,
             tls,
-            helo: false,
+            helo: None,
             authenticated: false,
             from: None,
             recipients: Vec::new(),
@@ -257,7 +260,7 @@ impl Session {
     /// before EHLO, now encrypted.
     pub fn tls_started(&mut self) {
         self.tls = true;
-        self.helo = false;
+        self.helo = None;
         self.authenticated = false;
         self.reset();
         self.phase = Phase::Command;
@@ -297,13 +300,13 @@ impl Session {
 
     fn command(&mut self, command: Command, actions: &mut Vec<Action>) {
         let reply = match command {
-            Command::Ehlo(_) => {
-                self.helo = true;
+            Command::Ehlo(name) => {
+                self.helo = Some(name);
                 self.reset();
                 Reply::plain(250, self.capabilities())
             }
-            Command::Helo(_) => {
-                self.helo = true;
+            Command::Helo(name) => {
+                self.helo = Some(name);
                 self.reset();
                 Reply::plain(250, vec![self.settings.hostname.clone()])
             }
@@ -322,7 +325,7 @@ impl Session {
                 Reply::new(503, "5.5.1", "AUTH is not allowed during a mail transaction")
             }
             Command::Auth { mechanism, initial } => return self.auth(&mechanism, initial, actions),
-            Command::Mail { .. } if !self.helo => Reply::new(503, "5.5.1", "Send EHLO first"),
+            Command::Mail { .. } if self.helo.is_none() => Reply::new(503, "5.5.1", "Send EHLO first"),
             Command::Mail { .. } if !self.tls => Reply::new(530, "5.7.0", "Must issue a STARTTLS command first"),
             Command::Mail { .. } if !self.authenticated => Reply::new(530, "5.7.0", "Authentication required"),
             Command::Mail { .. } if self.from.is_some() => Reply::new(503, "5.5.1", "Nested MAIL command"),
@@ -507,6 +510,7 @@ impl Session {
 
     fn deliver(&mut self, message: Vec<u8>) -> Action {
         Action::Deliver(Envelope {
+            helo: self.helo.clone().unwrap_or_default(),
             from: self.from.clone().unwrap_or_default(),
             recipients: self.recipients.clone(),
             message,

@@ -323,11 +323,7 @@ async fn deliver(
             permission: caller.permission,
             domain_id: caller.domain_id,
         },
-        received: format!(
-            "from [{}] by {} (herald) with ESMTPSA",
-            peer.ip(),
-            state.config.server.hostname
-        ),
+        received: received_from(&envelope.helo, peer, &state.config.server.hostname),
         envelope,
     });
     let key = mail_parser::MessageParser::default()
@@ -366,6 +362,31 @@ async fn deliver(
         )),
         Outcome::Fresh(in_flight) => send(state, &submission, Some(&in_flight)).await.map_err(failure_reply),
     }
+}
+
+/// The clauses of the `Received` header before its date (RFC 5321 4.4): the name the client
+/// gave in `EHLO` with the address it connected from, this host, and the protocol (TLS
+/// and AUTH are required, so always ESMTPSA). The name is the client's own words: only
+/// the characters of a domain or an address literal are kept, at most 255 of them, each
+/// other one shown as `?`, so that it cannot add a comment, a clause or a date.
+fn received_from(helo: &str, peer: SocketAddr, hostname: &str) -> String {
+    let name: String = helo
+        .chars()
+        .take(255)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-_:[]".contains(c) {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    let name = if name.is_empty() { "unknown" } else { &name };
+    let literal = match peer.ip() {
+        std::net::IpAddr::V4(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V6(ip) => format!("[IPv6:{ip}]"),
+    };
+    format!("from {name} ({literal}) by {hostname} (herald) with ESMTPSA")
 }
 
 /// A message on its way into the spool, shareable with a blocking thread.
@@ -437,5 +458,36 @@ fn failure_reply(error: RawError) -> Reply {
         RawError::Send(SendError::Unavailable(_) | SendError::Internal(_)) => {
             Reply::new(451, "4.3.0", "Temporary storage failure, try again later")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_received_clause_names_the_client_as_it_greeted_without_letting_it_write_more() {
+        let v4: SocketAddr = "192.0.2.7:4000".parse().expect("addr");
+        let v6: SocketAddr = "[2001:db8::1]:4000".parse().expect("addr");
+        assert_eq!(
+            received_from("client.example", v4, "mx.test"),
+            "from client.example ([192.0.2.7]) by mx.test (herald) with ESMTPSA"
+        );
+        assert_eq!(
+            received_from("[IPv6:2001:db8::1]", v6, "mx.test"),
+            "from [IPv6:2001:db8::1] ([IPv6:2001:db8::1]) by mx.test (herald) with ESMTPSA"
+        );
+        assert_eq!(
+            received_from("evil;(by)\u{e9}", v4, "mx.test"),
+            "from evil??by?? ([192.0.2.7]) by mx.test (herald) with ESMTPSA"
+        );
+        assert_eq!(
+            received_from("", v4, "mx.test"),
+            "from unknown ([192.0.2.7]) by mx.test (herald) with ESMTPSA"
+        );
+        assert_eq!(
+            received_from(&"a".repeat(300), v4, "h").len(),
+            "from  ([192.0.2.7]) by h (herald) with ESMTPSA".len() + 255
+        );
     }
 }
