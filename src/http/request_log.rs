@@ -279,6 +279,15 @@ mod tests {
     }
 
     #[test]
+    fn a_redacted_body_keeps_its_fields_in_the_order_they_were_sent() {
+        let body = br#"{"zeta":1,"token":"re_secret","alpha":{"secret":"s","b":2,"a":1}}"#;
+        assert_eq!(
+            redact(body).as_deref(),
+            Some(r#"{"zeta":1,"token":"<redacted>","alpha":{"secret":"<redacted>","b":2,"a":1}}"#)
+        );
+    }
+
+    #[test]
     fn logs_older_than_the_retention_are_swept() {
         use std::sync::Arc;
 
