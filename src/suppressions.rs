@@ -98,7 +98,7 @@ impl Suppression {
     pub fn to_json(&self) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
-            map.insert("object".into(), json!("suppression"));
+            map.shift_insert(0, "object".into(), json!("suppression"));
         }
         value
     }

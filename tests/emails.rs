@@ -88,6 +88,15 @@ async fn a_minimal_email_is_spooled_as_proper_mime_and_recorded() {
         .await
         .json();
     assert_eq!(record["object"], "email");
+    // In Resend's order: the object's type, then its id, ahead of the rest.
+    let fields: Vec<&str> = record
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .take(3)
+        .collect();
+    assert_eq!(fields, ["object", "id", "to"]);
     assert_eq!(record["from"], "Acme <hello@example.test>");
     assert_eq!(record["to"], json!(["user@example.org"]));
     assert_eq!(record["last_event"], "sent");

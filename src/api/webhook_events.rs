@@ -35,7 +35,7 @@ pub fn get(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
     let message = message(ctx, id, event)?;
     let mut value = summary(&message);
     if let Value::Object(map) = &mut value {
-        map.insert("object".into(), json!("webhook_event"));
+        map.shift_insert(0, "object".into(), json!("webhook_event"));
         let next = (message.state == MessageState::Pending).then(|| format::timestamp(message.next_attempt));
         map.insert("next_attempt_at".into(), json!(next));
         let payload = serde_json::from_str::<Value>(&message.body).unwrap_or(Value::Null);

@@ -117,7 +117,7 @@ impl Domain {
     pub fn to_json(&self, config: &Config) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
-            map.insert("object".into(), json!("domain"));
+            map.shift_insert(0, "object".into(), json!("domain"));
             map.insert("records".into(), json!(self.records(config)));
             map.insert("tls".into(), json!(self.tls));
             map.insert("custom_return_path".into(), json!(self.custom_return_path));

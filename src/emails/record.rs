@@ -108,7 +108,7 @@ impl EmailRecord {
     pub fn to_json(&self) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
-            map.insert("object".into(), json!("email"));
+            map.shift_insert(0, "object".into(), json!("email"));
             map.insert("html".into(), json!(self.html));
             map.insert("text".into(), json!(self.text));
             map.insert("tags".into(), json!(self.tags));

@@ -86,7 +86,7 @@ impl RequestLog {
     pub fn to_json(&self) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
-            map.insert("object".into(), json!("log"));
+            map.shift_insert(0, "object".into(), json!("log"));
             map.insert("query".into(), json!(self.query));
             map.insert("request_body".into(), json!(self.request_body));
             map.insert("response_body".into(), json!(self.response_body));

@@ -122,7 +122,7 @@ impl Webhook {
     pub fn to_json(&self) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
-            map.insert("object".into(), json!("webhook"));
+            map.shift_insert(0, "object".into(), json!("webhook"));
             map.insert("signing_secret".into(), json!(self.signing_secret.expose()));
         }
         value
