@@ -72,7 +72,9 @@ async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
     assert_eq!(envelope.recipients.len(), 2);
     let text = String::from_utf8_lossy(&raw);
     assert!(
-        text.starts_with("Received: from client.test ([127.0.0.1]) by herald.test (herald) with ESMTPSA;"),
+        text.starts_with(&format!(
+            "Received: from client.test ([127.0.0.1]) by herald.test (herald) with ESMTPSA id {id};"
+        )),
         "{text}"
     );
     running.shutdown().await;
@@ -169,6 +171,18 @@ async fn resend_idempotency_key_sends_a_message_once() {
         .await
         .json();
     assert_eq!(list["data"].as_array().map(Vec::len), Some(1), "sent once: {list}");
+    let id = list["data"][0]["id"].as_str().expect("id");
+    let (_, spooled) = running
+        .state
+        .spool
+        .load(id.parse().expect("id"))
+        .expect("load")
+        .expect("spooled");
+    let spooled = String::from_utf8_lossy(&spooled);
+    assert!(
+        !spooled.to_ascii_lowercase().contains("resend-idempotency-key") && spooled.contains("Subject: first"),
+        "the key is herald's, not the recipients': {spooled}"
+    );
     let other = connect().await.send(keyed("different")).await;
     let error = other
         .expect_err("another message under the same key is refused")

@@ -1,6 +1,7 @@
 //! Messages that arrive whole (SMTP submission): checked with mail-parser, completed with
 //! the headers herald adds, and recorded like any email from the API.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use herald_queue::{Batch, NewMessage};
@@ -50,16 +51,20 @@ pub fn prepare(
     let now = store.now();
     let id = store.next_id();
     let hostname = &state.config.server.hostname;
-    let mut added = format!("Received: {received};\r\n\t{}\r\n", rfc2822(now));
+    // The email's id in the trace, as MTAs put their queue id there: a message found in a
+    // mailbox leads straight to its record and events.
+    let mut added = format!("Received: {received} id {id};\r\n\t{}\r\n", rfc2822(now));
     if parsed.message_id().is_none() {
         added.push_str(&format!("Message-ID: <{}>\r\n", mime::message_id(id, hostname)));
     }
     if parsed.date().is_none() {
         added.push_str(&format!("Date: {}\r\n", rfc2822(now)));
     }
+    // The idempotency key is for herald, not for the recipients.
+    let raw = without_field(raw, IDEMPOTENCY_HEADER);
     let mut message = Vec::with_capacity(added.len() + raw.len());
     message.extend_from_slice(added.as_bytes());
-    message.extend_from_slice(raw);
+    message.extend_from_slice(&raw);
     let list = |address: Option<&Address<'_>>| -> Vec<String> {
         address
             .map(|a| a.iter().filter_map(|addr| addr.address().map(str::to_owned)).collect())
@@ -140,6 +145,43 @@ fn text_body(message: &mail_parser::Message<'_>) -> Option<String> {
     }
 }
 
+/// The header that makes an SMTP submission idempotent, as the API's `Idempotency-Key`.
+pub const IDEMPOTENCY_HEADER: &str = "Resend-Idempotency-Key";
+
+/// `raw` without its header fields named `name` (in any case), folded lines included.
+/// The body is not looked at; nothing is copied when there is no such field.
+fn without_field<'a>(raw: &'a [u8], name: &str) -> Cow<'a, [u8]> {
+    let mut kept: Option<Vec<u8>> = None;
+    let mut dropping = false;
+    let mut start = 0;
+    while start < raw.len() {
+        let end = memchr::memchr(b'\n', &raw[start..]).map_or(raw.len(), |at| start + at + 1);
+        let line = &raw[start..end];
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.is_empty() {
+            // The blank line before the body: the rest goes as it is.
+            if let Some(kept) = kept.as_mut() {
+                kept.extend_from_slice(&raw[start..]);
+            }
+            break;
+        }
+        if !matches!(text[0], b' ' | b'\t') {
+            dropping = text.get(name.len()) == Some(&b':') && text[..name.len()].eq_ignore_ascii_case(name.as_bytes());
+            if dropping && kept.is_none() {
+                kept = Some(raw[..start].to_vec());
+            }
+        }
+        if let Some(kept) = kept.as_mut()
+            && !dropping
+        {
+            kept.extend_from_slice(line);
+        }
+        start = end;
+    }
+    kept.map_or(Cow::Borrowed(raw), Cow::Owned)
+}
+
 /// The longest header line accepted, CRLF excluded (RFC 5322 2.1.1).
 pub const LINE_MAX: usize = 998;
 
@@ -200,6 +242,19 @@ fn rfc2822(at: herald_queue::Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_idempotency_header_is_taken_out_folded_lines_and_all_and_nothing_else() {
+        let raw = b"From: a@b.test\r\nresend-IDEMPOTENCY-key: order-7\r\n\tfolded\r\nSubject: hi\r\n\r\nResend-Idempotency-Key: in the body\r\n";
+        assert_eq!(
+            without_field(raw, IDEMPOTENCY_HEADER).as_ref(),
+            b"From: a@b.test\r\nSubject: hi\r\n\r\nResend-Idempotency-Key: in the body\r\n"
+        );
+        let last = b"From: a@b.test\nResend-Idempotency-Key: k";
+        assert_eq!(without_field(last, IDEMPOTENCY_HEADER).as_ref(), b"From: a@b.test\n");
+        let similar = b"Resend-Idempotency-Keys: no\r\nX-Resend-Idempotency-Key: no\r\n\r\n";
+        assert!(matches!(without_field(similar, IDEMPOTENCY_HEADER), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn header_sections_must_be_fields_or_continuations() {

@@ -328,7 +328,7 @@ async fn deliver(
     });
     let key = mail_parser::MessageParser::default()
         .parse_headers(&submission.envelope.message)
-        .and_then(|m| m.header_raw("Resend-Idempotency-Key").map(|k| k.trim().to_owned()))
+        .and_then(|m| m.header_raw(raw::IDEMPOTENCY_HEADER).map(|k| k.trim().to_owned()))
         .filter(|k| !k.is_empty());
     let Some(key) = key else {
         return send(state, &submission, None).await.map_err(failure_reply);
