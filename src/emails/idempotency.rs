@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Batch, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -233,28 +233,15 @@ pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::E
         .as_millis()
         .saturating_sub(u64::try_from(RETENTION.as_millis()).unwrap_or(u64::MAX));
     let mut deleted = 0;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let entries = store.scan_raw(
-            Table::IDEMPOTENCY_EXPIRY,
-            Scan {
-                after: after.as_deref(),
-                limit: SWEEP_BATCH,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        let mut claims = Vec::new();
-        let mut reached_cutoff = false;
-        for (key, _) in &entries {
+    in_pages(store, Table::IDEMPOTENCY_EXPIRY, |entries, batch, claims| {
+        for (key, _) in entries {
             let Some((at, record_key)) = key.split_first_chunk::<8>() else {
                 batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
                 continue;
             };
             let at = u64::from_be_bytes(*at);
             if at >= cutoff {
-                reached_cutoff = true;
-                break;
+                return Ok(Page::Last);
             }
             let Some(claim) = keys.claim(record_key.to_vec()) else {
                 continue;
@@ -274,16 +261,9 @@ pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::E
             batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
             claims.push(claim);
         }
-        let done = reached_cutoff || entries.len() < SWEEP_BATCH;
-        if !batch.is_empty() {
-            store.commit(batch).wait()?;
-        }
-        drop(claims);
-        if done {
-            return Ok(deleted);
-        }
-        after = entries.last().map(|(key, _)| key.clone());
-    }
+        Ok(Page::More)
+    })?;
+    Ok(deleted)
 }
 
 /// Gives every record written before [`Table::IDEMPOTENCY_EXPIRY`] existed its entry
@@ -296,19 +276,8 @@ pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, heral
     }
     let now = store.now();
     let mut deleted = 0;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = store.scan_raw(
-            Table::IDEMPOTENCY,
-            Scan {
-                after: after.as_deref(),
-                limit: SWEEP_BATCH,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        let mut claims = Vec::new();
-        for (key, bytes) in &page {
+    in_pages(store, Table::IDEMPOTENCY, |page, batch, claims| {
+        for (key, bytes) in page {
             let Some(claim) = keys.claim(key.clone()) else {
                 // Being answered: the record it writes comes with its entry.
                 continue;
@@ -333,16 +302,49 @@ pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, heral
             }
             claims.push(claim);
         }
-        let last = page.len() < SWEEP_BATCH;
-        if last {
+        if page.len() < SWEEP_BATCH {
             batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
         }
+        Ok(Page::More)
+    })?;
+    Ok(deleted)
+}
+
+/// Whether [`in_pages`] goes on after a page.
+enum Page {
+    /// On to the next page, if the table has one.
+    More,
+    /// Stop after this page's writes.
+    Last,
+}
+
+/// Walks `table` from its first key, [`SWEEP_BATCH`] entries at a time. `visit` stages a
+/// page's writes and keeps the claims it makes; the writes are committed before
+/// the claims are released, and the walk ends at the table's end or when `visit` says.
+fn in_pages<'k>(
+    store: &Store,
+    table: Table,
+    mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Vec<InFlight<'k>>) -> Result<Page, herald_queue::Error>,
+) -> Result<(), herald_queue::Error> {
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan_raw(
+            table,
+            Scan {
+                after: after.as_deref(),
+                limit: SWEEP_BATCH,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        let mut claims = Vec::new();
+        let next = visit(&page, &mut batch, &mut claims)?;
         if !batch.is_empty() {
             store.commit(batch).wait()?;
         }
         drop(claims);
-        if last {
-            return Ok(deleted);
+        if matches!(next, Page::Last) || page.len() < SWEEP_BATCH {
+            return Ok(());
         }
         after = page.last().map(|(key, _)| key.clone());
     }
@@ -482,6 +484,47 @@ mod tests {
         clock.advance(20 * HOUR);
         assert_eq!(sweep(&store, &keys).expect("sweep"), 1);
         assert_eq!(held(&store, "recent"), None);
+    }
+
+    #[test]
+    fn expiry_and_indexing_go_page_by_page_through_more_than_a_batch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let store = store(dir.path(), &clock);
+        let keys = Idempotency::default();
+        let count = 2 * SWEEP_BATCH + 100;
+        let mut indexed = Batch::new();
+        let mut unindexed = Batch::new();
+        for n in 0..count {
+            let Outcome::Fresh(in_flight) = keys
+                .begin(&store, Id::from_bytes([7; 16]), &format!("indexed {n}"), String::new())
+                .expect("begin")
+            else {
+                panic!("fresh");
+            };
+            in_flight.record(&mut indexed, 200, "{}", store.now()).expect("record");
+            let record = IdempotencyRecord {
+                body_sha256: String::new(),
+                status: 200,
+                response: "{}".into(),
+                created_at: store.now(),
+            };
+            let key = IdempotencyRecord::key(Id::from_bytes([8; 16]), &format!("unindexed {n}"));
+            unindexed.put(key, &record).expect("encode");
+        }
+        indexed.extend(unindexed);
+        store.commit(indexed).wait().expect("commit");
+        clock.advance(25 * HOUR);
+        assert_eq!(sweep(&store, &keys).expect("sweep"), count);
+        assert_eq!(entries(&store), 0);
+        assert_eq!(index_unindexed(&store, &keys).expect("index"), count);
+        assert!(store.get_raw(Table::META, INDEXED).expect("get").is_some());
+        assert!(
+            store
+                .scan_raw(Table::IDEMPOTENCY, Scan::prefix(b""))
+                .expect("scan")
+                .is_empty()
+        );
     }
 
     #[test]
