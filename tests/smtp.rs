@@ -10,6 +10,16 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use util::{OPERATOR_KEY, call, start_api};
 
+/// The spooled envelope and bytes of the email `id` (as `GET /emails` lists it).
+fn spooled(running: &herald::server::Running, id: &str) -> (herald_queue::Envelope, Vec<u8>) {
+    running
+        .state
+        .spool
+        .load(id.parse().expect("id"))
+        .expect("load")
+        .expect("spooled")
+}
+
 fn message(from: &'static str, subject: &'static str) -> MessageBuilder<'static> {
     MessageBuilder::new()
         .from(("Acme", from))
@@ -63,12 +73,7 @@ async fn mail_submitted_over_smtps_and_starttls_is_recorded_and_spooled() {
     assert_eq!(record["bcc"], json!(["hidden@example.org"]));
     assert_eq!(record["last_event"], "sent");
     assert_eq!(record["text"].as_str().map(str::trim), Some("Hello over SMTP"));
-    let (envelope, raw) = running
-        .state
-        .spool
-        .load(id.parse().expect("id"))
-        .expect("load")
-        .expect("spooled");
+    let (envelope, raw) = spooled(&running, id);
     assert_eq!(envelope.recipients.len(), 2);
     let text = String::from_utf8_lossy(&raw);
     assert!(
@@ -172,13 +177,8 @@ async fn resend_idempotency_key_sends_a_message_once() {
         .json();
     assert_eq!(list["data"].as_array().map(Vec::len), Some(1), "sent once: {list}");
     let id = list["data"][0]["id"].as_str().expect("id");
-    let (_, spooled) = running
-        .state
-        .spool
-        .load(id.parse().expect("id"))
-        .expect("load")
-        .expect("spooled");
-    let spooled = String::from_utf8_lossy(&spooled);
+    let (_, raw) = spooled(&running, id);
+    let spooled = String::from_utf8_lossy(&raw);
     assert!(
         !spooled.to_ascii_lowercase().contains("resend-idempotency-key") && spooled.contains("Subject: first"),
         "the key is herald's, not the recipients': {spooled}"

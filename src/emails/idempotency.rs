@@ -417,6 +417,16 @@ mod tests {
             .map(|r| r.created_at)
     }
 
+    /// A record as builds without the expiry index wrote it (alone, no entry).
+    fn legacy_record(created_at: Timestamp) -> IdempotencyRecord {
+        IdempotencyRecord {
+            body_sha256: String::new(),
+            status: 200,
+            response: "{}".into(),
+            created_at,
+        }
+    }
+
     fn entries(store: &Store) -> usize {
         store
             .scan_raw(Table::IDEMPOTENCY_EXPIRY, Scan::prefix(b""))
@@ -459,12 +469,7 @@ mod tests {
         // Written as builds without the index wrote them: the record alone.
         let unindexed = |key: &str| {
             let mut batch = Batch::new();
-            let record = IdempotencyRecord {
-                body_sha256: String::new(),
-                status: 200,
-                response: "{}".into(),
-                created_at: store.now(),
-            };
+            let record = legacy_record(store.now());
             batch
                 .put(IdempotencyRecord::key(Id::from_bytes([7; 16]), key), &record)
                 .expect("encode");
@@ -503,12 +508,7 @@ mod tests {
                 panic!("fresh");
             };
             in_flight.record(&mut indexed, 200, "{}", store.now()).expect("record");
-            let record = IdempotencyRecord {
-                body_sha256: String::new(),
-                status: 200,
-                response: "{}".into(),
-                created_at: store.now(),
-            };
+            let record = legacy_record(store.now());
             let key = IdempotencyRecord::key(Id::from_bytes([8; 16]), &format!("unindexed {n}"));
             unindexed.put(key, &record).expect("encode");
         }
