@@ -30,6 +30,8 @@
 //! - [`domains`]: sending domains, DKIM keys and DNS verification.
 //! - [`emails`]: validation, MIME, records, idempotency and the one path that spools mail.
 //! - [`events`]: events written with the changes that cause them, for webhooks.
+//! - [`mailqueue`]: the spool as operators see it (`herald queue`): list, show, retry,
+//!   delete, stats.
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
@@ -46,6 +48,7 @@ pub mod domains;
 pub mod emails;
 pub mod events;
 pub mod http;
+pub mod mailqueue;
 pub mod outbound;
 pub mod server;
 pub mod shutdown;

@@ -57,6 +57,13 @@ enum Command {
         #[command(flatten)]
         remote: Remote,
     },
+    /// See and act on the running server's mail queue.
+    Queue {
+        #[command(subcommand)]
+        command: cli::QueueCommand,
+        #[command(flatten)]
+        remote: Remote,
+    },
 }
 
 /// How the command line reaches the running server.
@@ -98,6 +105,9 @@ fn main() -> ExitCode {
         Command::Keys { command, remote } => admin(&remote, |client| async move { cli::keys(&client, command).await }),
         Command::Teams { command, remote } => {
             admin(&remote, |client| async move { cli::teams(&client, command).await })
+        }
+        Command::Queue { command, remote } => {
+            admin(&remote, |client| async move { cli::queue(&client, command).await })
         }
         Command::Serve { config } => {
             let config = match Config::load(config.as_deref()) {

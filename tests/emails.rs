@@ -134,6 +134,8 @@ async fn every_field_reaches_the_message() {
                 { "filename": "buffer.bin", "content": { "type": "Buffer", "data": [1, 2, 3] } },
                 { "filename": "logo.png", "content": "iVBORw0KGgo=", "content_id": "logo" },
                 { "filename": "résumé.txt", "content": "aGk=" },
+                // Node's SDK types allow `filename: false`: no file name.
+                { "filename": false, "content": "aGk=", "content_type": "text/plain" },
             ],
         }),
     )
@@ -180,7 +182,7 @@ async fn every_field_reaches_the_message() {
     let names: Vec<&str> = attachments.iter().filter_map(|a| a.attachment_name()).collect();
     assert_eq!(
         names,
-        vec!["report.pdf", "bytes.txt", "buffer.bin", "résumé.txt"],
+        vec!["report.pdf", "bytes.txt", "buffer.bin", "résumé.txt", "attachment-6"],
         "inline parts are referenced by Content-ID"
     );
     assert_eq!(attachments[0].contents(), pdf.as_slice());

@@ -23,7 +23,7 @@ async fn add(addr: SocketAddr, key: &str, email: &str) -> HttpResponse {
 
 async fn add_ok(addr: SocketAddr, email: &str) -> String {
     let added = add(addr, OPERATOR_KEY, email).await;
-    assert_eq!(added.status, StatusCode::OK, "{}", added.text());
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
     added.json()["id"].as_str().expect("id").to_owned()
 }
 
@@ -68,7 +68,12 @@ async fn an_address_is_added_once_and_read_by_id_or_encoded_address() {
     let addr = running.http_addr;
 
     let added = add(addr, OPERATOR_KEY, "Bob+News@Example.COM").await;
-    assert_eq!(added.status, StatusCode::OK, "{}", added.text());
+    assert_eq!(
+        added.status,
+        StatusCode::CREATED,
+        "Resend answers 201: {}",
+        added.text()
+    );
     assert_eq!(added.content_type(), "application/json; charset=utf-8");
     let body = added.json();
     assert_eq!(body["object"], "suppression");
@@ -76,7 +81,7 @@ async fn an_address_is_added_once_and_read_by_id_or_encoded_address() {
     assert_eq!(body, json!({ "object": "suppression", "id": id }));
 
     let again = add(addr, OPERATOR_KEY, " bob+news@example.com ").await;
-    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    assert_eq!(again.status, StatusCode::CREATED, "{}", again.text());
     assert_eq!(again.json()["id"], id, "the same address keeps its entry");
     assert_eq!(emails(&list(addr, "").await), ["bob+news@example.com"], "no duplicate");
 
@@ -273,7 +278,12 @@ async fn batch_add_dedupes_and_batch_remove_answers_only_what_existed() {
         Some(body),
     )
     .await;
-    assert_eq!(added.status, StatusCode::OK, "{}", added.text());
+    assert_eq!(
+        added.status,
+        StatusCode::CREATED,
+        "Resend answers 201: {}",
+        added.text()
+    );
     let data = added.json()["data"].as_array().expect("data").clone();
     assert_eq!(data.len(), 3, "duplicates collapse: {data:?}");
     assert!(data.iter().all(|entry| entry["object"] == "suppression"));
@@ -371,7 +381,7 @@ async fn batches_are_bounded_and_checked_before_anything_is_written() {
         Some(json!({ "emails": hundred })),
     )
     .await;
-    assert_eq!(full.status, StatusCode::OK, "{}", full.text());
+    assert_eq!(full.status, StatusCode::CREATED, "{}", full.text());
     assert_eq!(full.json()["data"].as_array().map(Vec::len), Some(100));
     assert_eq!(emails(&list(addr, "?limit=100").await).len(), 100);
     running.shutdown().await;
@@ -420,7 +430,7 @@ async fn teams_see_only_their_own_suppressions() {
     assert_eq!(removed.json(), json!({ "data": [] }));
 
     let acme_added = add(addr, &acme, "shared@example.com").await;
-    assert_eq!(acme_added.status, StatusCode::OK, "{}", acme_added.text());
+    assert_eq!(acme_added.status, StatusCode::CREATED, "{}", acme_added.text());
     let acme_id = acme_added.json()["id"].as_str().expect("id").to_owned();
     assert_ne!(acme_id, operator_id, "each team has its own entry for an address");
     assert_eq!(

@@ -154,8 +154,9 @@ async fn the_signing_secret_never_reaches_the_request_log() {
         let full = call(addr, Method::GET, &path, Some(OPERATOR_KEY), None).await;
         let text = full.text();
         assert!(!text.contains(&secret), "the secret is logged: {text}");
-        let response_body = full.json()["response_body"].as_str().expect("body").to_owned();
-        assert!(response_body.contains("<redacted>"), "{response_body}");
+        let response_body = full.json()["response_body"].clone();
+        assert!(response_body.is_object(), "{response_body}");
+        assert!(response_body.to_string().contains("<redacted>"), "{response_body}");
     }
     running.shutdown().await;
 }
@@ -348,9 +349,14 @@ async fn bad_bodies_are_refused_with_precise_errors() {
             "at least one",
         ),
         (
+            json!({ "endpoint": "https://hooks.example.com/", "events": ["email.sent", "email.exploded"] }),
+            "validation_error",
+            "\"email.exploded\" is not an event type",
+        ),
+        (
             json!({ "endpoint": "https://hooks.example.com/", "events": ["email.sent", "email.received"] }),
             "validation_error",
-            "\"email.received\" is not an event type",
+            "herald does not receive mail",
         ),
         (
             json!({ "endpoint": "https://hooks.example.com/", "events": "email.sent" }),

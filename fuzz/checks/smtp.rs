@@ -87,6 +87,11 @@ pub fn session(data: &[u8]) {
                         queue.extend(session.authenticated(authenticated));
                         resumed = true;
                     }
+                    Action::CheckSender { .. } => {
+                        assert!(authenticated, "a sender was checked without AUTH");
+                        queue.extend(session.sender_checked(Ok(())));
+                        resumed = true;
+                    }
                     Action::Deliver(envelope) => {
                         assert!(authenticated, "a message was handed over without AUTH");
                         for (i, byte) in envelope.message.iter().enumerate() {

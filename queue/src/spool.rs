@@ -192,6 +192,39 @@ impl Spool {
         self.lock_in_flight().contains(&id)
     }
 
+    /// Claims the message for the caller, as a delivery worker would, unless it is claimed
+    /// already: `false` when a delivery attempt holds it. An operator's change (retry,
+    /// delete) claims first and then [`Spool::update`]s, which releases the claim, so it
+    /// never releases a worker's claim mid-attempt.
+    pub fn try_claim(&self, id: Id) -> bool {
+        self.lock_in_flight().insert(id)
+    }
+
+    /// Visits the spooled messages' envelopes in id order (the order they were accepted),
+    /// starting after `after`, until `visit` returns `false`. Reads one envelope at a time,
+    /// so a large spool costs time, not memory.
+    pub fn walk(
+        &self,
+        after: Option<Id>,
+        mut visit: impl FnMut(Id, Envelope) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        let from = after.map(|id| id.as_bytes().to_vec());
+        self.inner
+            .store
+            .for_each_raw_from(Table::ENVELOPES, from.as_deref(), |key, value| {
+                let Some(id) = Id::from_slice(key) else {
+                    return Err(Error::Corrupt {
+                        table: Table::ENVELOPES.name(),
+                        reason: format!("key of {} bytes", key.len()),
+                    });
+                };
+                if Some(id) == after {
+                    return Ok(true);
+                }
+                visit(id, table::decode_record(value)?)
+            })
+    }
+
     fn prepare(&self, message: NewMessage, extra: Batch) -> Result<Batch, PrepareError> {
         if let Err(refusal) = self.inner.store.admit() {
             return Err(PrepareError::Refused(refusal));

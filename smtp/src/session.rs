@@ -81,6 +81,14 @@ pub enum Action {
         /// The password (an API key).
         password: String,
     },
+    /// Check that the authenticated client may use this envelope sender (the reverse
+    /// path of `MAIL FROM`, without angle brackets; empty for `<>`), then call
+    /// [`Session::sender_checked`]. Asked at `MAIL`, so that a sender the client may not
+    /// use is refused before the message is sent, not after.
+    CheckSender {
+        /// The reverse path.
+        from: String,
+    },
     /// Deliver this message, then call [`Session::delivered`].
     Deliver(Envelope),
     /// Close the connection after sending the replies before this action.
@@ -91,10 +99,15 @@ pub enum Action {
 enum Phase {
     Command,
     Data(DataReceiver),
-    Bdat { chunk: BdatReceiver, last: bool },
+    Bdat {
+        chunk: BdatReceiver,
+        last: bool,
+    },
     AuthPlain,
     AuthLoginUser,
     AuthLoginPassword(String),
+    /// `MAIL` named this reverse path; the driver is checking it.
+    CheckingSender(String),
     Waiting,
     Closed,
 }
@@ -154,7 +167,7 @@ impl Session {
         loop {
             let rest = &input[consumed..];
             match &mut self.phase {
-                Phase::Waiting | Phase::Closed => break,
+                Phase::Waiting | Phase::CheckingSender(_) | Phase::Closed => break,
                 Phase::Data(receiver) => match receiver.feed(rest) {
                     Ok(progress) => {
                         consumed += progress.consumed;
@@ -179,7 +192,12 @@ impl Session {
                             if !progress.done {
                                 break;
                             }
-                            if last {
+                            if last && !chunk.ends_cleanly() {
+                                // The message would end in a CR with no LF: a bare CR,
+                                // refused here as it is anywhere else in the data.
+                                self.data_error(DataError::BareCr, &mut actions);
+                                break;
+                            } else if last {
                                 self.phase = Phase::Waiting;
                                 let message = std::mem::take(&mut self.bdat);
                                 actions.push(self.deliver(message));
@@ -240,6 +258,26 @@ impl Session {
             ))];
             self.count_error(&mut actions);
             actions
+        }
+    }
+
+    /// The answer to [`Action::CheckSender`]: `Ok` opens the transaction, or the reply
+    /// refusing the sender.
+    pub fn sender_checked(&mut self, outcome: Result<(), Reply>) -> Vec<Action> {
+        let Phase::CheckingSender(from) = std::mem::replace(&mut self.phase, Phase::Command) else {
+            // Not waiting for this answer: nothing to open.
+            return Vec::new();
+        };
+        match outcome {
+            Ok(()) => {
+                self.from = Some(from);
+                vec![Action::Reply(Reply::new(250, "2.1.0", "OK"))]
+            }
+            Err(reply) => {
+                let mut actions = vec![Action::Reply(reply)];
+                self.count_error(&mut actions);
+                actions
+            }
         }
     }
 
@@ -339,7 +377,14 @@ impl Session {
                     actions,
                 );
             }
-            Command::Mail { from, params } => self.mail(from, &params),
+            Command::Mail { from, params } => match self.mail_parameters(&params) {
+                Ok(()) => {
+                    self.phase = Phase::CheckingSender(from.clone());
+                    actions.push(Action::CheckSender { from });
+                    return;
+                }
+                Err(reply) => reply,
+            },
             Command::Rcpt { .. } if self.from.is_none() => Reply::new(503, "5.5.1", "Send MAIL first"),
             Command::Rcpt { .. } if self.recipients.len() >= self.settings.limits.recipients_max => Reply::new(
                 452,
@@ -420,27 +465,33 @@ impl Session {
         lines
     }
 
-    fn mail(&mut self, from: String, params: &[command::Param]) -> Reply {
+    /// Checks the parameters of `MAIL`; the reply refusing them, if any.
+    fn mail_parameters(&self, params: &[command::Param]) -> Result<(), Reply> {
         for param in params {
             match (param.keyword.as_str(), param.value.as_deref()) {
                 ("SIZE", Some(size)) => match size.parse::<u64>() {
                     Ok(size) if size > self.settings.limits.size_max as u64 => {
-                        return Reply::new(
+                        return Err(Reply::new(
                             552,
                             "5.3.4",
                             format!("Message larger than {} bytes", self.settings.limits.size_max),
-                        );
+                        ));
                     }
                     Ok(_) => {}
-                    Err(_) => return Reply::new(501, "5.5.4", "SIZE needs a number"),
+                    Err(_) => return Err(Reply::new(501, "5.5.4", "SIZE needs a number")),
                 },
                 ("BODY", Some(body)) if body.eq_ignore_ascii_case("7BIT") || body.eq_ignore_ascii_case("8BITMIME") => {}
                 ("SMTPUTF8", None) | ("AUTH", Some(_)) => {}
-                _ => return Reply::new(555, "5.5.4", format!("Unsupported MAIL parameter {}", param.keyword)),
+                _ => {
+                    return Err(Reply::new(
+                        555,
+                        "5.5.4",
+                        format!("Unsupported MAIL parameter {}", param.keyword),
+                    ));
+                }
             }
         }
-        self.from = Some(from);
-        Reply::new(250, "2.1.0", "OK")
+        Ok(())
     }
 
     fn auth(&mut self, mechanism: &str, initial: Option<String>, actions: &mut Vec<Action>) {

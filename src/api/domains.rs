@@ -23,13 +23,67 @@ struct CreateBody {
     open_tracking: Option<bool>,
     click_tracking: Option<bool>,
     tls: Option<TlsPolicy>,
+    tracking_subdomain: Option<String>,
+    capabilities: Option<Capabilities>,
     dkim_algorithm: Option<String>,
+}
+
+/// Resend's `capabilities`: what a domain is used for. herald only sends.
+#[derive(Debug, serde::Deserialize)]
+struct Capabilities {
+    sending: Option<Capability>,
+    receiving: Option<Capability>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Capability {
+    Enabled,
+    Disabled,
+}
+
+/// Refuses what herald cannot do: receive mail, or hold a domain that does not send.
+fn check_capabilities(capabilities: Option<&Capabilities>) -> Result<(), ApiError> {
+    let Some(capabilities) = capabilities else {
+        return Ok(());
+    };
+    if capabilities.receiving == Some(Capability::Enabled) {
+        return Err(ApiError::validation(
+            "herald does not receive mail: `capabilities.receiving` can only be \"disabled\"",
+        ));
+    }
+    if capabilities.sending == Some(Capability::Disabled) {
+        return Err(ApiError::validation(
+            "herald domains are for sending: `capabilities.sending` can only be \"enabled\"",
+        ));
+    }
+    Ok(())
+}
+
+/// The tracking subdomain from a request: one or more DNS labels below the domain,
+/// lower case; an empty string or `null` clears it.
+fn tracking_subdomain(value: Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let value = value.trim().trim_end_matches('.').to_ascii_lowercase();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    if value.len() > 63 || !values::is_hostname(&value) {
+        return Err(ApiError::validation(
+            "The `tracking_subdomain` field must be a DNS name of letters, digits, hyphens and dots, at most 63 characters",
+        ));
+    }
+    Ok(Some(value))
 }
 
 /// `POST /domains`.
 pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body: CreateBody = ctx.request.json()?;
     let name = domain_name(body.name)?;
+    check_capabilities(body.capabilities.as_ref())?;
+    let tracking_subdomain = tracking_subdomain(body.tracking_subdomain)?;
     let region = match body.region.as_deref() {
         None => REGIONS[0].to_owned(),
         Some(region) if REGIONS.contains(&region) => region.to_owned(),
@@ -77,6 +131,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         open_tracking: body.open_tracking.unwrap_or(false),
         click_tracking: body.click_tracking.unwrap_or(false),
         tls: body.tls.unwrap_or(TlsPolicy::Opportunistic),
+        tracking_subdomain,
         dkim,
         checks: RecordChecks::all(RecordStatus::NotStarted),
         status: DomainStatus::NotStarted,
@@ -153,16 +208,30 @@ struct UpdateBody {
     open_tracking: Option<bool>,
     click_tracking: Option<bool>,
     tls: Option<TlsPolicy>,
+    /// Absent: unchanged; `null` or `""`: cleared.
+    #[serde(default, deserialize_with = "present")]
+    tracking_subdomain: Option<Option<String>>,
+    capabilities: Option<Capabilities>,
+}
+
+/// Tells a field given as `null` (`Some(None)`) from an absent one (`None`).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
 /// `PATCH /domains/{id}`: tracking and TLS policy.
 pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
+    check_capabilities(body.capabilities.as_ref())?;
+    let tracking = body.tracking_subdomain.map(tracking_subdomain).transpose()?;
     let _guard = ctx.state.lock_writes();
     let (id, mut domain) = load(ctx, id)?;
     domain.open_tracking = body.open_tracking.unwrap_or(domain.open_tracking);
     domain.click_tracking = body.click_tracking.unwrap_or(domain.click_tracking);
     domain.tls = body.tls.unwrap_or(domain.tls);
+    if let Some(tracking) = tracking {
+        domain.tracking_subdomain = tracking;
+    }
     save(&ctx.state.store, &ctx.state.config, &domain, true)?;
     Ok(Reply::ok(json!({ "object": "domain", "id": id })))
 }

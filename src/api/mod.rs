@@ -6,6 +6,7 @@ mod api_keys;
 mod domains;
 mod emails;
 mod logs;
+mod queue;
 mod suppressions;
 mod suppressions_batch;
 mod teams;
@@ -82,6 +83,12 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::CancelEmail(id) => emails::cancel(ctx, id),
         Route::ListLogs => logs::list(ctx),
         Route::GetLog(id) => logs::get(ctx, id),
+        Route::ListQueue => queue::list(ctx),
+        Route::QueueStats => queue::stats(ctx),
+        Route::RetryQueue => queue::retry(ctx),
+        Route::ShowQueued(id) => queue::show(ctx, id),
+        Route::RetryQueued(id) => queue::retry_one(ctx, id),
+        Route::DeleteQueued(id) => queue::delete(ctx, id),
         Route::AddSuppression => suppressions::add(ctx),
         Route::ListSuppressions => suppressions::list(ctx),
         Route::GetSuppression(target) => suppressions::get(ctx, target),

@@ -38,7 +38,9 @@ pub fn add(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     if !batch.is_empty() {
         store.commit(batch).wait()?;
     }
-    Ok(Reply::ok(json!({ "object": "suppression", "id": id })))
+    // 201 as Resend answers, also when the address was already on the list and keeps
+    // its entry: the caller asked for it to be suppressed, and it is.
+    Ok(Reply::created(json!({ "object": "suppression", "id": id })))
 }
 
 /// `GET /suppressions`, newest first, optionally `?origin=bounce|complaint|manual`.

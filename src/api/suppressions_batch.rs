@@ -48,7 +48,7 @@ pub fn add(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     if !batch.is_empty() {
         store.commit(batch).wait()?;
     }
-    Ok(Reply::ok(json!({ "data": data })))
+    Ok(Reply::created(json!({ "data": data })))
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -26,6 +26,10 @@ pub struct Domain {
     pub click_tracking: bool,
     /// TLS policy for delivery of its emails.
     pub tls: TlsPolicy,
+    /// The subdomain that will serve open and click tracking (Resend's
+    /// `tracking_subdomain`, for example `links`), stored and answered as given.
+    #[serde(default)]
+    pub tracking_subdomain: Option<String>,
     /// The DKIM key.
     pub dkim: DkimKey,
     /// Each record's status.
@@ -73,7 +77,8 @@ impl Domain {
         format!("v=spf1 {} ~all", config.domains.spf)
     }
 
-    /// The records to publish, in Resend's shape, with their statuses.
+    /// The records to publish, in Resend's shape, with their statuses: only the kinds the
+    /// SDKs know (`SPF`, `DKIM`, ...), because some decode `record` as a strict enum.
     pub fn records(&self, config: &Config) -> Vec<Value> {
         vec![
             json!({
@@ -101,16 +106,20 @@ impl Domain {
                 "status": self.checks.spf_txt,
                 "value": Domain::spf_value(config),
             }),
-            json!({
-                "record": "DMARC",
-                "name": "_dmarc",
-                "type": "TXT",
-                "ttl": "Auto",
-                "status": self.checks.dmarc,
-                "value": "v=DMARC1; p=none;",
-                "recommended": true,
-            }),
         ]
+    }
+
+    /// The recommended DMARC record, a herald field of its own beside `records`: DMARC is
+    /// advised, not required, and no SDK's record kinds include it.
+    pub fn dmarc_json(&self) -> Value {
+        json!({
+            "name": "_dmarc",
+            "type": "TXT",
+            "ttl": "Auto",
+            "status": self.checks.dmarc,
+            "value": DMARC_VALUE,
+            "recommended": true,
+        })
     }
 
     /// The full resource (`GET /domains/{id}`).
@@ -119,6 +128,7 @@ impl Domain {
         if let Value::Object(map) = &mut value {
             map.shift_insert(0, "object".into(), json!("domain"));
             map.insert("records".into(), json!(self.records(config)));
+            map.insert("dmarc".into(), self.dmarc_json());
             map.insert("tls".into(), json!(self.tls));
             map.insert("custom_return_path".into(), json!(self.custom_return_path));
             map.insert("dns_verification_skipped".into(), json!(self.dns_verification_skipped));
@@ -135,11 +145,12 @@ impl Domain {
         json!({
             "id": self.id,
             "name": self.name,
-            "status": self.status,
+            "status": self.status.wire(),
             "created_at": format::timestamp(self.created_at),
             "region": self.region,
             "open_tracking": self.open_tracking,
             "click_tracking": self.click_tracking,
+            "tracking_subdomain": self.tracking_subdomain,
             "capabilities": { "sending": "enabled", "receiving": "disabled" },
         })
     }
@@ -149,10 +160,11 @@ impl Domain {
         json!({
             "id": self.id,
             "name": self.name,
-            "status": self.status,
+            "status": self.status.wire(),
             "created_at": format::timestamp(self.created_at),
             "region": self.region,
             "records": self.records(config),
+            "dmarc": self.dmarc_json(),
         })
     }
 }
@@ -173,6 +185,10 @@ pub fn save(store: &Store, config: &Config, domain: &Domain, changed: bool) -> R
     }
     store.commit(batch).wait()
 }
+
+/// The value of the recommended DMARC record: report only, so publishing it changes no
+/// receiver's handling of the domain's mail.
+pub const DMARC_VALUE: &str = "v=DMARC1; p=none;";
 
 /// The name index: team id and name to the domain id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -218,8 +234,20 @@ pub enum DomainStatus {
     PartiallyFailed,
     /// No required record verified.
     Failed,
-    /// DNS could not be asked; the check will be repeated.
+    /// DNS could not be asked. Older builds stored it; it is answered as `pending`,
+    /// because Resend uses it only for a record's status and the SDKs that decode a
+    /// domain's status strictly do not know it.
     TemporaryFailure,
+}
+
+impl DomainStatus {
+    /// The status as the API answers it: one of Resend's domain statuses.
+    pub fn wire(self) -> Self {
+        match self {
+            DomainStatus::TemporaryFailure => DomainStatus::Pending,
+            other => other,
+        }
+    }
 }
 
 /// One record's status.
@@ -263,7 +291,8 @@ impl RecordChecks {
     }
 
     /// The domain status these record statuses amount to. DKIM and both SPF records are
-    /// required; DMARC is reported only.
+    /// required; DMARC is reported only. A record DNS could not be asked about keeps the
+    /// domain `pending`: its check is repeated.
     pub fn domain_status(&self) -> DomainStatus {
         let required = [self.dkim, self.spf_txt, self.spf_mx];
         let count = |status| required.iter().filter(|s| **s == status).count();
@@ -274,7 +303,7 @@ impl RecordChecks {
         } else if count(RecordStatus::Verified) == required.len() {
             DomainStatus::Verified
         } else if count(RecordStatus::Failed) == 0 && count(RecordStatus::TemporaryFailure) > 0 {
-            DomainStatus::TemporaryFailure
+            DomainStatus::Pending
         } else if count(RecordStatus::Verified) > 0 && count(RecordStatus::Failed) > 0 {
             DomainStatus::PartiallyFailed
         } else if count(RecordStatus::Verified) > 0 {
@@ -324,8 +353,9 @@ mod tests {
         assert_eq!(checks(Failed, Failed, Failed).domain_status(), DomainStatus::Failed);
         assert_eq!(
             checks(Verified, TemporaryFailure, Verified).domain_status(),
-            DomainStatus::TemporaryFailure
+            DomainStatus::Pending
         );
+        assert_eq!(DomainStatus::TemporaryFailure.wire(), DomainStatus::Pending);
         assert_eq!(
             checks(Failed, TemporaryFailure, Verified).domain_status(),
             DomainStatus::PartiallyFailed

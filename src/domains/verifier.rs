@@ -142,7 +142,9 @@ fn record(
     if domain.status != before {
         tracing::info!(domain = %domain.name, from = ?before, to = ?domain.status, "domain verification status changed");
     }
-    super::model::save(store, config, &domain, domain.status != before)?;
+    // A status stored by an older build as `temporary_failure` is answered as `pending`:
+    // becoming `pending` is no change a webhook needs to hear of.
+    super::model::save(store, config, &domain, domain.status.wire() != before.wire())?;
     Ok(domain.next_check_at)
 }
 

@@ -62,7 +62,8 @@ pub struct AttachmentInput {
     pub content: Option<Content>,
     /// An http(s) URL to fetch the bytes from.
     pub path: Option<String>,
-    /// File name.
+    /// File name. `false`, which the Node SDK's types allow, counts as absent.
+    #[serde(default, deserialize_with = "string_or_false")]
     pub filename: Option<String>,
     /// MIME type; guessed from the file name when absent.
     pub content_type: Option<String>,
@@ -70,6 +71,21 @@ pub struct AttachmentInput {
     /// SDKs name it `inline_content_id`.
     #[serde(alias = "inline_content_id")]
     pub content_id: Option<String>,
+}
+
+/// A string, or `null` or `false` for none.
+fn string_or_false<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum StringOrFalse {
+        Text(String),
+        Flag(bool),
+    }
+    match Option::<StringOrFalse>::deserialize(deserializer)? {
+        None | Some(StringOrFalse::Flag(false)) => Ok(None),
+        Some(StringOrFalse::Text(text)) => Ok(Some(text)),
+        Some(StringOrFalse::Flag(true)) => Err(serde::de::Error::custom("expected a file name or false, got true")),
+    }
 }
 
 /// Attachment bytes in the encodings SDKs send: base64 text (Node), an array of byte
@@ -98,4 +114,20 @@ pub struct TagInput {
     pub name: Option<String>,
     /// Value.
     pub value: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attachment_filename_of_false_is_no_filename() {
+        let parse = |json: &str| serde_json::from_str::<AttachmentInput>(json);
+        let absent = parse(r#"{"content":"aGk=","filename":false}"#).expect("false is allowed");
+        assert_eq!(absent.filename, None);
+        let named = parse(r#"{"content":"aGk=","filename":"a.txt"}"#).expect("a name");
+        assert_eq!(named.filename.as_deref(), Some("a.txt"));
+        assert_eq!(parse(r#"{"filename":null}"#).expect("null").filename, None);
+        assert!(parse(r#"{"filename":true}"#).is_err(), "true names no file");
+    }
 }

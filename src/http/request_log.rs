@@ -88,8 +88,8 @@ impl RequestLog {
         if let Value::Object(map) = &mut value {
             map.shift_insert(0, "object".into(), json!("log"));
             map.insert("query".into(), json!(self.query));
-            map.insert("request_body".into(), json!(self.request_body));
-            map.insert("response_body".into(), json!(self.response_body));
+            map.insert("request_body".into(), body_json(self.request_body.as_deref()));
+            map.insert("response_body".into(), body_json(self.response_body.as_deref()));
         }
         value
     }
@@ -175,6 +175,34 @@ fn scrub(value: &mut Value) {
     }
 }
 
+/// A logged body as `GET /logs/{id}` answers it: the JSON that was sent, or `null`; a
+/// body that was not JSON, or was cut at [`BODY_MAX`], as an object that says so
+/// (`{"truncated": true, "size": <bytes in all>, "text": "<the kept part>"}`). Resend
+/// answers objects here, and the Java SDK fails on a string.
+pub fn body_json(logged: Option<&str>) -> Value {
+    let Some(logged) = logged else {
+        return Value::Null;
+    };
+    if let Ok(value) = serde_json::from_str::<Value>(logged) {
+        return value;
+    }
+    match cut_marker(logged) {
+        Some((kept, size)) => json!({ "truncated": true, "size": size, "text": kept }),
+        None => json!({ "truncated": false, "text": logged }),
+    }
+}
+
+/// The kept text and the full size of a body [`cap`] cut, or `None` when it was not cut.
+fn cut_marker(logged: &str) -> Option<(&str, u64)> {
+    let (kept, note) = logged.rsplit_once(TRUNCATED_PREFIX)?;
+    let size = note.strip_suffix(TRUNCATED_SUFFIX)?.parse().ok()?;
+    Some((kept, size))
+}
+
+/// What [`cap`] appends to a body it cut, around the body's full size in bytes.
+const TRUNCATED_PREFIX: &str = "… (truncated, ";
+const TRUNCATED_SUFFIX: &str = " bytes in all)";
+
 /// `body` as text of at most [`BODY_MAX`] bytes and a note of its full length; only the
 /// kept part is converted.
 fn cap(body: &[u8]) -> String {
@@ -187,7 +215,7 @@ fn cap(body: &[u8]) -> String {
         end -= 1;
     }
     let mut text = String::from_utf8_lossy(&body[..end]).into_owned();
-    text.push_str(&format!("… (truncated, {} bytes in all)", body.len()));
+    text.push_str(&format!("{TRUNCATED_PREFIX}{}{TRUNCATED_SUFFIX}", body.len()));
     text
 }
 
@@ -355,6 +383,27 @@ mod tests {
             assert!(logged.contains(&format!("truncated, {} bytes in all", long.len())));
             assert!(!logged.contains('\u{FFFD}'), "no broken character: {prefix:?}");
         }
+    }
+
+    #[test]
+    fn logged_bodies_are_answered_as_json_and_cut_ones_say_so() {
+        assert_eq!(body_json(None), Value::Null);
+        let sent = br#"{"name":"k","token":"re_secret"}"#;
+        assert_eq!(
+            body_json(redact(sent).as_deref()),
+            json!({ "name": "k", "token": "<redacted>" })
+        );
+        assert_eq!(
+            body_json(Some("not json")),
+            json!({ "truncated": false, "text": "not json" })
+        );
+        let long = format!(r#"{{"html":"{}"}}"#, "x".repeat(2 * BODY_MAX));
+        let answered = body_json(redact(long.as_bytes()).as_deref());
+        assert_eq!(answered["truncated"], true);
+        assert_eq!(answered["size"], long.len());
+        let kept = answered["text"].as_str().expect("text");
+        assert_eq!(kept.len(), BODY_MAX);
+        assert!(long.starts_with(kept));
     }
 
     #[test]

@@ -51,6 +51,18 @@ pub enum Route {
     ListLogs,
     /// `GET /logs/{id}`
     GetLog(String),
+    /// `GET /queue`: the spool, as operators see it.
+    ListQueue,
+    /// `GET /queue/stats`
+    QueueStats,
+    /// `POST /queue/retry`
+    RetryQueue,
+    /// `GET /queue/{id}`
+    ShowQueued(String),
+    /// `POST /queue/{id}/retry`
+    RetryQueued(String),
+    /// `DELETE /queue/{id}`
+    DeleteQueued(String),
     /// `POST /suppressions`
     AddSuppression,
     /// `GET /suppressions`
@@ -120,6 +132,12 @@ impl Route {
             Route::CancelEmail(_) => "emails.cancel",
             Route::ListLogs => "logs.list",
             Route::GetLog(_) => "logs.get",
+            Route::ListQueue => "queue.list",
+            Route::QueueStats => "queue.stats",
+            Route::RetryQueue => "queue.retry",
+            Route::ShowQueued(_) => "queue.show",
+            Route::RetryQueued(_) => "queue.retry_one",
+            Route::DeleteQueued(_) => "queue.delete",
             Route::AddSuppression => "suppressions.add",
             Route::ListSuppressions => "suppressions.list",
             Route::GetSuppression(_) => "suppressions.get",
@@ -169,6 +187,11 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::PATCH, Route::UpdateTeam((*id).to_owned())),
         ]),
         ["domains"] => one(&[(Method::POST, Route::CreateDomain), (Method::GET, Route::ListDomains)]),
+        // Resend's domain claims move a domain between hosted accounts; a self-hosted
+        // herald has no other account to claim from. Matched before `/domains/{id}`.
+        ["domains", "claim"] | ["domains", _, "claim", ..] => Err(ApiError::not_found(format!(
+            "No route for {method} {path}: domain claims are not supported by herald (add the domain with POST /domains)"
+        ))),
         ["domains", id] => one(&[
             (Method::GET, Route::GetDomain((*id).to_owned())),
             (Method::PATCH, Route::UpdateDomain((*id).to_owned())),
@@ -177,6 +200,14 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["domains", id, "verify"] => one(&[(Method::POST, Route::VerifyDomain((*id).to_owned()))]),
         ["emails"] => one(&[(Method::POST, Route::SendEmail), (Method::GET, Route::ListEmails)]),
         ["emails", "batch"] => one(&[(Method::POST, Route::SendBatch)]),
+        // Named sub-collections come before `/emails/{id}`, which would take their names
+        // for ids. Inbound mail is not a herald feature; metrics are not built yet.
+        ["emails", "receiving", ..] => Err(ApiError::not_found(format!(
+            "No route for {method} {path}: herald does not receive mail (inbound email is not supported)"
+        ))),
+        ["emails", "metrics"] => Err(ApiError::not_found(format!(
+            "No route for {method} {path}: email metrics are not available in herald yet"
+        ))),
         ["emails", id] => one(&[
             (Method::GET, Route::GetEmail((*id).to_owned())),
             (Method::PATCH, Route::UpdateEmail((*id).to_owned())),
@@ -184,6 +215,14 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["emails", id, "cancel"] => one(&[(Method::POST, Route::CancelEmail((*id).to_owned()))]),
         ["logs"] => one(&[(Method::GET, Route::ListLogs)]),
         ["logs", id] => one(&[(Method::GET, Route::GetLog((*id).to_owned()))]),
+        ["queue"] => one(&[(Method::GET, Route::ListQueue)]),
+        ["queue", "stats"] => one(&[(Method::GET, Route::QueueStats)]),
+        ["queue", "retry"] => one(&[(Method::POST, Route::RetryQueue)]),
+        ["queue", id] => one(&[
+            (Method::GET, Route::ShowQueued((*id).to_owned())),
+            (Method::DELETE, Route::DeleteQueued((*id).to_owned())),
+        ]),
+        ["queue", id, "retry"] => one(&[(Method::POST, Route::RetryQueued((*id).to_owned()))]),
         ["suppressions"] => one(&[
             (Method::POST, Route::AddSuppression),
             (Method::GET, Route::ListSuppressions),
@@ -266,5 +305,29 @@ mod tests {
         );
         let err = route(&Method::PUT, "/webhooks/w").expect_err("405");
         assert!(err.message.contains("GET, PATCH, DELETE"), "{}", err.message);
+    }
+
+    #[test]
+    fn resend_paths_herald_lacks_are_not_taken_for_ids() {
+        for (method, path, names) in [
+            (Method::GET, "/emails/receiving", "does not receive mail"),
+            (Method::GET, "/emails/receiving/4ef9a417", "does not receive mail"),
+            (Method::GET, "/emails/metrics", "metrics are not available"),
+            (Method::POST, "/domains/claim", "claims are not supported"),
+            (Method::GET, "/domains/d/claim", "claims are not supported"),
+            (Method::POST, "/domains/d/claim/verify", "claims are not supported"),
+        ] {
+            let err = route(&method, path).expect_err("404");
+            assert_eq!(
+                (err.status, err.name),
+                (hyper::StatusCode::NOT_FOUND, "not_found"),
+                "{path}"
+            );
+            assert!(
+                err.message.contains(names) && err.message.contains(path),
+                "{path}: {}",
+                err.message
+            );
+        }
     }
 }

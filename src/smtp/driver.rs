@@ -15,9 +15,10 @@ use tokio::net::TcpStream;
 use super::ListenerContext;
 use super::cork::Corked;
 use crate::config::TlsMode;
+use crate::emails::address::Mailbox;
 use crate::emails::idempotency::{self, InFlight, Outcome};
 use crate::emails::raw::{self, RawError};
-use crate::emails::submit::{Prepared, SendError, Sender};
+use crate::emails::submit::{self, Prepared, SendError, Sender};
 use crate::http::Caller;
 use crate::server::AppState;
 use crate::shutdown::Shutdown;
@@ -235,6 +236,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     queue.extend(session.authenticated(caller.is_some()));
                     resumed = true;
                 }
+                Action::CheckSender { from } => {
+                    queue.extend(session.sender_checked(check_sender(context, caller.as_ref(), &from)));
+                    resumed = true;
+                }
                 Action::Deliver(envelope) => {
                     let outcome = deliver(context, caller.as_ref(), envelope, peer).await;
                     queue.extend(session.delivered(outcome));
@@ -300,6 +305,38 @@ fn authenticate(context: &ListenerContext, username: &str, password: &str) -> Op
     caller
 }
 
+/// Whether the authenticated `caller` may use `from` as the envelope sender: an address
+/// on a verified domain of its team (and the key's own domain for a key bound to one),
+/// as Postfix's `reject_sender_login_mismatch` checks at `MAIL`. Point reads of the
+/// store, cheap enough for the session's own task. The `From:` header is checked again
+/// once the message is in.
+fn check_sender(context: &ListenerContext, caller: Option<&Caller>, from: &str) -> Result<(), Reply> {
+    let Some(caller) = caller else {
+        return Err(Reply::new(530, "5.7.0", "Authentication required"));
+    };
+    if from.is_empty() {
+        return Err(Reply::new(
+            550,
+            "5.7.1",
+            "A null reverse path is not accepted for submission; use an address on a verified domain of your team",
+        ));
+    }
+    let address = Mailbox::parse(from).map_err(|why| Reply::new(553, "5.1.7", format!("Bad sender address: {why}")))?;
+    submit::authorize_domain(&context.state, &sender_of(caller), address.domain())
+        .map(drop)
+        .map_err(|error| failure_reply(RawError::Send(error)))
+}
+
+/// The sender an authenticated SMTP client sends as.
+fn sender_of(caller: &Caller) -> Sender {
+    Sender {
+        team_id: caller.team_id,
+        api_key_id: Some(caller.key_id),
+        permission: caller.permission,
+        domain_id: caller.domain_id,
+    }
+}
+
 /// Records and spools a message; the email id, or the reply that refuses it. A
 /// `Resend-Idempotency-Key` header works like the API's `Idempotency-Key`: the same key
 /// with the same message bytes answers with the first id and sends nothing.
@@ -317,12 +354,7 @@ async fn deliver(
     };
     let state = &context.state;
     let submission = Arc::new(Submission {
-        sender: Sender {
-            team_id: caller.team_id,
-            api_key_id: Some(caller.key_id),
-            permission: caller.permission,
-            domain_id: caller.domain_id,
-        },
+        sender: sender_of(caller),
         received: received_from(&envelope.helo, peer, &state.config.server.hostname),
         envelope,
     });

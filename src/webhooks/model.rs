@@ -150,6 +150,16 @@ pub enum EventsError {
     /// A name is not one of [`EVENT_KINDS`].
     #[error("{0:?} is not an event type; the types are {kinds}", kinds = EVENT_KINDS.join(", "))]
     Unknown(String),
+    /// A Resend event about receiving mail (`email.received`, `inbox.*`), which herald
+    /// never fires.
+    #[error("{0:?} is about receiving mail, and herald does not receive mail (inbound email is not supported)")]
+    Inbound(String),
+}
+
+/// Whether `name` is one of Resend's events about mail received: the inbound product
+/// herald does not have.
+fn is_inbound(name: &str) -> bool {
+    name == "email.received" || name.starts_with("inbox.")
 }
 
 /// A subscription list as stored: every name known, repeats dropped, order kept.
@@ -159,6 +169,9 @@ pub fn events(names: Vec<String>) -> Result<Vec<String>, EventsError> {
     }
     let mut kept: Vec<String> = Vec::with_capacity(names.len().min(EVENT_KINDS.len()));
     for name in names {
+        if is_inbound(&name) {
+            return Err(EventsError::Inbound(name));
+        }
         if !EVENT_KINDS.contains(&name.as_str()) {
             return Err(EventsError::Unknown(name));
         }
@@ -200,6 +213,11 @@ mod tests {
         assert_eq!(err, EventsError::Unknown("email.exploded".into()));
         assert!(err.to_string().contains("email.delivery_delayed"), "{err}");
         assert!(events(names(&["Email.Sent"])).is_err(), "names are case-sensitive");
+        for inbound in ["email.received", "inbox.thread.created"] {
+            let err = events(names(&["email.sent", inbound])).expect_err("inbound");
+            assert_eq!(err, EventsError::Inbound(inbound.into()));
+            assert!(err.to_string().contains("does not receive mail"), "{err}");
+        }
         assert_eq!(events(names(EVENT_KINDS)).map(|kept| kept.len()), Ok(EVENT_KINDS.len()));
     }
 

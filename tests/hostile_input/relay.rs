@@ -227,15 +227,18 @@ fn judge(combination: &Combination, attempt: &Attempt) -> Result<(), String> {
         (Ok(id), false) => Err(format!("RELAYED: accepted as {id}")),
         (Err((stage, reply)), true) => Err(format!("refused at {stage}: {}", reply.text)),
         (Err((stage, reply)), false) => {
+            // The envelope sender is judged at MAIL (as Postfix's
+            // `reject_sender_login_mismatch` does), before any of the message is sent; the
+            // `From:` header once the message is in.
+            let envelope_ours = combination.credentials == Credentials::OwnKey && combination.sender.envelope == SENDER;
             let wanted = if !authenticated {
-                Some(("MAIL", 530, "5.7.0"))
-            } else if combination.sender.envelope.is_empty() {
-                // Any permanent refusal will do for the null sender (herald answers `554
-                // 5.6.0` after DATA, since it cannot parse an empty address).
-                None
+                ("MAIL", 530, "5.7.0")
+            } else if !envelope_ours {
+                ("MAIL", 550, "5.7.1")
             } else {
-                Some(("end of DATA", 550, "5.7.1"))
+                ("end of DATA", 550, "5.7.1")
             };
+            let wanted = Some(wanted);
             match wanted {
                 Some(wanted) if (*stage, reply.code, reply.enhanced.as_str()) != wanted => Err(format!(
                     "refused at {stage} with {}; wanted {} {} at {}",

@@ -326,6 +326,19 @@ fn smtp_cases() -> Vec<SmtpCase> {
             &[ADDRESSED, BARE_IN_DATA],
             Closed,
         ),
+        case(
+            "BDAT LAST chunk ending in a lone CR (a bare CR at the end of the message)",
+            Authenticated,
+            {
+                let chunk = format!("{}\r", message(SENDER, "bdat").trim_end_matches("\r\n"));
+                format!(
+                    "MAIL FROM:<{SENDER}>\r\nRCPT TO:<user@example.org>\r\nBDAT {} LAST\r\n{chunk}",
+                    chunk.len()
+                )
+            },
+            &[ADDRESSED, BARE_IN_DATA],
+            Closed,
+        ),
         // Sizes, declared and real.
         case(
             "message over message_size_max",

@@ -98,6 +98,29 @@ impl TestDns {
         self.state.zone().entry(key(name)).or_default().failing = true;
     }
 
+    /// Publishes the records `domain` (a domain as `POST /domains` answers it) asks for:
+    /// its DKIM TXT record, and the SPF TXT and MX records of its return path.
+    pub fn publish_domain(&self, domain: &serde_json::Value) {
+        let name = domain["name"].as_str().expect("name");
+        let record = |kind: &str, rtype: &str| {
+            domain["records"]
+                .as_array()
+                .expect("records")
+                .iter()
+                .find(|r| r["record"] == kind && r["type"] == rtype)
+                .unwrap_or_else(|| panic!("no {kind} {rtype} record in {domain}"))
+                .clone()
+        };
+        let host = |record: &serde_json::Value| format!("{}.{name}", record["name"].as_str().expect("name"));
+        let value = |record: &serde_json::Value| record["value"].as_str().expect("value").to_owned();
+        let dkim = record("DKIM", "TXT");
+        self.set_txt(&host(&dkim), &[&value(&dkim)]);
+        let spf = record("SPF", "TXT");
+        self.set_txt(&host(&spf), &[&value(&spf)]);
+        let mx = record("SPF", "MX");
+        self.set_mx(&host(&mx), &[(10, &value(&mx))]);
+    }
+
     /// How many queries arrived over TCP, to tell that a client fell back from UDP.
     pub fn tcp_queries(&self) -> usize {
         self.state.tcp_queries.load(Ordering::Relaxed)

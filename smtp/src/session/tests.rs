@@ -43,6 +43,15 @@ fn run(session: &mut Session, input: &[u8]) -> (String, Vec<Envelope>) {
                     queue.extend(session.authenticated(username == "resend" && password == "re_good"));
                     progressed = true;
                 }
+                Action::CheckSender { from } => {
+                    let outcome = if from.ends_with("@unverified.test") {
+                        Err(Reply::new(550, "5.7.1", "The unverified.test domain is not verified"))
+                    } else {
+                        Ok(())
+                    };
+                    queue.extend(session.sender_checked(outcome));
+                    progressed = true;
+                }
                 Action::Deliver(envelope) => {
                     delivered.push(envelope);
                     queue.extend(session.delivered(Ok(format!("id-{}", delivered.len()))));
@@ -173,6 +182,61 @@ fn bdat_chunks_assemble_one_message() {
     );
     assert_eq!(codes(&out), vec!["250", "250", "250"], "{out}");
     assert_eq!(delivered[0].message, b"Subject: x\r\n\r\nbody\r\n");
+}
+
+#[test]
+fn a_sender_the_driver_refuses_is_refused_at_mail_and_pipelining_stays_in_step() {
+    let mut session = Session::new(settings(false), true);
+    let (out, delivered) = run(
+        &mut session,
+        format!(
+            "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@unverified.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\n\
+             MAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nSubject: x\r\n\r\nhi\r\n.\r\n",
+            plain("resend", "re_good")
+        )
+        .as_bytes(),
+    );
+    let replies: Vec<&str> = out.lines().filter(|l| l.as_bytes().get(3) == Some(&b' ')).collect();
+    assert_eq!(
+        replies[2..],
+        [
+            "550 5.7.1 The unverified.test domain is not verified",
+            "503 5.5.1 Send MAIL first",
+            "503 5.5.1 Send RCPT first",
+            "250 2.1.0 OK",
+            "250 2.1.5 OK",
+            "354 Start mail input; end with <CRLF>.<CRLF>",
+            "250 2.0.0 OK id-1",
+        ],
+        "{out}"
+    );
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0].from, "a@example.test");
+}
+
+#[test]
+fn a_last_bdat_chunk_ending_in_a_lone_cr_is_a_bare_cr() {
+    for chunks in [
+        &b"BDAT 13 LAST\r\nSubject: x\r\n\r"[..],
+        b"BDAT 13\r\nSubject: x\r\n\rBDAT 0 LAST\r\n",
+    ] {
+        let mut session = Session::new(settings(false), true);
+        let mut script = format!(
+            "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\n",
+            plain("resend", "re_good")
+        )
+        .into_bytes();
+        script.extend_from_slice(chunks);
+        let (out, delivered) = run(&mut session, &script);
+        assert!(delivered.is_empty(), "{out}");
+        assert!(
+            out.ends_with(
+                "550 5.6.0 Bare CR or LF in message data; lines must end with CRLF. Closing the connection\r\n"
+            ),
+            "{out}"
+        );
+        assert!(session.is_closed());
+    }
 }
 
 #[test]

@@ -1,5 +1,10 @@
-//! The operator's command line for the running server: `herald domains|keys|teams ...`.
-//! Every command is a REST call through [`Client`]; nothing here opens the store.
+//! The operator's command line for the running server: `herald
+//! domains|keys|teams|queue ...`. Every command is a REST call through [`Client`];
+//! nothing here opens the store.
+
+mod queue;
+
+pub use queue::{QueueCommand, queue};
 
 use anyhow::Context as _;
 use clap::Subcommand;
@@ -207,31 +212,33 @@ async fn domain_id(client: &Client, name_or_id: &str) -> anyhow::Result<String> 
         .with_context(|| format!("no domain named {wanted} in this team"))
 }
 
-fn items(list: &Value) -> &[Value] {
+pub(crate) fn items(list: &Value) -> &[Value] {
     list["data"].as_array().map_or(&[], Vec::as_slice)
 }
 
-fn text<'a>(value: &'a Value, field: &str) -> &'a str {
+pub(crate) fn text<'a>(value: &'a Value, field: &str) -> &'a str {
     value[field].as_str().unwrap_or_default()
 }
 
+/// The required records, then the recommended DMARC record (a field of its own in the
+/// API's answer, so that SDKs decoding `records` strictly keep working).
 fn print_records(domain: &Value) {
     let name = text(domain, "name");
     for record in items(&json!({ "data": domain["records"] })) {
-        let host = format!("{}.{name}", text(record, "name"));
-        let priority = record["priority"].as_u64().map(|p| format!("{p} ")).unwrap_or_default();
-        let note = if record["recommended"] == true {
-            " (recommended)"
-        } else {
-            ""
-        };
-        println!(
-            "  {:<6} {:<4} {:<40} {priority}{}  [{}]{note}",
-            text(record, "record"),
-            text(record, "type"),
-            host,
-            text(record, "value"),
-            text(record, "status"),
-        );
+        print_record(name, text(record, "record"), record, "");
     }
+    if domain["dmarc"].is_object() {
+        print_record(name, "DMARC", &domain["dmarc"], " (recommended)");
+    }
+}
+
+fn print_record(name: &str, kind: &str, record: &Value, note: &str) {
+    let host = format!("{}.{name}", text(record, "name"));
+    let priority = record["priority"].as_u64().map(|p| format!("{p} ")).unwrap_or_default();
+    println!(
+        "  {kind:<6} {:<4} {host:<40} {priority}{}  [{}]{note}",
+        text(record, "type"),
+        text(record, "value"),
+        text(record, "status"),
+    );
 }

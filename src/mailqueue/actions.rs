@@ -1,0 +1,191 @@
+//! Changing the queue: retry deferred mail now, or delete a message (its undelivered
+//! recipients end as `canceled`). Each change claims the message first, as a delivery
+//! worker does, so that it never races an attempt under way.
+
+use herald_queue::{Batch, Envelope, Id, RecipientState, Updated};
+use serde_json::{Value, json};
+
+use super::{QueueError, Scope, destination};
+use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
+use crate::server::AppState;
+
+/// Which deferred mail to retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetryTarget {
+    /// One message.
+    Message(Id),
+    /// Every deferred recipient at this destination domain.
+    Domain(String),
+    /// Every deferred recipient in the scope.
+    All,
+}
+
+/// What a retry did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retried {
+    /// Messages made due now.
+    pub messages: u64,
+    /// Recipients made due now.
+    pub recipients: u64,
+    /// Messages left alone because a delivery attempt held them (they are being tried).
+    pub in_flight: u64,
+}
+
+impl Retried {
+    /// The answer of `POST /queue/retry`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "object": "queue_retry",
+            "messages": self.messages,
+            "recipients": self.recipients,
+            "skipped_in_flight": self.in_flight,
+        })
+    }
+}
+
+/// Makes the deferred recipients of `target` in `scope` due now, as `postqueue -f` does
+/// for Postfix. Scheduled mail keeps its time (change it with `PATCH /emails/{id}`), and
+/// mail in flight is being tried already.
+pub fn retry(state: &AppState, scope: Scope, target: &RetryTarget) -> Result<Retried, QueueError> {
+    let mut retried = Retried::default();
+    let (domain, ids) = match target {
+        RetryTarget::Message(id) => {
+            let envelope = load(state, scope, *id)?;
+            if !envelope
+                .recipients
+                .iter()
+                .any(|r| matches!(r.state, RecipientState::Deferred { .. }))
+            {
+                return Err(QueueError::NothingToRetry(format!(
+                    "Email {id} has no deferred recipient: it is due or scheduled, not waiting for a retry"
+                )));
+            }
+            (None, vec![*id])
+        }
+        RetryTarget::Domain(domain) => (Some(destination(domain)), deferred_ids(state, scope, Some(domain))?),
+        RetryTarget::All => (None, deferred_ids(state, scope, None)?),
+    };
+    for id in ids {
+        if !state.spool.try_claim(id) {
+            if matches!(target, RetryTarget::Message(_)) {
+                return Err(QueueError::InFlight(id));
+            }
+            retried.in_flight += 1;
+            continue;
+        }
+        let now = state.store.now();
+        let mut recipients = 0;
+        // `update` releases the claim taken above, whatever happens.
+        state.spool.update(id, |envelope, _| {
+            for recipient in &mut envelope.recipients {
+                let here = domain.as_deref().is_none_or(|d| destination(&recipient.address) == d);
+                if let RecipientState::Deferred { next_attempt } = &mut recipient.state
+                    && here
+                    && *next_attempt > now
+                {
+                    *next_attempt = now;
+                    recipients += 1;
+                }
+            }
+            Ok(())
+        })?;
+        if recipients > 0 {
+            retried.messages += 1;
+            retried.recipients += recipients;
+        }
+    }
+    if retried.messages > 0 {
+        state.wake_delivery();
+    }
+    Ok(retried)
+}
+
+/// The messages in `scope` with a deferred recipient (at `domain`, when given).
+fn deferred_ids(state: &AppState, scope: Scope, domain: Option<&str>) -> Result<Vec<Id>, QueueError> {
+    let domain = domain.map(destination);
+    let mut ids = Vec::new();
+    state.spool.walk(None, |id, envelope| {
+        let deferred = envelope.recipients.iter().any(|r| {
+            matches!(r.state, RecipientState::Deferred { .. })
+                && domain.as_deref().is_none_or(|d| destination(&r.address) == d)
+        });
+        if deferred && scope.sees(&envelope) {
+            ids.push(id);
+        }
+        Ok(true)
+    })?;
+    Ok(ids)
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// The message.
+    pub id: Id,
+    /// Its recipients that ended as `canceled`.
+    pub canceled: usize,
+}
+
+impl Deleted {
+    /// The answer of `DELETE /queue/{id}`.
+    pub fn to_json(&self) -> Value {
+        json!({ "object": "queued_email", "id": self.id, "deleted": true, "canceled": self.canceled })
+    }
+}
+
+/// Takes message `id` out of the queue: each undelivered recipient ends as `canceled`,
+/// with a `canceled` event on the email's timeline naming it (as a cancel over the API
+/// writes), and the email's last event becomes `canceled`. Refused while a delivery
+/// attempt holds the message, whose outcome would otherwise contradict the record.
+pub fn delete(state: &AppState, scope: Scope, id: Id) -> Result<Deleted, QueueError> {
+    load(state, scope, id)?;
+    if !state.spool.try_claim(id) {
+        return Err(QueueError::InFlight(id));
+    }
+    let store = &state.store;
+    let now = store.now();
+    let mut canceled = 0;
+    let updated = state.spool.update(id, |envelope, batch| {
+        let team = envelope.team.parse::<Id>().ok();
+        let mut status = match team {
+            Some(team) => store.get::<EmailStatus>(EmailRecord::key(team, id))?,
+            None => None,
+        };
+        for recipient in &mut envelope.recipients {
+            if recipient.state.is_final() {
+                continue;
+            }
+            recipient.state = RecipientState::Canceled { at: now };
+            canceled += 1;
+            let event = EmailEvent {
+                id: store.next_id(),
+                email_id: id,
+                kind: "canceled".to_owned(),
+                created_at: now,
+                data: json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" }),
+            };
+            batch.put(EmailEvent::key(id, event.id), &event)?;
+        }
+        if let Some(status) = status.as_mut() {
+            status.last_event = "canceled".to_owned();
+            put_status(batch, status)?;
+        }
+        Ok(())
+    })?;
+    match updated {
+        Updated::Missing => Err(QueueError::NotFound(id)),
+        Updated::Kept { .. } | Updated::Removed => Ok(Deleted { id, canceled }),
+    }
+}
+
+fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), herald_queue::Error> {
+    batch.put(EmailRecord::key(status.team_id, status.id), status)
+}
+
+/// The envelope of message `id`, if it is in `scope`.
+fn load(state: &AppState, scope: Scope, id: Id) -> Result<Envelope, QueueError> {
+    match state.spool.load(id)? {
+        Some((envelope, _)) if scope.sees(&envelope) => Ok(envelope),
+        _ => Err(QueueError::NotFound(id)),
+    }
+}
