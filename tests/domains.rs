@@ -463,3 +463,38 @@ async fn only_the_operator_may_verify_without_dns() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_temporary_failure_stored_by_an_older_build_is_answered_as_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let created = create(addr, json!({ "name": "legacy.test", "dkim_algorithm": "ed25519" })).await;
+    let id: herald_queue::Id = created["id"].as_str().expect("id").parse().expect("id");
+    let state = &running.state;
+    let mut domain = state
+        .store
+        .scan::<herald::domains::Domain>(Scan::prefix(b""))
+        .expect("scan")
+        .into_iter()
+        .map(|(_, d)| d)
+        .find(|d| d.id == id)
+        .expect("stored");
+    domain.status = herald::domains::DomainStatus::TemporaryFailure;
+    domain.checks = herald::domains::RecordChecks::all(herald::domains::RecordStatus::TemporaryFailure);
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || herald::domains::save(&state.store, &state.config, &domain, false))
+        .await
+        .expect("join")
+        .expect("save");
+    let read = call(addr, Method::GET, &format!("/domains/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(read["status"], "pending", "{read}");
+    assert_eq!(record(&read, "DKIM", "TXT")["status"], "temporary_failure");
+    let listed = call(addr, Method::GET, "/domains", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(listed["data"][0]["status"], "pending", "{listed}");
+    running.shutdown().await;
+}
