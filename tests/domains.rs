@@ -25,12 +25,7 @@ async fn create(addr: std::net::SocketAddr, body: Value) -> Value {
 }
 
 fn record<'a>(domain: &'a Value, kind: &str, rtype: &str) -> &'a Value {
-    domain["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .find(|r| r["record"] == kind && r["type"] == rtype)
-        .unwrap_or_else(|| panic!("no {kind} {rtype} record in {domain}"))
+    util::dns::domain_record(domain, kind, rtype)
 }
 
 /// Publishes the records the API asked for (DMARC aside) in the test DNS.

@@ -38,6 +38,17 @@ const EDNS_PAYLOAD_LEN: u16 = 1232;
 /// Attempts to find a port free for both UDP and TCP before giving up.
 const BIND_ATTEMPTS: usize = 50;
 
+/// The record of kind `kind` (`DKIM`, `SPF`) and DNS type `rtype` in a domain as
+/// `POST /domains` answers it.
+pub fn domain_record<'a>(domain: &'a serde_json::Value, kind: &str, rtype: &str) -> &'a serde_json::Value {
+    domain["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .find(|r| r["record"] == kind && r["type"] == rtype)
+        .unwrap_or_else(|| panic!("no {kind} {rtype} record in {domain}"))
+}
+
 /// A running test DNS server. Dropping it stops the server.
 pub struct TestDns {
     addr: SocketAddr,
@@ -102,15 +113,7 @@ impl TestDns {
     /// its DKIM TXT record, and the SPF TXT and MX records of its return path.
     pub fn publish_domain(&self, domain: &serde_json::Value) {
         let name = domain["name"].as_str().expect("name");
-        let record = |kind: &str, rtype: &str| {
-            domain["records"]
-                .as_array()
-                .expect("records")
-                .iter()
-                .find(|r| r["record"] == kind && r["type"] == rtype)
-                .unwrap_or_else(|| panic!("no {kind} {rtype} record in {domain}"))
-                .clone()
-        };
+        let record = |kind: &str, rtype: &str| domain_record(domain, kind, rtype).clone();
         let host = |record: &serde_json::Value| format!("{}.{name}", record["name"].as_str().expect("name"));
         let value = |record: &serde_json::Value| record["value"].as_str().expect("value").to_owned();
         let dkim = record("DKIM", "TXT");
