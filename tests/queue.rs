@@ -283,7 +283,7 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
         not_deferred.text()
     );
     let cli = world.cli(OPERATOR_KEY, &["retry", &deferonce]);
-    assert!(cli.contains("1 recipients of 1 emails are due now"), "{cli}");
+    assert!(cli.contains("1 recipients of 1 emails brought forward"), "{cli}");
     world
         .until("the retried email is delivered", || async {
             let gone = world

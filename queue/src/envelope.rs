@@ -72,6 +72,10 @@ pub struct Recipient {
     pub attempts: u32,
     /// The last reply or error from the receiving side, for records and bounces.
     pub last_response: Option<String>,
+    /// When the receiving side last answered an attempt for it (older builds did not
+    /// record it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt_at: Option<Timestamp>,
 }
 
 impl Recipient {
@@ -82,6 +86,7 @@ impl Recipient {
             state: RecipientState::Pending,
             attempts: 0,
             last_response: None,
+            last_attempt_at: None,
         }
     }
 }

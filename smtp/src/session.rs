@@ -108,6 +108,12 @@ enum Phase {
     AuthLoginPassword(String),
     /// `MAIL` named this reverse path; the driver is checking it.
     CheckingSender(String),
+    /// A refused `BDAT`'s chunk: this many octets still to read and drop before the
+    /// refusal is answered. They follow the command whatever its answer (RFC 3030), so
+    /// they must never be read as commands.
+    Discard {
+        remaining: u64,
+    },
     Waiting,
     Closed,
 }
@@ -184,6 +190,17 @@ impl Session {
                         break;
                     }
                 },
+                Phase::Discard { remaining } => {
+                    let take = usize::try_from(*remaining).unwrap_or(usize::MAX).min(rest.len());
+                    consumed += take;
+                    *remaining -= take as u64;
+                    if *remaining > 0 {
+                        break;
+                    }
+                    self.phase = Phase::Command;
+                    actions.push(Action::Reply(Reply::new(503, "5.5.1", "Send RCPT first")));
+                    self.count_error(&mut actions);
+                }
                 Phase::Bdat { chunk, last } => {
                     let last = *last;
                     match chunk.feed(rest, &mut self.bdat, self.settings.limits.size_max) {
@@ -396,9 +413,23 @@ impl Session {
                 self.recipients.push(to);
                 Reply::new(250, "2.1.5", "OK")
             }
-            Command::Data | Command::Bdat { .. } if self.recipients.is_empty() => {
-                Reply::new(503, "5.5.1", "Send RCPT first")
+            Command::Bdat { size, .. } if self.recipients.is_empty() => {
+                if size > self.settings.limits.size_max as u64 {
+                    return self.close(
+                        Reply::new(
+                            503,
+                            "5.5.1",
+                            "Send RCPT first; closing the connection rather than reading a chunk this large",
+                        ),
+                        actions,
+                    );
+                }
+                // No transaction to add the chunk to (no MAIL, or MAIL or every RCPT was
+                // refused): its octets are read and dropped, then refused.
+                self.phase = Phase::Discard { remaining: size };
+                return;
             }
+            Command::Data if self.recipients.is_empty() => Reply::new(503, "5.5.1", "Send RCPT first"),
             Command::Data if !self.bdat.is_empty() => Reply::new(503, "5.5.1", "DATA cannot follow BDAT"),
             Command::Data => {
                 self.phase = Phase::Data(DataReceiver::new(self.settings.limits.size_max));

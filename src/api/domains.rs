@@ -283,7 +283,8 @@ pub fn verify(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
         domain.failed_checks = 0;
         domain.next_check_at = Some(now);
     }
-    save(store, &ctx.state.config, &domain, domain.status != before)?;
+    // A status stored by an older build as `temporary_failure` was answered as `pending`.
+    save(store, &ctx.state.config, &domain, domain.status.wire() != before.wire())?;
     ctx.state.verifier.wake();
     Ok(Reply::ok(json!({ "object": "domain", "id": id })))
 }

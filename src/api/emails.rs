@@ -248,7 +248,8 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     )))
 }
 
-/// Refuses changes to an email that is not scheduled or whose delivery has begun.
+/// Refuses changes to an email that is not scheduled or whose delivery has begun; else
+/// claims its spool message, for the spool update that follows (which releases it).
 fn still_scheduled(ctx: &Ctx<'_>, record: &EmailRecord, verb: &str) -> Result<(), ApiError> {
     let refused = |why: &str| Err(ApiError::validation(format!("The email cannot be {verb}: {why}")));
     if record.last_event != "scheduled" {
@@ -267,7 +268,9 @@ fn still_scheduled(ctx: &Ctx<'_>, record: &EmailRecord, verb: &str) -> Result<()
             .recipients
             .iter()
             .any(|r| r.attempts > 0 || r.state != RecipientState::Pending);
-    if begun {
+    // Claimed as a delivery worker would claim it, so that no worker takes it between
+    // this check and the change; the spool update that follows releases the claim.
+    if begun || !spool.try_claim(record.id) {
         return refused("its delivery has already begun");
     }
     Ok(())

@@ -12,6 +12,16 @@ const DEFAULT_LIMIT: usize = 100;
 /// many at once.
 const LIMIT_MAX: usize = 1000;
 
+/// A place among the [`AppState::QUEUE_SCANS_MAX`](crate::server::AppState) walks of the
+/// spool, or `429` while they are all taken.
+fn scan_permit<'a>(ctx: &Ctx<'a>) -> Result<tokio::sync::SemaphorePermit<'a>, ApiError> {
+    ctx.state.queue_scans.try_acquire().map_err(|_| ApiError {
+        status: hyper::StatusCode::TOO_MANY_REQUESTS,
+        name: "rate_limit_exceeded",
+        message: "Other walks of the queue are running; try again when they end".to_owned(),
+    })
+}
+
 fn scope(ctx: &Ctx<'_>) -> Scope {
     if ctx.caller.operator {
         Scope::All
@@ -45,6 +55,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     };
     let after = request.query("after").map(|id| format::id(id, "email")).transpose()?;
     let domain = request.query("domain").filter(|d| !d.is_empty());
+    let _permit = scan_permit(ctx)?;
     let (messages, has_more) = mailqueue::list(ctx.state, scope(ctx), (wanted, domain), after, limit)?;
     Ok(Reply::ok(envelope(
         messages.iter().map(mailqueue::QueuedMessage::summary_json).collect(),
@@ -54,6 +65,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 
 /// `GET /queue/stats`.
 pub fn stats(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
+    let _permit = scan_permit(ctx)?;
     Ok(Reply::ok(mailqueue::stats(ctx.state, scope(ctx))?.to_json()))
 }
 
@@ -92,6 +104,7 @@ pub fn retry(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
             ));
         }
     };
+    let _permit = scan_permit(ctx)?;
     let retried = mailqueue::retry(ctx.state, scope(ctx), &target)?;
     Ok(Reply::ok(retried.to_json()))
 }

@@ -29,7 +29,8 @@ pub enum QueueCommand {
         /// The email's id.
         id: String,
     },
-    /// Make deferred mail due now: one email, a destination domain, or all of it.
+    /// Make deferred mail due now (with a team's key, a minute after the receiver's last
+    /// answer at the soonest): one email, a destination domain, or all of it.
     Retry {
         /// The email's id.
         #[arg(conflicts_with_all = ["domain", "all"], required_unless_present_any = ["domain", "all"])]
@@ -84,7 +85,7 @@ pub async fn queue(client: &Client, command: QueueCommand) -> anyhow::Result<()>
                 }
             };
             println!(
-                "{} recipients of {} emails are due now ({} emails skipped: a delivery attempt holds them)",
+                "{} recipients of {} emails brought forward ({} emails skipped: a delivery attempt holds them)",
                 number(&retried, "recipients"),
                 number(&retried, "messages"),
                 number(&retried, "skipped_in_flight"),

@@ -102,6 +102,7 @@ fn apply(
             Outcome::Replied { reply, via } => {
                 recipient.attempts += 1;
                 recipient.last_response = Some(reply.to_string());
+                recipient.last_attempt_at = Some(now);
                 push_log(&mut logs, via.as_ref(), reply, &address);
                 if reply.is_success() {
                     (RecipientState::Delivered { at: now }, "delivered", json!({}))

@@ -43,18 +43,26 @@ impl Retried {
     }
 }
 
+/// How soon after a receiver's last answer a team's retry may try it again. A team may
+/// bring its deferred mail forward, but receivers that greylist or throttle (`421`,
+/// `451`) need the pause, and hammering them hurts the reputation of addresses every
+/// team sends from. The operator's retries are not held back.
+pub const TEAM_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Makes the deferred recipients of `target` in `scope` due now, as `postqueue -f` does
-/// for Postfix. Scheduled mail keeps its time (change it with `PATCH /emails/{id}`), and
-/// mail in flight is being tried already.
+/// for Postfix (for a team: no sooner than [`TEAM_RETRY_PAUSE`] after the receiver's last
+/// answer). Scheduled mail keeps its time (change it with `PATCH /emails/{id}`), and mail
+/// in flight is being tried already.
 pub fn retry(state: &AppState, scope: Scope, target: &RetryTarget) -> Result<Retried, QueueError> {
     let mut retried = Retried::default();
     let (domain, ids) = match target {
         RetryTarget::Message(id) => {
             let envelope = load(state, scope, *id)?;
+            let now = state.store.now();
             if !envelope
                 .recipients
                 .iter()
-                .any(|r| matches!(r.state, RecipientState::Deferred { .. }))
+                .any(|r| matches!(r.state, RecipientState::Deferred { next_attempt } if next_attempt > now))
             {
                 return Err(QueueError::NothingToRetry(format!(
                     "Email {id} has no deferred recipient: it is due or scheduled, not waiting for a retry"
@@ -79,11 +87,15 @@ pub fn retry(state: &AppState, scope: Scope, target: &RetryTarget) -> Result<Ret
         state.spool.update(id, |envelope, _| {
             for recipient in &mut envelope.recipients {
                 let here = domain.as_deref().is_none_or(|d| destination(&recipient.address) == d);
+                let earliest = match (scope, recipient.last_attempt_at) {
+                    (Scope::Team(_), Some(last)) => now.max(last.saturating_add(TEAM_RETRY_PAUSE)),
+                    _ => now,
+                };
                 if let RecipientState::Deferred { next_attempt } = &mut recipient.state
                     && here
-                    && *next_attempt > now
+                    && *next_attempt > earliest
                 {
-                    *next_attempt = now;
+                    *next_attempt = earliest;
                     recipients += 1;
                 }
             }

@@ -5,7 +5,8 @@
 //!
 //! A message's state, in the order it is judged:
 //! - `in_flight`: a delivery attempt holds it now;
-//! - `deferred`: a recipient failed temporarily and waits for its next attempt;
+//! - `deferred`: a recipient failed temporarily and waits for its next attempt, which is
+//!   still to come;
 //! - `scheduled`: nothing tried yet, due later (`scheduled_at`);
 //! - `due`: due now, waiting for a delivery worker.
 
@@ -78,10 +79,11 @@ impl QueueState {
 
     /// The state of `envelope` at `now`, `claimed` when a delivery attempt holds it.
     pub fn of(envelope: &Envelope, claimed: bool, now: Timestamp) -> QueueState {
+        // A deferred recipient whose next attempt has come is due again, like new mail.
         let deferred = envelope
             .recipients
             .iter()
-            .any(|r| matches!(r.state, RecipientState::Deferred { .. }));
+            .any(|r| matches!(r.state, RecipientState::Deferred { next_attempt } if next_attempt > now));
         if claimed {
             QueueState::InFlight
         } else if deferred {
@@ -161,6 +163,13 @@ mod tests {
         assert_eq!(QueueState::of(&later, false, now), QueueState::Scheduled);
         let waiting = envelope(&[RecipientState::Pending, deferred], 500);
         assert_eq!(QueueState::of(&waiting, false, now), QueueState::Deferred);
+        let retried = RecipientState::Deferred { next_attempt: now };
+        let again = envelope(&[retried], 100);
+        assert_eq!(
+            QueueState::of(&again, false, now),
+            QueueState::Due,
+            "its retry has come"
+        );
         assert_eq!(QueueState::parse("in-flight"), Some(QueueState::InFlight));
         assert_eq!(QueueState::parse("in_flight"), Some(QueueState::InFlight));
         assert_eq!(QueueState::parse("stuck"), None);

@@ -48,6 +48,8 @@ pub struct AppState {
     pub verifier: Verifier,
     /// Bounds API handlers running on the blocking pool at once.
     pub blocking: Semaphore,
+    /// Bounds walks of the whole spool (`herald queue` lists, stats and retries) at once.
+    pub queue_scans: Semaphore,
     /// Idempotency keys in flight.
     pub idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
@@ -72,6 +74,11 @@ impl AppState {
     /// and the disk busy, few enough that a flood of requests queues instead of spawning
     /// hundreds of threads.
     pub const BLOCKING_MAX: usize = 64;
+
+    /// Walks of the whole spool at once. Each reads every envelope (a team's own mail is
+    /// found among everyone's), so without a bound a few clients looping on
+    /// `GET /queue/stats` could hold the blocking threads that accept mail.
+    pub const QUEUE_SCANS_MAX: usize = 2;
 
     /// Tells the delivery scheduler that mail may be due now.
     pub fn wake_delivery(&self) {
@@ -197,6 +204,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         anonymous_limits,
         verifier: Verifier::default(),
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
+        queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
         idempotency: Idempotency::default(),
         outbound,
         domains: herald_queue::RecordCache::new(DOMAIN_CACHE_MAX),

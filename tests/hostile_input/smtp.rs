@@ -327,6 +327,23 @@ fn smtp_cases() -> Vec<SmtpCase> {
             Closed,
         ),
         case(
+            "BDAT chunk after a refused sender holding a transaction from the verified one is dropped",
+            Authenticated,
+            {
+                let chunk = format!(
+                    "{}{}.\r\n",
+                    transaction("victim@example.org"),
+                    message(SENDER, "forged")
+                );
+                format!(
+                    "MAIL FROM:<someone@unverified.example>\r\nRCPT TO:<user@example.org>\r\nBDAT {} LAST\r\n{chunk}NOOP\r\n",
+                    chunk.len()
+                )
+            },
+            &[&[(550, "5.7.1"), (503, "5.5.1"), (503, "5.5.1"), (250, "2.0.0")]],
+            Open,
+        ),
+        case(
             "BDAT LAST chunk ending in a lone CR (a bare CR at the end of the message)",
             Authenticated,
             {

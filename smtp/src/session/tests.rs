@@ -215,6 +215,36 @@ fn a_sender_the_driver_refuses_is_refused_at_mail_and_pipelining_stays_in_step()
 }
 
 #[test]
+fn a_chunk_after_a_refused_sender_is_dropped_never_read_as_commands() {
+    let mut session = Session::new(settings(false), true);
+    let smuggled =
+        "MAIL FROM:<a@example.test>\r\nRCPT TO:<victim@example.org>\r\nDATA\r\nSubject: forged\r\n\r\nhi\r\n.\r\n";
+    let script = format!(
+        "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@unverified.test>\r\nRCPT TO:<b@example.org>\r\nBDAT {} LAST\r\n{smuggled}NOOP\r\n",
+        plain("resend", "re_good"),
+        smuggled.len()
+    );
+    let (out, delivered) = run(&mut session, script.as_bytes());
+    assert!(delivered.is_empty(), "{out}");
+    assert_eq!(
+        codes(&out),
+        vec!["250", "235", "550", "503", "503", "250"],
+        "the chunk is one refusal, then NOOP: {out}"
+    );
+    let mut big = Session::new(settings(false), true);
+    let (out, _) = run(
+        &mut big,
+        format!(
+            "EHLO c\r\nAUTH PLAIN {}\r\nBDAT 5000 LAST\r\n",
+            plain("resend", "re_good")
+        )
+        .as_bytes(),
+    );
+    assert!(out.ends_with("rather than reading a chunk this large\r\n"), "{out}");
+    assert!(big.is_closed());
+}
+
+#[test]
 fn a_last_bdat_chunk_ending_in_a_lone_cr_is_a_bare_cr() {
     for chunks in [
         &b"BDAT 13 LAST\r\nSubject: x\r\n\r"[..],
