@@ -61,7 +61,7 @@ async fn phase(endpoints: usize, events: usize) {
             &mut batch,
             &store,
             team_id,
-            "domain.updated",
+            herald::events::EventKind::DomainUpdated,
             || serde_json::json!({ "id": n, "name": "bench.test", "status": "verified" }),
         )
         .expect("event");

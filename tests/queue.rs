@@ -8,6 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use herald::emails::EmailState;
 use herald::emails::record::EmailEvent;
 use herald::server::Running;
 use herald_queue::{Id, Scan};
@@ -335,7 +336,7 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
     assert!(
         events
             .iter()
-            .any(|(_, e)| e.kind == "canceled" && e.data["to"] == json!(["defer-d@example.net"])),
+            .any(|(_, e)| e.kind == EmailState::Canceled && e.data["to"] == json!(["defer-d@example.net"])),
         "{events:?}"
     );
     assert_eq!(world.ids(OPERATOR_KEY, "").await, vec![deferred, scheduled]);

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use herald::events::Event;
+use herald::events::{Event, EventKind};
 use herald::webhooks::dispatch::{MessageState, WebhookMessage};
 use herald_queue::{Scan, Store, StoreOptions};
 use hyper::{Method, StatusCode};
@@ -219,7 +219,7 @@ fn inspect_copy(dir: &Path) -> AtCrash {
     let outbox = store.scan::<Event>(Scan::prefix(b"")).expect("scan outbox");
     let mut at_crash = AtCrash {
         // The domain's own events stay too when the dispatcher has not run yet.
-        in_outbox: outbox.iter().filter(|(_, e)| e.kind == "email.sent").count(),
+        in_outbox: outbox.iter().filter(|(_, e)| e.kind == EventKind::EmailSent).count(),
         ..AtCrash::default()
     };
     for (_, message) in store.scan::<WebhookMessage>(Scan::prefix(b"")).expect("scan messages") {

@@ -265,7 +265,7 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
             &mut batch,
             &store,
             team_id,
-            "domain.updated",
+            herald::events::EventKind::DomainUpdated,
             || json!({ "name": "queued.test" }),
         )
         .expect("event");

@@ -149,9 +149,13 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         DomainName::key(team_id, &domain.name),
         &DomainName { domain_id: domain.id },
     )?;
-    crate::events::push(&mut batch, store, team_id, "domain.created", || {
-        domain.event_json(config)
-    })?;
+    crate::events::push(
+        &mut batch,
+        store,
+        team_id,
+        crate::events::EventKind::DomainCreated,
+        || domain.event_json(config),
+    )?;
     store.commit(batch).wait()?;
     Ok(Reply::created(domain.to_json(config)))
 }
@@ -244,9 +248,13 @@ pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let mut batch = Batch::new();
     batch.delete::<Domain>(Domain::key(ctx.caller.team_id, id));
     batch.delete::<DomainName>(DomainName::key(ctx.caller.team_id, &domain.name));
-    crate::events::push(&mut batch, store, domain.team_id, "domain.deleted", || {
-        domain.event_json(&ctx.state.config)
-    })?;
+    crate::events::push(
+        &mut batch,
+        store,
+        domain.team_id,
+        crate::events::EventKind::DomainDeleted,
+        || domain.event_json(&ctx.state.config),
+    )?;
     store.commit(batch).wait()?;
     Ok(Reply::ok(json!({ "object": "domain", "id": id, "deleted": true })))
 }

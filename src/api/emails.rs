@@ -11,7 +11,7 @@ use crate::emails::idempotency::{self, Outcome};
 use crate::emails::input::SendEmail;
 use crate::emails::record::EmailStatus;
 use crate::emails::submit::{self, SendError, Sender};
-use crate::emails::{EmailRecord, Invalid, Source, schedule, validate};
+use crate::emails::{EmailRecord, EmailState, Invalid, Source, schedule, validate};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::outbound::Limits;
@@ -252,7 +252,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 /// claims its spool message, for the spool update that follows (which releases it).
 fn still_scheduled(ctx: &Ctx<'_>, record: &EmailRecord, verb: &str) -> Result<(), ApiError> {
     let refused = |why: &str| Err(ApiError::validation(format!("The email cannot be {verb}: {why}")));
-    if record.last_event != "scheduled" {
+    if record.last_event != EmailState::Scheduled {
         return refused(&format!(
             "it is not scheduled (its last event is {})",
             record.last_event
@@ -314,11 +314,11 @@ pub fn cancel(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let mut record = load(ctx, id)?;
     still_scheduled(ctx, &record, "canceled")?;
     let now = store.now();
-    record.last_event = "canceled".to_owned();
+    record.last_event = EmailState::Canceled;
     let outcome = ctx.state.spool.cancel(record.id, |_, batch| {
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
         batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
-        submit::append_event(batch, store, &record, "canceled", now)
+        submit::append_event(batch, store, &record, EmailState::Canceled, now)
     })?;
     if outcome == Updated::Missing {
         return Err(ApiError::validation(

@@ -90,16 +90,26 @@ pub(super) fn stage_add(store: &Store, team_id: Id, email: &str, batch: &mut Bat
     }
     let suppression = Suppression::new(store, team_id, email, Origin::Manual, None);
     suppression.put(batch)?;
-    crate::events::push(batch, store, team_id, "suppression.added", || suppression.event_json())?;
+    crate::events::push(
+        batch,
+        store,
+        team_id,
+        crate::events::EventKind::SuppressionAdded,
+        || suppression.event_json(),
+    )?;
     Ok(suppression.id)
 }
 
 /// Stages the removal of `suppression` and its `suppression.removed` event in `batch`.
 pub(super) fn stage_remove(store: &Store, suppression: &Suppression, batch: &mut Batch) -> Result<(), ApiError> {
     suppression.delete(batch);
-    crate::events::push(batch, store, suppression.team_id, "suppression.removed", || {
-        suppression.event_json()
-    })?;
+    crate::events::push(
+        batch,
+        store,
+        suppression.team_id,
+        crate::events::EventKind::SuppressionRemoved,
+        || suppression.event_json(),
+    )?;
     Ok(())
 }
 

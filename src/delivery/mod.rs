@@ -14,6 +14,7 @@
 //! synced outcome writes); the runtime's threads only drive sockets, each many sessions.
 
 mod client;
+pub mod decide;
 mod destination;
 mod hash;
 mod job;
@@ -39,7 +40,7 @@ use self::sign::Signers;
 use crate::dns::Dns;
 use crate::server::AppState;
 
-pub use self::outcome::retry_wait;
+pub use self::decide::retry_wait;
 
 /// Claims taken from the spool at once.
 const CLAIM_BATCH: usize = 256;

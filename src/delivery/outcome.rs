@@ -1,6 +1,7 @@
 //! Writing an attempt's outcomes: each recipient's new state, its event (timeline and
 //! webhook outbox), the email record's `last_event` and attempt log, and suppressions
-//! for hard bounces, all in the one spool update that releases the claim.
+//! for hard bounces, all in the one spool update that releases the claim. What each
+//! outcome amounts to is [`super::decide`]'s to say.
 
 use std::time::Duration;
 
@@ -8,10 +9,13 @@ use herald_queue::{Batch, Envelope, RecipientState, Store, Timestamp};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use super::decide::{RetryPolicy, decide};
 use super::job::{MessageJob, Outcome, Via};
 use super::reply::Reply;
 use crate::config::DeliveryConfig;
+use crate::emails::EmailState;
 use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus};
+use crate::events::EventKind;
 use crate::suppressions::{self, Origin, Suppression};
 
 /// Writes `job`'s outcomes. Blocks until durable.
@@ -63,8 +67,11 @@ fn apply(
             None
         });
     let mut suppressed_now = std::collections::HashSet::new();
-    let expiry = envelope.first_due.saturating_add(config.message_lifetime);
     let mut logs: Vec<(Option<Via>, String, Vec<String>)> = Vec::new();
+    let policy = RetryPolicy {
+        intervals: &config.retry_intervals,
+        expiry: envelope.first_due.saturating_add(config.message_lifetime),
+    };
     for (index, result) in results.iter().enumerate() {
         let (Some(result), Some(recipient)) = (result, envelope.recipients.get_mut(index)) else {
             continue;
@@ -73,101 +80,33 @@ fn apply(
             continue; // canceled while in flight
         }
         let address = recipient.address.clone();
-        let (state, kind, data) = match result {
-            Outcome::Suppressed(origin) => {
-                let reason = match origin {
-                    Origin::Complaint => "previous_complaint",
-                    Origin::Bounce | Origin::Manual => "previous_bounce",
-                };
-                let suppressed = json!({
-                    "message": "The recipient is on the team's suppression list",
-                    "reason": reason,
-                    "type": "OnAccountSuppressionList",
-                    "diagnosticCode": [],
-                });
-                (
-                    RecipientState::Suppressed { at: now },
-                    "suppressed",
-                    json!({ "suppressed": suppressed }),
-                )
-            }
-            Outcome::Failed(reason) => {
-                recipient.last_response = Some(reason.clone());
-                (
-                    RecipientState::Bounced { at: now },
-                    "failed",
-                    json!({ "failed": { "reason": reason } }),
-                )
-            }
+        match result {
+            Outcome::Failed(reason) => recipient.last_response = Some(reason.clone()),
             Outcome::Replied { reply, via } => {
                 recipient.attempts += 1;
                 recipient.last_response = Some(reply.to_string());
                 recipient.last_attempt_at = Some(now);
                 push_log(&mut logs, via.as_ref(), reply, &address);
-                if reply.is_success() {
-                    (RecipientState::Delivered { at: now }, "delivered", json!({}))
-                } else if reply.is_transient() || !(500..600).contains(&reply.code) {
-                    if now >= expiry {
-                        let bounce = json!({
-                            "type": "Transient",
-                            "subType": "General",
-                            "message": format!(
-                                "Delivery kept failing until the message lifetime ran out; last reply: {reply}"
-                            ),
-                            "diagnosticCode": [reply.to_string()],
-                        });
-                        (
-                            RecipientState::Expired { at: now },
-                            "bounced",
-                            json!({ "bounce": bounce }),
-                        )
-                    } else {
-                        let wait = retry_wait(&config.retry_intervals, recipient.attempts);
-                        let next = now.saturating_add(wait).min(expiry);
-                        let first = recipient.attempts == 1;
-                        recipient.state = RecipientState::Deferred { next_attempt: next };
-                        count(&recipient.state);
-                        if first {
-                            event(
-                                store,
-                                batch,
-                                record.as_mut(),
-                                job,
-                                &address,
-                                "delivery_delayed",
-                                now,
-                                &json!({}),
-                            )?;
-                        }
-                        continue;
-                    }
-                } else {
-                    let kind = reply.bounce_kind();
-                    if kind.is_hard()
-                        && suppressed_now.insert(suppressions::normalize(&address))
-                        && suppressions::find(store, job.team_id, &address)?.is_none()
-                    {
-                        let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
-                        entry.put(batch)?;
-                        crate::events::push(batch, store, job.team_id, "suppression.added", || entry.event_json())?;
-                    }
-                    let bounce = json!({
-                        "type": kind.kind,
-                        "subType": kind.sub_type,
-                        "message": reply.text(),
-                        "diagnosticCode": [reply.to_string()],
-                    });
-                    (
-                        RecipientState::Bounced { at: now },
-                        "bounced",
-                        json!({ "bounce": bounce }),
-                    )
-                }
             }
-        };
-        recipient.state = state;
+            Outcome::Suppressed(_) => {}
+        }
+        let jitter = rand::rng().random_range(0.9..=1.1);
+        let decision = decide(result, recipient.attempts, now, policy, jitter);
+        if decision.suppresses()
+            && suppressed_now.insert(suppressions::normalize(&address))
+            && suppressions::find(store, job.team_id, &address)?.is_none()
+        {
+            let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
+            entry.put(batch)?;
+            crate::events::push(batch, store, job.team_id, EventKind::SuppressionAdded, || {
+                entry.event_json()
+            })?;
+        }
+        recipient.state = decision.state(now);
         count(&recipient.state);
-        event(store, batch, record.as_mut(), job, &address, kind, now, &data)?;
+        if let Some((state, data)) = decision.event() {
+            event(store, batch, record.as_mut(), job, &address, state, now, &data)?;
+        }
     }
     if let Some(mut record) = record {
         for (via, reply, recipients) in logs {
@@ -220,23 +159,26 @@ fn event(
     record: Option<&mut EmailStatus>,
     job: &MessageJob,
     address: &str,
-    kind: &str,
+    kind: EmailState,
     at: Timestamp,
     extra: &Value,
 ) -> Result<(), herald_queue::Error> {
     let Some(record) = record else {
         return Ok(());
     };
-    record.last_event = kind.to_owned();
+    record.last_event = kind;
     let timeline = EmailEvent {
         id: store.next_id(),
         email_id: job.id,
-        kind: kind.to_owned(),
+        kind,
         created_at: at,
         data: merge(json!({ "to": [address] }), extra),
     };
     batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
-    crate::events::push(batch, store, record.team_id, &format!("email.{kind}"), || {
+    let Some(webhook_kind) = kind.event_kind() else {
+        return Ok(());
+    };
+    crate::events::push(batch, store, record.team_id, webhook_kind, || {
         let mut data = record.event_data(at);
         data["to"] = json!([address]);
         merge(data, extra)
@@ -251,31 +193,4 @@ fn merge(mut base: Value, extra: &Value) -> Value {
         }
     }
     base
-}
-
-/// The wait before attempt `attempts + 1`: the interval for this attempt (the last one
-/// repeats), ±10 % so retries of many messages do not arrive together.
-pub fn retry_wait(intervals: &[Duration], attempts: u32) -> Duration {
-    let index = (attempts.max(1) as usize - 1).min(intervals.len().saturating_sub(1));
-    let base = intervals.get(index).copied().unwrap_or(Duration::from_secs(60));
-    base.mul_f64(rand::rng().random_range(0.9..=1.1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_follow_the_intervals_with_jitter_and_the_last_repeats() {
-        let intervals = [Duration::from_secs(60), Duration::from_secs(300)];
-        for (attempts, base) in [(1, 60.0), (2, 300.0), (9, 300.0)] {
-            for _ in 0..50 {
-                let wait = retry_wait(&intervals, attempts).as_secs_f64();
-                assert!(
-                    wait >= base * 0.9 - 1e-9 && wait <= base * 1.1 + 1e-9,
-                    "{attempts}: {wait}"
-                );
-            }
-        }
-    }
 }

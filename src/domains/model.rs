@@ -179,9 +179,13 @@ pub fn save(store: &Store, config: &Config, domain: &Domain, changed: bool) -> R
     let mut batch = Batch::new();
     batch.put(Domain::key(domain.team_id, domain.id), domain)?;
     if changed {
-        crate::events::push(&mut batch, store, domain.team_id, "domain.updated", || {
-            domain.event_json(config)
-        })?;
+        crate::events::push(
+            &mut batch,
+            store,
+            domain.team_id,
+            crate::events::EventKind::DomainUpdated,
+            || domain.event_json(config),
+        )?;
     }
     store.commit(batch).wait()
 }

@@ -8,10 +8,12 @@ pub mod mime;
 pub mod raw;
 pub mod record;
 pub mod schedule;
+pub mod state;
 pub mod submit;
 pub mod validate;
 
 pub use address::Mailbox;
 pub use record::{EmailEvent, EmailRecord, Source};
+pub use state::EmailState;
 pub use submit::{Prepared, SendError, Sender};
 pub use validate::{Email, Invalid, validate};

@@ -10,7 +10,9 @@ use mail_parser::{Address, MessageParser, PartType};
 use super::address::Mailbox;
 use super::mime;
 use super::record::{EmailRecord, Source};
+use super::state::EmailState;
 use super::submit::{Prepared, SendError, Sender, append_event, authorize_domain};
+use crate::events::EventKind;
 use crate::server::AppState;
 
 /// Why a submitted message is refused.
@@ -95,7 +97,7 @@ pub fn prepare(
         message_id: parsed
             .message_id()
             .map_or_else(|| format!("<{}>", mime::message_id(id, hostname)), |m| format!("<{m}>")),
-        last_event: "sent".to_owned(),
+        last_event: EmailState::Sent,
         size: message.len() as u64,
         source: Source::Smtp,
         attempts: Vec::new(),
@@ -107,8 +109,8 @@ pub fn prepare(
     records
         .put(EmailRecord::key(sender.team_id, id), &record.status())
         .map_err(SendError::from)?;
-    append_event(&mut records, store, &record, "sent", now).map_err(SendError::from)?;
-    crate::events::push(&mut records, store, sender.team_id, "email.sent", || {
+    append_event(&mut records, store, &record, EmailState::Sent, now).map_err(SendError::from)?;
+    crate::events::push(&mut records, store, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)
     })
     .map_err(SendError::from)?;

@@ -3,6 +3,7 @@
 use herald_queue::{Id, Record, Table, Timestamp};
 use serde_json::{Value, json};
 
+use super::state::EmailState;
 use super::validate::Tag;
 use crate::http::format;
 
@@ -50,7 +51,7 @@ pub struct EmailRecord {
     /// `Message-ID`, with angle brackets.
     pub message_id: String,
     /// The latest event: `sent`, `scheduled`, `canceled`, `delivered`, ...
-    pub last_event: String,
+    pub last_event: EmailState,
     /// Size of the built message in bytes.
     pub size: u64,
     /// Where it came in.
@@ -131,7 +132,7 @@ impl EmailRecord {
             subject: self.subject.clone(),
             message_id: self.message_id.clone(),
             tags: self.tags.clone(),
-            last_event: self.last_event.clone(),
+            last_event: self.last_event,
             attempts: self.attempts.clone(),
         }
     }
@@ -166,7 +167,7 @@ pub struct EmailStatus {
     /// Tags.
     pub tags: Vec<Tag>,
     /// The latest event.
-    pub last_event: String,
+    pub last_event: EmailState,
     /// The latest delivery attempts, oldest first.
     pub attempts: Vec<AttemptLog>,
 }
@@ -208,7 +209,7 @@ pub struct EmailEvent {
     /// The email.
     pub email_id: Id,
     /// `sent`, `scheduled`, `canceled`, ...
-    pub kind: String,
+    pub kind: EmailState,
     /// When.
     pub created_at: Timestamp,
     /// Details (a delivery's reply, a bounce's reason, ...).

@@ -10,9 +10,11 @@ use herald_queue::{Admission, Batch, Id, NewMessage, Refusal, Timestamp};
 
 use super::mime;
 use super::record::{EmailEvent, EmailRecord, Source};
+use super::state::EmailState;
 use super::validate::Email;
 use crate::accounts::Permission;
 use crate::domains::{Domain, DomainName, DomainStatus};
+use crate::events::EventKind;
 use crate::server::AppState;
 
 /// Who is sending.
@@ -106,8 +108,8 @@ pub fn prepare(
     let raw = mime::build(email, id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
     let (kind, last_event) = match email.scheduled_at {
-        Some(_) => ("email.scheduled", "scheduled"),
-        None => ("email.sent", "sent"),
+        Some(_) => (EventKind::EmailScheduled, EmailState::Scheduled),
+        None => (EventKind::EmailSent, EmailState::Sent),
     };
     let record = EmailRecord {
         id,
@@ -125,7 +127,7 @@ pub fn prepare(
         created_at: now,
         scheduled_at: email.scheduled_at,
         message_id: format!("<{}>", mime::message_id(id, hostname)),
-        last_event: last_event.to_owned(),
+        last_event,
         size: raw.len() as u64,
         source,
         attempts: Vec::new(),
@@ -152,13 +154,13 @@ pub fn append_event(
     batch: &mut Batch,
     store: &herald_queue::Store,
     record: &EmailRecord,
-    kind: &str,
+    kind: EmailState,
     at: Timestamp,
 ) -> Result<(), herald_queue::Error> {
     let event = EmailEvent {
         id: store.next_id(),
         email_id: record.id,
-        kind: kind.to_owned(),
+        kind,
         created_at: at,
         data: serde_json::Value::Null,
     };

@@ -6,6 +6,7 @@ use herald_queue::{Batch, Envelope, Id, RecipientState, Updated};
 use serde_json::{Value, json};
 
 use super::{QueueError, Scope, destination};
+use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
 use crate::server::AppState;
 
@@ -172,14 +173,14 @@ pub fn delete(state: &AppState, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             let event = EmailEvent {
                 id: store.next_id(),
                 email_id: id,
-                kind: "canceled".to_owned(),
+                kind: EmailState::Canceled,
                 created_at: now,
                 data: json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" }),
             };
             batch.put(EmailEvent::key(id, event.id), &event)?;
         }
         if let Some(status) = status.as_mut() {
-            status.last_event = "canceled".to_owned();
+            status.last_event = EmailState::Canceled;
             put_status(batch, status)?;
         }
         Ok(())

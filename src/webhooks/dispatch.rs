@@ -19,7 +19,7 @@ use hyper::Method;
 
 use super::signature;
 use super::{Webhook, for_team};
-use crate::events::Event;
+use crate::events::{Event, EventKind};
 use crate::http::format;
 use crate::outbound::Limits;
 use crate::server::AppState;
@@ -61,7 +61,7 @@ pub struct WebhookMessage {
     /// The team.
     pub team_id: Id,
     /// The event type.
-    pub kind: String,
+    pub kind: EventKind,
     /// The JSON body, as sent on every attempt.
     pub body: String,
     /// Attempts made.
@@ -114,7 +114,7 @@ pub struct WebhookAttempt {
     /// The message's event id.
     pub event_id: Id,
     /// The event type.
-    pub kind: String,
+    pub kind: EventKind,
     /// 1 for the first try.
     pub attempt: u32,
     /// The response status, when there was a response.
@@ -249,12 +249,12 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
             "data": event.data,
         })
         .to_string();
-        for webhook in team_hooks.iter().filter(|w| w.receives(&event.kind)) {
+        for webhook in team_hooks.iter().filter(|w| w.receives(event.kind)) {
             let message = WebhookMessage {
                 event_id: event.id,
                 webhook_id: webhook.id,
                 team_id: event.team_id,
-                kind: event.kind.clone(),
+                kind: event.kind,
                 body: body.clone(),
                 attempts: 0,
                 state: MessageState::Pending,
@@ -435,7 +435,7 @@ async fn deliver(state: &AppState, mut message: WebhookMessage) {
     let attempt = WebhookAttempt {
         id: store.next_id(),
         event_id: message.event_id,
-        kind: message.kind.clone(),
+        kind: message.kind,
         attempt: message.attempts,
         status,
         error,

@@ -13,7 +13,6 @@ mod secret;
 pub mod signature;
 
 pub use model::{
-    ENDPOINT_MAX, EVENT_KINDS, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events,
-    find, for_team,
+    ENDPOINT_MAX, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events, find, for_team,
 };
 pub use secret::{PREFIX as SECRET_PREFIX, SECRET_BYTES, SigningSecret};

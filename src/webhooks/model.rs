@@ -5,31 +5,8 @@ use herald_queue::{Id, Record, Scan, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
 use super::secret::SigningSecret;
+use crate::events::EventKind;
 use crate::http::format;
-
-/// The event kinds a webhook may subscribe to: Resend's email, domain and contact kinds,
-/// and the suppression kinds herald records when its suppression list changes (the
-/// SDKs name those too). The dispatcher matches kinds as strings and knows none of these.
-pub const EVENT_KINDS: &[&str] = &[
-    "email.sent",
-    "email.delivered",
-    "email.delivery_delayed",
-    "email.bounced",
-    "email.complained",
-    "email.opened",
-    "email.clicked",
-    "email.failed",
-    "email.scheduled",
-    "email.suppressed",
-    "domain.created",
-    "domain.updated",
-    "domain.deleted",
-    "contact.created",
-    "contact.updated",
-    "contact.deleted",
-    "suppression.added",
-    "suppression.removed",
-];
 
 /// Webhooks one team may have. Every event of a team is fanned out to each of its
 /// webhooks, so this bounds the work and the outbound requests one event can cause.
@@ -58,7 +35,8 @@ pub struct Webhook {
     pub team_id: Id,
     /// The http(s) URL events are posted to.
     pub endpoint: String,
-    /// The event kinds it subscribes to: each one of [`EVENT_KINDS`], without repeats,
+    /// The event kinds it subscribes to, by name: each one of [`EventKind::ALL`], without
+    /// repeats,
     /// in the order the caller gave them.
     pub events: Vec<String>,
     /// Whether it receives events.
@@ -104,8 +82,8 @@ impl Webhook {
     }
 
     /// Whether an event of `kind` is delivered to this webhook.
-    pub fn receives(&self, kind: &str) -> bool {
-        self.status == WebhookStatus::Enabled && self.events.iter().any(|event| event == kind)
+    pub fn receives(&self, kind: EventKind) -> bool {
+        self.status == WebhookStatus::Enabled && self.events.iter().any(|event| event == kind.name())
     }
 
     /// The answer to `POST /webhooks`.
@@ -147,8 +125,8 @@ pub enum EventsError {
     /// The list is empty.
     #[error("must name at least one event type")]
     Empty,
-    /// A name is not one of [`EVENT_KINDS`].
-    #[error("{0:?} is not an event type; the types are {kinds}", kinds = EVENT_KINDS.join(", "))]
+    /// A name is not one of [`EventKind::ALL`].
+    #[error("{0:?} is not an event type; the types are {kinds}", kinds = EventKind::ALL.map(EventKind::name).join(", "))]
     Unknown(String),
     /// A Resend event about receiving mail (`email.received`, `inbox.*`), which herald
     /// never fires.
@@ -167,12 +145,12 @@ pub fn events(names: Vec<String>) -> Result<Vec<String>, EventsError> {
     if names.is_empty() {
         return Err(EventsError::Empty);
     }
-    let mut kept: Vec<String> = Vec::with_capacity(names.len().min(EVENT_KINDS.len()));
+    let mut kept: Vec<String> = Vec::with_capacity(names.len().min(EventKind::ALL.len()));
     for name in names {
         if is_inbound(&name) {
             return Err(EventsError::Inbound(name));
         }
-        if !EVENT_KINDS.contains(&name.as_str()) {
+        if EventKind::parse(&name).is_none() {
             return Err(EventsError::Unknown(name));
         }
         if !kept.contains(&name) {
@@ -218,7 +196,8 @@ mod tests {
             assert_eq!(err, EventsError::Inbound(inbound.into()));
             assert!(err.to_string().contains("does not receive mail"), "{err}");
         }
-        assert_eq!(events(names(EVENT_KINDS)).map(|kept| kept.len()), Ok(EVENT_KINDS.len()));
+        let all: Vec<&str> = EventKind::ALL.map(EventKind::name).to_vec();
+        assert_eq!(events(names(&all)).map(|kept| kept.len()), Ok(EventKind::ALL.len()));
     }
 
     #[test]
@@ -234,10 +213,10 @@ mod tests {
             previous_secret: None,
             created_at: Timestamp::from_millis(1_680_560_022_674),
         };
-        assert!(webhook.receives("email.sent"));
-        assert!(!webhook.receives("email.delivered"));
+        assert!(webhook.receives(EventKind::EmailSent));
+        assert!(!webhook.receives(EventKind::EmailDelivered));
         webhook.status = WebhookStatus::Disabled;
-        assert!(!webhook.receives("email.sent"));
+        assert!(!webhook.receives(EventKind::EmailSent));
         assert!(!format!("{webhook:?}").contains(secret.expose()));
 
         let summary = webhook.summary_json();

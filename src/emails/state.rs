@@ -1,0 +1,98 @@
+//! Where an email stands, as its `last_event` and the kinds on its timeline say it.
+
+/// An email's latest event (`GET /emails/{id}` `last_event`) and the kind of each event
+/// on its timeline, in Resend's vocabulary, plus `canceled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmailState {
+    /// Accepted, to be sent at `scheduled_at`.
+    Scheduled,
+    /// Accepted for delivery now.
+    Sent,
+    /// A receiver accepted it.
+    Delivered,
+    /// A receiver deferred it; it is tried again.
+    DeliveryDelayed,
+    /// A receiver refused it for good, or its lifetime ran out.
+    Bounced,
+    /// A recipient marked it as spam.
+    Complained,
+    /// Opened.
+    Opened,
+    /// A link was clicked.
+    Clicked,
+    /// herald could not send it.
+    Failed,
+    /// Not sent: the address is on the suppression list.
+    Suppressed,
+    /// Canceled before delivery (over the API, or deleted from the queue).
+    Canceled,
+}
+
+impl EmailState {
+    /// The wire name, as `last_event` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EmailState::Scheduled => "scheduled",
+            EmailState::Sent => "sent",
+            EmailState::Delivered => "delivered",
+            EmailState::DeliveryDelayed => "delivery_delayed",
+            EmailState::Bounced => "bounced",
+            EmailState::Complained => "complained",
+            EmailState::Opened => "opened",
+            EmailState::Clicked => "clicked",
+            EmailState::Failed => "failed",
+            EmailState::Suppressed => "suppressed",
+            EmailState::Canceled => "canceled",
+        }
+    }
+
+    /// The webhook event reporting that the email reached this state, if there is one
+    /// (`canceled` has none in Resend's vocabulary).
+    pub fn event_kind(self) -> Option<crate::events::EventKind> {
+        use crate::events::EventKind;
+        Some(match self {
+            EmailState::Scheduled => EventKind::EmailScheduled,
+            EmailState::Sent => EventKind::EmailSent,
+            EmailState::Delivered => EventKind::EmailDelivered,
+            EmailState::DeliveryDelayed => EventKind::EmailDeliveryDelayed,
+            EmailState::Bounced => EventKind::EmailBounced,
+            EmailState::Complained => EventKind::EmailComplained,
+            EmailState::Opened => EventKind::EmailOpened,
+            EmailState::Clicked => EventKind::EmailClicked,
+            EmailState::Failed => EventKind::EmailFailed,
+            EmailState::Suppressed => EventKind::EmailSuppressed,
+            EmailState::Canceled => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for EmailState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_keep_the_names_records_were_stored_with() {
+        for (state, name) in [
+            (EmailState::Scheduled, "scheduled"),
+            (EmailState::DeliveryDelayed, "delivery_delayed"),
+            (EmailState::Canceled, "canceled"),
+        ] {
+            assert_eq!(serde_json::to_string(&state).expect("encode"), format!("\"{name}\""));
+            assert_eq!(state.name(), name);
+            let decoded: EmailState = serde_json::from_str(&format!("\"{name}\"")).expect("decode");
+            assert_eq!(decoded, state);
+        }
+        assert_eq!(
+            EmailState::DeliveryDelayed.event_kind().map(|k| k.name()),
+            Some("email.delivery_delayed")
+        );
+        assert_eq!(EmailState::Canceled.event_kind(), None);
+    }
+}
