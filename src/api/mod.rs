@@ -17,7 +17,8 @@ mod webhooks;
 use hyper::StatusCode;
 use serde_json::Value;
 
-use crate::http::{ApiError, ApiRequest, Caller, Route};
+use crate::accounts::Caller;
+use crate::http::{ApiError, ApiRequest, Route};
 use crate::server::AppState;
 
 /// What a handler sees.

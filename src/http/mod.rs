@@ -4,7 +4,6 @@
 //! its own task and watched by a graceful-shutdown handle, so shutdown lets responses in
 //! progress finish within the grace period.
 
-mod auth;
 pub mod format;
 pub mod pagination;
 pub mod ratelimit;
@@ -23,7 +22,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
-pub use auth::{Authenticator, Caller};
 pub use request::{ApiRequest, BODY_MAX};
 pub use response::ApiError;
 pub use router::Route;

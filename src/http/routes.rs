@@ -12,12 +12,11 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::Caller;
 use super::request::{ApiRequest, BODY_MAX};
 use super::request_log::{self, RequestLog};
 use super::response::{self, ApiError};
 use super::router::{self, Route};
-use crate::accounts::Permission;
+use crate::accounts::{AuthError, Caller, Permission};
 use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
 
@@ -62,22 +61,37 @@ fn authenticate(
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-    state
-        .auth
-        .authenticate(&state.store, authorization.as_deref())
-        .map_err(|error| {
-            // Without a valid key there is no team to count against: count the client's
-            // address instead, which also bounds how fast keys can be guessed.
-            let decision = state.anonymous_limits.check(peer);
-            let error = if decision.allowed {
-                error
-            } else {
-                ApiError::rate_limited()
-            };
-            let mut response = error.into_response();
-            decision.apply(response.headers_mut());
-            Box::new(response)
-        })
+    let result = match bearer(authorization.as_deref()) {
+        None => Err(ApiError::missing_api_key()),
+        Some(token) => state
+            .auth
+            .authenticate(&state.store, token)
+            .map_err(|error| match error {
+                AuthError::Missing => ApiError::missing_api_key(),
+                AuthError::Invalid => ApiError::invalid_api_key(),
+                AuthError::Storage(error) => error.into(),
+            }),
+    };
+    result.map_err(|error| {
+        // Without a valid key there is no team to count against: count the client's
+        // address instead, which also bounds how fast keys can be guessed.
+        let decision = state.anonymous_limits.check(peer);
+        let error = if decision.allowed {
+            error
+        } else {
+            ApiError::rate_limited()
+        };
+        let mut response = error.into_response();
+        decision.apply(response.headers_mut());
+        Box::new(response)
+    })
+}
+
+/// The token of an `Authorization: Bearer <token>` header; `None` when there is no such
+/// header, another scheme, or nothing after it.
+fn bearer(header: Option<&str>) -> Option<&str> {
+    let (scheme, token) = header?.trim().split_once(' ')?;
+    Some(token.trim()).filter(|token| scheme.eq_ignore_ascii_case("bearer") && !token.is_empty())
 }
 
 async fn api(
@@ -200,4 +214,19 @@ fn metrics() -> Response<Full<Bytes>> {
         "text/plain; version=0.0.4; charset=utf-8",
         handle.render(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bearer_header_with_a_token_carries_one() {
+        assert_eq!(bearer(Some("Bearer re_abc")), Some("re_abc"));
+        assert_eq!(bearer(Some("  bearer   re_abc  ")), Some("re_abc"));
+        assert_eq!(bearer(Some("Basic cmVfYWJj")), None);
+        assert_eq!(bearer(Some("Bearer ")), None);
+        assert_eq!(bearer(Some("Bearer")), None);
+        assert_eq!(bearer(None), None);
+    }
 }

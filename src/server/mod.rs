@@ -17,13 +17,13 @@ use herald_tls::ServerTls;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::accounts::Authenticator;
 use crate::accounts::{self, Bootstrap, Team};
 use crate::config::{Config, Listener};
 use crate::delivery::Delivery;
 use crate::dns::Dns;
 use crate::domains::Verifier;
 use crate::emails::idempotency::Idempotency;
-use crate::http::Authenticator;
 use crate::http::ratelimit::RateLimits;
 use crate::outbound::Outbound;
 use crate::shutdown::Controller;

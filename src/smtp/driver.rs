@@ -14,12 +14,12 @@ use tokio::net::TcpStream;
 
 use super::ListenerContext;
 use super::cork::Corked;
+use crate::accounts::Caller;
 use crate::config::TlsMode;
 use crate::emails::address::Mailbox;
 use crate::emails::idempotency::{self, InFlight, Outcome};
 use crate::emails::raw::{self, RawError};
 use crate::emails::submit::{self, Prepared, SendError, Sender};
-use crate::http::Caller;
 use crate::server::AppState;
 use crate::shutdown::Shutdown;
 
@@ -295,11 +295,7 @@ fn authenticate(context: &ListenerContext, username: &str, password: &str) -> Op
     let name_ok =
         aws_lc_rs::constant_time::verify_slices_are_equal(username.as_bytes(), state.config.smtp.username.as_bytes())
             .is_ok();
-    let caller = state
-        .auth
-        .authenticate(&state.store, Some(&format!("Bearer {password}")))
-        .ok()
-        .filter(|_| name_ok);
+    let caller = state.auth.authenticate(&state.store, password).ok().filter(|_| name_ok);
     metrics::counter!("herald_smtp_auth_total", "outcome" => if caller.is_some() { "ok" } else { "failed" })
         .increment(1);
     caller

@@ -1,0 +1,211 @@
+//! Authentication: an API key token, looked up by its SHA-256, becomes a [`Caller`]. The
+//! adapters only find the token (the HTTP `Authorization: Bearer` header, the SMTP AUTH
+//! password) and translate [`AuthError`] into their own refusals.
+//!
+//! Keys are read from the store on every request, so a key works the moment it is created
+//! and stops the moment it is deleted; there is no cache to invalidate. Only the decoding
+//! of a key's record is kept between requests, beside the bytes it came from.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use herald_queue::{Batch, Id, RecordCache, Store, Timestamp};
+
+use super::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token};
+
+/// How often a key's `last_used_at` is written at most. Writing it on every request would
+/// add a synced write to each; a minute's precision is what a person reads it for.
+const USAGE_WRITE_INTERVAL: Duration = Duration::from_secs(60);
+/// Decoded key records kept at most (a key is a few hundred bytes).
+const KEY_CACHE_MAX: usize = 4096;
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The team the key acts for.
+    pub team_id: Id,
+    /// The key.
+    pub key_id: Id,
+    /// What the key may do.
+    pub permission: Permission,
+    /// The one domain a sending key is bound to.
+    pub domain_id: Option<Id>,
+    /// Whether the key is a full-access key of the operator's team.
+    pub operator: bool,
+}
+
+impl Caller {
+    /// Whether the caller may use every operation of its team (not only sending).
+    pub fn has_full_access(&self) -> bool {
+        self.permission == Permission::FullAccess
+    }
+}
+
+/// Why a token authenticates no one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No token was given.
+    #[error("no API key was given")]
+    Missing,
+    /// The token is no key's (or no longer).
+    #[error("the API key is invalid")]
+    Invalid,
+    /// The store could not be read.
+    #[error(transparent)]
+    Storage(#[from] herald_queue::Error),
+}
+
+/// Authenticates API key tokens against the store.
+#[derive(Debug)]
+pub struct Authenticator {
+    operator_team: Id,
+    usage_written: Mutex<HashMap<Id, Timestamp>>,
+    keys: RecordCache<ApiKey>,
+}
+
+impl Authenticator {
+    /// An authenticator for a store whose operator team is `operator_team`.
+    pub fn new(operator_team: Id) -> Self {
+        Authenticator {
+            operator_team,
+            usage_written: Mutex::new(HashMap::new()),
+            keys: RecordCache::new(KEY_CACHE_MAX),
+        }
+    }
+
+    /// The caller whose key `token` is. Surrounding whitespace is ignored; an empty token
+    /// is [`AuthError::Missing`].
+    pub fn authenticate(&self, store: &Store, token: &str) -> Result<Caller, AuthError> {
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(AuthError::Missing);
+        }
+        if token.len() > Token::LEN_MAX {
+            return Err(AuthError::Invalid);
+        }
+        let token = Token::from_header(token);
+        let Some(found) = store.get::<ApiKeyDigest>(token.digest())? else {
+            return Err(AuthError::Invalid);
+        };
+        let Some(key) = self.keys.get(store, &ApiKey::key(found.team_id, found.key_id))? else {
+            // The digest outlived its key: a delete removes both in one batch, so this is
+            // only reachable through a bug; refuse rather than guess.
+            return Err(AuthError::Invalid);
+        };
+        // The lookup already matched the digest; comparing it again in constant time
+        // guards the invariant that the record found is the one for this token.
+        if aws_lc_rs::constant_time::verify_slices_are_equal(key.digest.as_bytes(), token.digest_hex().as_bytes())
+            .is_err()
+        {
+            return Err(AuthError::Invalid);
+        }
+        self.record_use(store, key.id);
+        Ok(Caller {
+            team_id: key.team_id,
+            key_id: key.id,
+            permission: key.permission,
+            domain_id: key.domain_id,
+            operator: key.team_id == self.operator_team && key.permission == Permission::FullAccess,
+        })
+    }
+
+    /// The operator's team.
+    pub fn operator_team(&self) -> Id {
+        self.operator_team
+    }
+
+    fn record_use(&self, store: &Store, key_id: Id) {
+        let now = store.now();
+        {
+            let mut written = self
+                .usage_written
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = written
+                .get(&key_id)
+                .is_none_or(|last| now.saturating_since(*last) >= USAGE_WRITE_INTERVAL);
+            if !due {
+                return;
+            }
+            written.insert(key_id, now);
+        }
+        let mut batch = Batch::new();
+        if batch.put(key_id.as_bytes(), &ApiKeyUsage { last_used_at: now }).is_ok() {
+            // Usage is informational: it is committed with the next group, and nobody
+            // waits for it.
+            drop(store.commit(batch));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herald_queue::{Batch, StoreOptions};
+
+    use super::*;
+
+    fn store(dir: &std::path::Path) -> Store {
+        let mut options = StoreOptions::new(dir);
+        options.min_free_space = 0;
+        Store::open(options).expect("open")
+    }
+
+    /// Stores a key of `team` with `permission`; its token.
+    fn key(store: &Store, team: Id, permission: Permission) -> Token {
+        let token = Token::generate();
+        let key = ApiKey {
+            id: store.next_id(),
+            team_id: team,
+            name: "k".into(),
+            permission,
+            domain_id: None,
+            digest: token.digest_hex(),
+            created_at: store.now(),
+            last_used_at: None,
+        };
+        let mut batch = Batch::new();
+        batch.put(ApiKey::key(team, key.id), &key).expect("encode");
+        batch
+            .put(
+                token.digest(),
+                &ApiKeyDigest {
+                    team_id: team,
+                    key_id: key.id,
+                },
+            )
+            .expect("encode");
+        store.commit(batch).wait().expect("commit");
+        token
+    }
+
+    #[test]
+    fn tokens_become_callers_and_the_operator_is_told_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(dir.path());
+        let (operator, tenant) = (store.next_id(), store.next_id());
+        let auth = Authenticator::new(operator);
+        let full = key(&store, operator, Permission::FullAccess);
+        let sending = key(&store, operator, Permission::SendingAccess);
+        let theirs = key(&store, tenant, Permission::FullAccess);
+
+        let caller = auth
+            .authenticate(&store, &format!(" {} ", full.expose()))
+            .expect("valid");
+        assert_eq!((caller.team_id, caller.operator), (operator, true));
+        assert!(caller.has_full_access());
+        let caller = auth.authenticate(&store, sending.expose()).expect("valid");
+        assert!(!caller.operator, "a sending key is not the operator's");
+        let caller = auth.authenticate(&store, theirs.expose()).expect("valid");
+        assert_eq!((caller.team_id, caller.operator), (tenant, false));
+
+        assert!(matches!(auth.authenticate(&store, "  "), Err(AuthError::Missing)));
+        assert!(matches!(
+            auth.authenticate(&store, "re_nobody_0123456789"),
+            Err(AuthError::Invalid)
+        ));
+        let long = "x".repeat(Token::LEN_MAX + 1);
+        assert!(matches!(auth.authenticate(&store, &long), Err(AuthError::Invalid)));
+    }
+}
