@@ -139,8 +139,16 @@ impl Spool {
     /// Spools `message` together with `extra` in one synced write. Await the result, or
     /// [`Enqueue::wait`] for it on a plain thread.
     pub fn enqueue(&self, message: NewMessage, extra: Batch) -> Enqueue {
-        let id = message.id;
-        let state = match self.prepare(message, extra) {
+        self.enqueue_many(vec![message], extra)
+    }
+
+    /// Spools several messages and `extra` in one synced write: all of them or none.
+    /// Await the result, or [`Enqueue::wait`] for it; it names the first message's id
+    /// when accepted.
+    pub fn enqueue_many(&self, messages: Vec<NewMessage>, extra: Batch) -> Enqueue {
+        let id = messages.first().map_or(Id::from_bytes([0; 16]), |m| m.id);
+        let count = messages.len() as u64;
+        let state = match self.prepare_all(messages, extra) {
             Err(error) => EnqueueState::Failed(Some(error)),
             Ok(batch) => match self.inner.store.submit(batch) {
                 Ok(pending) => EnqueueState::Waiting(pending),
@@ -149,42 +157,22 @@ impl Spool {
         };
         Enqueue {
             id,
+            count,
             spool: self.clone(),
             state,
         }
     }
 
-    /// Spools several messages and `extra` in one synced write: all of them or none.
-    /// Blocks until durable; returns the first message's id when accepted.
-    pub fn enqueue_many(&self, messages: Vec<NewMessage>, extra: Batch) -> Result<Admission, Error> {
-        let Some(first) = messages.first().map(|m| m.id) else {
-            return Err(Error::InvalidMessage("no messages"));
-        };
-        let count = messages.len() as u64;
-        let mut batch = extra;
+    fn prepare_all(&self, messages: Vec<NewMessage>, extra: Batch) -> Result<Batch, PrepareError> {
+        if messages.is_empty() {
+            return Err(PrepareError::Invalid(Error::InvalidMessage("no messages")));
+        }
+        let mut batch = Batch::new();
         for message in messages {
-            match self.prepare(message, Batch::new()) {
-                Ok(prepared) => batch.extend(prepared),
-                Err(PrepareError::Refused(refusal)) => return Ok(Admission::Refused(refusal)),
-                Err(PrepareError::Invalid(error)) => return Err(error),
-            }
+            batch.extend(self.prepare(message, Batch::new())?);
         }
-        let outcome = match self.inner.store.submit(batch) {
-            Ok(pending) => pending.wait(),
-            Err(refusal) => Err(refusal),
-        };
-        match outcome {
-            Ok(()) => {
-                let depth = self.inner.depth.fetch_add(count, Ordering::Relaxed) + count;
-                metrics::counter!("herald_spool_enqueued_total").increment(count);
-                metrics::gauge!("herald_spool_messages").set(depth as f64);
-                Ok(Admission::Accepted(first))
-            }
-            Err(refusal) => {
-                metrics::counter!("herald_spool_refused_total").increment(1);
-                Ok(Admission::Refused(refusal))
-            }
-        }
+        batch.extend(extra);
+        Ok(batch)
     }
 
     /// Whether a delivery worker holds a claim on the message now.
@@ -430,6 +418,7 @@ enum PrepareError {
 #[must_use = "an enqueue is not durable until it is awaited or waited for"]
 pub struct Enqueue {
     id: Id,
+    count: u64,
     spool: Spool,
     state: EnqueueState,
 }
@@ -453,7 +442,7 @@ impl Enqueue {
             EnqueueState::Refused(refusal) => Ok(Err(refusal.unwrap_or(Refusal::Closed))),
             EnqueueState::Waiting(pending) => Ok(pending.wait()),
         };
-        finish(&self.spool, self.id, outcome)
+        finish(&self.spool, self.id, self.count, outcome)
     }
 }
 
@@ -470,19 +459,20 @@ impl Future for Enqueue {
                 Poll::Ready(result) => Ok(result),
             },
         };
-        Poll::Ready(finish(&this.spool, this.id, outcome))
+        Poll::Ready(finish(&this.spool, this.id, this.count, outcome))
     }
 }
 
 fn finish(
     spool: &Spool,
     id: Id,
+    count: u64,
     outcome: Result<Result<(), Refusal>, Option<PrepareError>>,
 ) -> Result<Admission, Error> {
     match outcome {
         Ok(Ok(())) => {
-            let depth = spool.inner.depth.fetch_add(1, Ordering::Relaxed) + 1;
-            metrics::counter!("herald_spool_enqueued_total").increment(1);
+            let depth = spool.inner.depth.fetch_add(count, Ordering::Relaxed) + count;
+            metrics::counter!("herald_spool_enqueued_total").increment(count);
             metrics::gauge!("herald_spool_messages").set(depth as f64);
             Ok(Admission::Accepted(id))
         }

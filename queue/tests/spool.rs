@@ -278,7 +278,7 @@ fn enqueue_many_writes_all_messages_and_records_in_one_batch() {
         extra.extend(email_batch(*id));
     }
     assert_eq!(
-        spool.enqueue_many(messages, extra).expect("enqueue"),
+        spool.enqueue_many(messages, extra).wait().expect("enqueue"),
         Admission::Accepted(ids[0])
     );
     assert_eq!(spool.depth(), 10);
@@ -286,7 +286,7 @@ fn enqueue_many_writes_all_messages_and_records_in_one_batch() {
         assert!(spool.load(*id).expect("load").is_some());
         assert!(store.get::<EmailRecord>(id.as_bytes()).expect("get").is_some());
     }
-    assert!(spool.enqueue_many(Vec::new(), Batch::new()).is_err());
+    assert!(spool.enqueue_many(Vec::new(), Batch::new()).wait().is_err());
 }
 
 #[test]

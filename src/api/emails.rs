@@ -7,7 +7,8 @@ use hyper::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply};
-use crate::emails::idempotency::{self, Outcome};
+use crate::emails::accept::accept;
+use crate::emails::idempotency::{self, Answer, InFlight, Outcome};
 use crate::emails::input::SendEmail;
 use crate::emails::record::EmailStatus;
 use crate::emails::submit::{self, SendError, Sender};
@@ -80,15 +81,14 @@ fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiErr
 /// `POST /emails`.
 pub fn send(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body = ctx.request.json_value()?;
-    with_idempotency(ctx, &body, |record_answer| {
+    with_idempotency(ctx, &body, |in_flight| {
         let input: SendEmail = parse(&body)?;
         let email = check(ctx, input)?;
         let sender = sender(ctx);
         let domain = submit::authorize(ctx.state, &sender, &email)?;
         let prepared = submit::prepare(ctx.state, &sender, &email, &domain, Source::Api)?;
         let reply = Reply::ok(json!({ "id": prepared.id }));
-        let extra = record_answer(&reply)?;
-        submit::commit(ctx.state, vec![prepared], extra)?;
+        accept(ctx.state, vec![prepared], remember(in_flight, &reply), Source::Api)?.wait()?;
         Ok(reply)
     })
 }
@@ -112,7 +112,7 @@ pub fn batch(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
             )));
         }
     };
-    with_idempotency(ctx, &body, |record_answer| {
+    with_idempotency(ctx, &body, |in_flight| {
         let inputs: Vec<SendEmail> = parse(&body)?;
         if inputs.is_empty() {
             return Err(ApiError::validation("The batch is empty"));
@@ -142,9 +142,8 @@ pub fn batch(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         } else {
             Reply::ok(json!({ "data": data }))
         };
-        let extra = record_answer(&reply)?;
         if !prepared.is_empty() {
-            submit::commit(ctx.state, prepared, extra)?;
+            accept(ctx.state, prepared, remember(in_flight, &reply), Source::Api)?.wait()?;
         }
         Ok(reply)
     })
@@ -173,15 +172,26 @@ fn parse<T: serde::de::DeserializeOwned>(body: &Value) -> Result<T, ApiError> {
     })
 }
 
-/// Runs `handle` under the request's `Idempotency-Key`. `handle` gets a function that
-/// turns its answer into the batch recording it, to commit with the email.
+/// What the idempotency key in flight remembers of `reply`, to write with the email.
+fn remember<'a, 'k>(in_flight: Option<&'a InFlight<'k>>, reply: &Reply) -> Option<(&'a InFlight<'k>, Answer)> {
+    in_flight.map(|in_flight| {
+        let answer = Answer::Http {
+            status: reply.status.as_u16(),
+            response: reply.body.to_string(),
+        };
+        (in_flight, answer)
+    })
+}
+
+/// Runs `handle` under the request's `Idempotency-Key`: `handle` gets the key in flight
+/// (when the request has one), whose record of the answer is written with the email.
 fn with_idempotency(
     ctx: &Ctx<'_>,
     body: &Value,
-    handle: impl FnOnce(&dyn Fn(&Reply) -> Result<Batch, ApiError>) -> Result<Reply, ApiError>,
+    handle: impl FnOnce(Option<&InFlight<'_>>) -> Result<Reply, ApiError>,
 ) -> Result<Reply, ApiError> {
     let Some(key) = ctx.request.header("idempotency-key") else {
-        return handle(&|_| Ok(Batch::new()));
+        return handle(None);
     };
     if key.is_empty() || key.chars().count() > idempotency::KEY_MAX {
         return Err(ApiError {
@@ -196,10 +206,13 @@ fn with_idempotency(
         .idempotency
         .begin(store, ctx.caller.team_id, key, idempotency::body_hash(body))?
     {
-        Outcome::Replay { status, body } => Ok(Reply {
+        Outcome::Replay(Answer::Http { status, response }) => Ok(Reply {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-            body: serde_json::from_str(&body).unwrap_or(Value::Null),
+            body: serde_json::from_str(&response).unwrap_or(Value::Null),
         }),
+        // A key first used for an SMTP submission: its bytes' hash cannot equal a JSON
+        // body's, so this is only reached by a key shared across doors by chance.
+        Outcome::Replay(Answer::Smtp { email_id }) => Ok(Reply::ok(json!({ "id": email_id }))),
         Outcome::Mismatch => Err(ApiError {
             status: StatusCode::CONFLICT,
             name: "invalid_idempotent_request",
@@ -210,11 +223,7 @@ fn with_idempotency(
             name: "concurrent_idempotent_requests",
             message: "A request with this Idempotency-Key is still in progress; try again later".to_owned(),
         }),
-        Outcome::Fresh(in_flight) => handle(&|reply: &Reply| {
-            let mut batch = Batch::new();
-            in_flight.record(&mut batch, reply.status.as_u16(), &reply.body.to_string(), store.now())?;
-            Ok(batch)
-        }),
+        Outcome::Fresh(in_flight) => handle(Some(&in_flight)),
     }
 }
 

@@ -24,14 +24,47 @@ const SWEEP_BATCH: usize = 1_000;
 /// What was answered for a key, under team id and SHA-256 of the key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IdempotencyRecord {
-    /// SHA-256 of the canonical JSON of the first request's body, hex.
+    /// SHA-256 of the canonical JSON of the first request's body (of the message's bytes
+    /// over SMTP), hex.
     pub body_sha256: String,
-    /// The status answered.
-    pub status: u16,
-    /// The body answered.
-    pub response: String,
+    /// What was answered, to answer again.
+    #[serde(flatten)]
+    pub answer: Answer,
     /// When.
     pub created_at: Timestamp,
+}
+
+/// What an idempotency key remembers of the request it first came with: its answer, in
+/// the terms of the door it came through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// An SMTP submission's: the email accepted (answered `250 2.0.0 OK <id>`).
+    Smtp {
+        /// The email.
+        email_id: Id,
+    },
+    /// A REST request's: the status and the JSON body. Older builds also stored SMTP
+    /// answers this way (status 250, body `{"id": ...}`).
+    Http {
+        /// The status.
+        status: u16,
+        /// The body.
+        response: String,
+    },
+}
+
+impl Answer {
+    /// The email an SMTP submission was answered with, also from a record of an older
+    /// build.
+    pub fn email_id(&self) -> Option<Id> {
+        match self {
+            Answer::Smtp { email_id } => Some(*email_id),
+            Answer::Http { response, .. } => serde_json::from_str::<Value>(response)
+                .ok()
+                .and_then(|v| v["id"].as_str().and_then(|id| id.parse().ok())),
+        }
+    }
 }
 
 impl IdempotencyRecord {
@@ -53,12 +86,7 @@ pub enum Outcome<'a> {
     /// request finishes.
     Fresh(InFlight<'a>),
     /// Seen with the same body: answer this again.
-    Replay {
-        /// The status.
-        status: u16,
-        /// The body.
-        body: String,
-    },
+    Replay(Answer),
     /// Seen with another body.
     Mismatch,
     /// A request with this key is still being processed.
@@ -94,19 +122,12 @@ impl Drop for InFlight<'_> {
 
 impl InFlight<'_> {
     /// Adds the record of the answer to the batch that sends the email.
-    pub fn record(
-        &self,
-        batch: &mut Batch,
-        status: u16,
-        response: &str,
-        now: Timestamp,
-    ) -> Result<(), herald_queue::Error> {
+    pub fn record(&self, batch: &mut Batch, answer: Answer, now: Timestamp) -> Result<(), herald_queue::Error> {
         batch.put(
             &self.record_key,
             &IdempotencyRecord {
                 body_sha256: self.body_sha256.clone(),
-                status,
-                response: response.to_owned(),
+                answer,
                 created_at: now,
             },
         )?;
@@ -147,10 +168,7 @@ impl Idempotency {
         match store.get::<IdempotencyRecord>(&guard.record_key)? {
             Some(record) if now.saturating_since(record.created_at) < RETENTION => {
                 if record.body_sha256 == guard.body_sha256 {
-                    Ok(Outcome::Replay {
-                        status: record.status,
-                        body: record.response,
-                    })
+                    Ok(Outcome::Replay(record.answer))
                 } else {
                     Ok(Outcome::Mismatch)
                 }
@@ -405,7 +423,14 @@ mod tests {
         };
         let mut batch = Batch::new();
         in_flight
-            .record(&mut batch, 200, r#"{"id":"x"}"#, store.now())
+            .record(
+                &mut batch,
+                Answer::Http {
+                    status: 200,
+                    response: r#"{"id":"x"}"#.into(),
+                },
+                store.now(),
+            )
             .expect("record");
         store.commit(batch).wait().expect("commit");
     }
@@ -417,12 +442,42 @@ mod tests {
             .map(|r| r.created_at)
     }
 
+    #[test]
+    fn answers_keep_their_door_and_older_records_still_decode() {
+        let id = Id::from_bytes([9; 16]);
+        let smtp = IdempotencyRecord {
+            body_sha256: "h".into(),
+            answer: Answer::Smtp { email_id: id },
+            created_at: Timestamp::from_millis(1),
+        };
+        let json = serde_json::to_string(&smtp).expect("encode");
+        assert!(!json.contains("status"), "no HTTP status for SMTP: {json}");
+        let back: IdempotencyRecord = serde_json::from_str(&json).expect("decode");
+        assert_eq!(back.answer.email_id(), Some(id));
+        // As builds before the typed answer stored an SMTP submission's.
+        let older = format!(r#"{{"body_sha256":"h","status":250,"response":"{{\"id\":\"{id}\"}}","created_at":1}}"#);
+        let older: IdempotencyRecord = serde_json::from_str(&older).expect("decode");
+        assert!(matches!(older.answer, Answer::Http { status: 250, .. }));
+        assert_eq!(older.answer.email_id(), Some(id));
+        let api: IdempotencyRecord =
+            serde_json::from_str(r#"{"body_sha256":"h","status":200,"response":"{}","created_at":1}"#).expect("decode");
+        assert_eq!(
+            api.answer,
+            Answer::Http {
+                status: 200,
+                response: "{}".into()
+            }
+        );
+    }
+
     /// A record as builds without the expiry index wrote it (alone, no entry).
     fn legacy_record(created_at: Timestamp) -> IdempotencyRecord {
         IdempotencyRecord {
             body_sha256: String::new(),
-            status: 200,
-            response: "{}".into(),
+            answer: Answer::Http {
+                status: 200,
+                response: "{}".into(),
+            },
             created_at,
         }
     }
@@ -507,7 +562,11 @@ mod tests {
             else {
                 panic!("fresh");
             };
-            in_flight.record(&mut indexed, 200, "{}", store.now()).expect("record");
+            let answer = Answer::Http {
+                status: 200,
+                response: "{}".into(),
+            };
+            in_flight.record(&mut indexed, answer, store.now()).expect("record");
             let record = legacy_record(store.now());
             let key = IdempotencyRecord::key(Id::from_bytes([8; 16]), &format!("unindexed {n}"));
             unindexed.put(key, &record).expect("encode");

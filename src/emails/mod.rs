@@ -1,6 +1,7 @@
 //! Emails: validation, MIME building, records and events, idempotency, and the one path
 //! that spools them ([`submit`]), shared by the REST API and SMTP submission.
 
+pub mod accept;
 pub mod address;
 pub mod idempotency;
 pub mod input;

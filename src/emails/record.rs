@@ -17,6 +17,16 @@ pub enum Source {
     Smtp,
 }
 
+impl Source {
+    /// The label of metrics about it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Api => "api",
+            Source::Smtp => "smtp",
+        }
+    }
+}
+
 /// An email as recorded, keyed by team and email id in [`Table::EMAILS`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EmailRecord {

@@ -1,12 +1,11 @@
-//! The one path every email takes in, whichever door it came through (REST or SMTP):
-//! check the sender may use the `from` domain, build the message, and spool it together
-//! with its record, its first event and (when given) its idempotency record, in one
-//! synced write.
+//! Checks and building shared by every door an email comes in through (REST or SMTP):
+//! check the sender may use the `from` domain, build the message, its record and first
+//! event. [`super::accept`] then writes them all in one synced write.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herald_queue::{Admission, Batch, Id, NewMessage, Refusal, Timestamp};
+use herald_queue::{Batch, Id, NewMessage, Refusal, Timestamp};
 
 use super::mime;
 use super::record::{EmailEvent, EmailRecord, Source};
@@ -165,26 +164,4 @@ pub fn append_event(
         data: serde_json::Value::Null,
     };
     batch.put(EmailEvent::key(record.id, event.id), &event)
-}
-
-/// Spools every prepared email with its records and `extra` (an idempotency record) in
-/// one synced write. Blocks until durable.
-pub fn commit(state: &AppState, prepared: Vec<Prepared>, extra: Batch) -> Result<Vec<Id>, SendError> {
-    let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
-    let mut records = extra;
-    let messages = prepared
-        .into_iter()
-        .map(|p| {
-            records.extend(p.records);
-            p.message
-        })
-        .collect();
-    match state.spool.enqueue_many(messages, records)? {
-        Admission::Accepted(_) => {
-            state.wake_delivery();
-            metrics::counter!("herald_emails_accepted_total", "source" => "api").increment(ids.len() as u64);
-            Ok(ids)
-        }
-        Admission::Refused(refusal) => Err(SendError::Unavailable(refusal)),
-    }
 }

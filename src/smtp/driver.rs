@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use herald_queue::{Admission, Refusal};
+use herald_queue::Refusal;
 use herald_smtp::{Action, Envelope, Limits, Reply, Session, Settings};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -16,10 +16,12 @@ use super::ListenerContext;
 use super::cork::Corked;
 use crate::accounts::Caller;
 use crate::config::TlsMode;
+use crate::emails::accept::accept;
 use crate::emails::address::Mailbox;
-use crate::emails::idempotency::{self, InFlight, Outcome};
+use crate::emails::idempotency::{self, Answer, InFlight, Outcome};
 use crate::emails::raw::{self, RawError};
-use crate::emails::submit::{self, Prepared, SendError, Sender};
+use crate::emails::record::Source;
+use crate::emails::submit::{self, SendError, Sender};
 use crate::server::AppState;
 use crate::shutdown::Shutdown;
 
@@ -374,10 +376,7 @@ async fn deliver(
         .begin(&state.store, caller.team_id, &key, hash)
         .map_err(|e| failure_reply(RawError::Send(e.into())))?;
     match outcome {
-        Outcome::Replay { body, .. } => Ok(serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["id"].as_str().map(str::to_owned))
-            .unwrap_or_default()),
+        Outcome::Replay(answer) => Ok(answer.email_id().map(|id| id.to_string()).unwrap_or_default()),
         Outcome::Mismatch => Err(Reply::new(
             554,
             "5.7.1",
@@ -450,25 +449,10 @@ async fn send(
             .await
             .map_err(|e| SendError::Internal(format!("message preparation failed: {e}")))??
     };
-    let Prepared {
-        id,
-        message,
-        mut records,
-    } = prepared;
-    if let Some(in_flight) = in_flight {
-        let answer = serde_json::json!({ "id": id }).to_string();
-        in_flight
-            .record(&mut records, 250, &answer, state.store.now())
-            .map_err(SendError::from)?;
-    }
-    match state.spool.enqueue(message, records).await.map_err(SendError::from)? {
-        Admission::Accepted(_) => {
-            state.wake_delivery();
-            metrics::counter!("herald_emails_accepted_total", "source" => "smtp").increment(1);
-            Ok(id.to_string())
-        }
-        Admission::Refused(refusal) => Err(SendError::Unavailable(refusal).into()),
-    }
+    let id = prepared.id;
+    let remember = in_flight.map(|in_flight| (in_flight, Answer::Smtp { email_id: id }));
+    accept(state, vec![prepared], remember, Source::Smtp)?.durable().await?;
+    Ok(id.to_string())
 }
 
 fn failure_reply(error: RawError) -> Reply {

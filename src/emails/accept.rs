@@ -1,0 +1,80 @@
+//! The one way mail comes in, whichever door it used (REST or SMTP): the prepared emails'
+//! spool entries, their records and first events, and the idempotency record go to disk
+//! in one synced write; once that is durable the acceptance is counted and delivery is
+//! woken. Nothing is acknowledged before.
+
+use herald_queue::{Admission, Batch, Enqueue, Id};
+
+use super::idempotency::{Answer, InFlight};
+use super::record::Source;
+use super::submit::{Prepared, SendError};
+use crate::server::AppState;
+
+/// Emails on their way to disk. [`Accepting::wait`] on a blocking thread, or
+/// [`Accepting::durable`] on an async task, for their ids.
+#[must_use = "nothing is accepted until it is durable: wait for it"]
+pub struct Accepting<'a> {
+    state: &'a AppState,
+    ids: Vec<Id>,
+    source: Source,
+    enqueue: Enqueue,
+}
+
+/// Starts the write of `prepared` from `source`, with the record of `remember`'s answer
+/// under its idempotency key when the request carried one.
+pub fn accept<'a>(
+    state: &'a AppState,
+    prepared: Vec<Prepared>,
+    remember: Option<(&InFlight<'_>, Answer)>,
+    source: Source,
+) -> Result<Accepting<'a>, SendError> {
+    let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
+    let mut records = Batch::new();
+    if let Some((in_flight, answer)) = remember {
+        in_flight.record(&mut records, answer, state.store.now())?;
+    }
+    let messages = prepared
+        .into_iter()
+        .map(|p| {
+            records.extend(p.records);
+            p.message
+        })
+        .collect();
+    Ok(Accepting {
+        state,
+        ids,
+        source,
+        enqueue: state.spool.enqueue_many(messages, records),
+    })
+}
+
+impl Accepting<'_> {
+    /// Blocks until the emails are durable (their ids) or refused. Not for async tasks.
+    pub fn wait(self) -> Result<Vec<Id>, SendError> {
+        let admission = self.enqueue.wait();
+        done(self.state, self.ids, self.source, admission)
+    }
+
+    /// Waits, without blocking the task's thread, until the emails are durable (their
+    /// ids) or refused.
+    pub async fn durable(self) -> Result<Vec<Id>, SendError> {
+        let admission = self.enqueue.await;
+        done(self.state, self.ids, self.source, admission)
+    }
+}
+
+fn done(
+    state: &AppState,
+    ids: Vec<Id>,
+    source: Source,
+    admission: Result<Admission, herald_queue::Error>,
+) -> Result<Vec<Id>, SendError> {
+    match admission? {
+        Admission::Accepted(_) => {
+            state.wake_delivery();
+            metrics::counter!("herald_emails_accepted_total", "source" => source.label()).increment(ids.len() as u64);
+            Ok(ids)
+        }
+        Admission::Refused(refusal) => Err(SendError::Unavailable(refusal)),
+    }
+}
