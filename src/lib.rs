@@ -19,6 +19,8 @@
 //! - [`config`]: the TOML config, parsed once into validated types.
 //! - [`dns`]: DNS lookups (TXT for domain verification, MX for delivery).
 //! - [`server`]: `herald serve`, start-up and shutdown.
+//! - [`services`]: the handle every service operation takes (store, spool, caches, wake
+//!   handles), shared by the adapters.
 //! - [`http`]: the HTTP listener (REST API, `/healthz`, `/metrics`).
 //! - [`smtp`]: the SMTP listeners.
 //! - [`suppressions`]: addresses mail is no longer sent to.
@@ -36,6 +38,7 @@
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
 //! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
+//! - [`wire`]: timestamps as the records' JSON and every adapter write them.
 
 pub mod accounts;
 pub mod api;
@@ -51,8 +54,10 @@ pub mod http;
 pub mod mailqueue;
 pub mod outbound;
 pub mod server;
+pub mod services;
 pub mod shutdown;
 pub mod smtp;
 pub mod suppressions;
 pub mod telemetry;
 pub mod webhooks;
+pub mod wire;

@@ -8,7 +8,7 @@
 use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
-use crate::http::format;
+use crate::wire;
 
 /// Why an address is suppressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -111,7 +111,7 @@ impl Suppression {
             "email": self.email,
             "origin": self.origin,
             "source_id": self.source_id,
-            "created_at": format::timestamp(self.created_at),
+            "created_at": wire::timestamp(self.created_at),
         })
     }
 

@@ -38,7 +38,7 @@ use self::destination::Destinations;
 use self::job::Job;
 use self::sign::Signers;
 use crate::dns::Dns;
-use crate::server::AppState;
+use crate::services::Services;
 
 pub use self::decide::retry_wait;
 
@@ -53,7 +53,7 @@ const FULL_PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// What the scheduler, the workers and the connection tasks share.
 pub(crate) struct Shared {
-    state: Arc<AppState>,
+    state: Arc<Services>,
     dns: Dns,
     signers: Signers,
     tls: TlsChoice,
@@ -85,8 +85,9 @@ pub struct Delivery {
 
 impl Delivery {
     /// Starts the scheduler, `[delivery] workers` worker threads and the runtime that
-    /// drives outbound sessions.
-    pub fn start(state: Arc<AppState>) -> anyhow::Result<Delivery> {
+    /// drives outbound sessions. The scheduler waits on `wake` between looks at the due
+    /// index ([`crate::services::Services::wake_delivery`] sends to it).
+    pub fn start(state: Arc<Services>, wake: crossbeam_channel::Receiver<()>) -> anyhow::Result<Delivery> {
         let config = &state.config.delivery;
         let dns = Dns::new(&config.nameservers, true)?;
         let tls = TlsChoice {
@@ -130,7 +131,7 @@ impl Delivery {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("herald-scheduler".into())
-                .spawn(move || schedule(&shared))?
+                .spawn(move || schedule(&shared, &wake))?
         };
         Ok(Delivery {
             shared,
@@ -186,9 +187,8 @@ impl Drop for Delivery {
 }
 
 /// The scheduler thread: claims due messages while there is room in flight.
-fn schedule(shared: &Shared) {
+fn schedule(shared: &Shared, wake: &crossbeam_channel::Receiver<()>) {
     let spool = &shared.state.spool;
-    let wake = shared.state.delivery_wake.clone();
     let in_flight_max = shared.state.config.delivery.in_flight_max;
     // New and retried mail always sorts after what was claimed before it (due times and
     // ids only grow), so each pass starts where the last one stopped; a full pass now and
@@ -257,7 +257,7 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>
                     &job,
                 );
                 // Wake the scheduler: room in flight, and a retry may be due soon.
-                let _ = shared.state.delivery_wake_sender.try_send(());
+                shared.state.wake_delivery();
             }
             Job::Stop => return,
         }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::dkim::DkimKey;
 use crate::config::Config;
-use crate::http::format;
+use crate::wire;
 
 /// A sending domain.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -134,7 +134,7 @@ impl Domain {
             map.insert("dns_verification_skipped".into(), json!(self.dns_verification_skipped));
             map.insert(
                 "last_checked_at".into(),
-                json!(self.last_checked_at.map(format::timestamp)),
+                json!(self.last_checked_at.map(wire::timestamp)),
             );
         }
         value
@@ -146,7 +146,7 @@ impl Domain {
             "id": self.id,
             "name": self.name,
             "status": self.status.wire(),
-            "created_at": format::timestamp(self.created_at),
+            "created_at": wire::timestamp(self.created_at),
             "region": self.region,
             "open_tracking": self.open_tracking,
             "click_tracking": self.click_tracking,
@@ -161,7 +161,7 @@ impl Domain {
             "id": self.id,
             "name": self.name,
             "status": self.status.wire(),
-            "created_at": format::timestamp(self.created_at),
+            "created_at": wire::timestamp(self.created_at),
             "region": self.region,
             "records": self.records(config),
             "dmarc": self.dmarc_json(),

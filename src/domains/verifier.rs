@@ -11,7 +11,7 @@ use super::model::{Domain, DomainStatus};
 use super::verify::check;
 use crate::config::Config;
 use crate::dns::Dns;
-use crate::server::AppState;
+use crate::services::Services;
 use crate::shutdown::Shutdown;
 
 /// Longest the verifier sleeps without looking for due checks, so a check scheduled by
@@ -45,7 +45,7 @@ impl Verifier {
     }
 
     /// Runs the verifier until shutdown.
-    pub async fn run(self, state: Arc<AppState>, dns: Dns, mut shutdown: Shutdown) {
+    pub async fn run(self, state: Arc<Services>, dns: Dns, mut shutdown: Shutdown) {
         let store = state.store.clone();
         loop {
             let next = match pass(&state, &dns).await {
@@ -66,7 +66,7 @@ impl Verifier {
 }
 
 /// Checks every due domain; returns when the next one is due.
-async fn pass(state: &Arc<AppState>, dns: &Dns) -> Result<Option<Timestamp>, herald_queue::Error> {
+async fn pass(state: &Arc<Services>, dns: &Dns) -> Result<Option<Timestamp>, herald_queue::Error> {
     let store = &state.store;
     let now = store.now();
     let domains = {
@@ -99,7 +99,7 @@ async fn pass(state: &Arc<AppState>, dns: &Dns) -> Result<Option<Timestamp>, her
 /// Writes a check's result onto the current version of the domain (it may have been
 /// edited or deleted meanwhile) with a `domain.updated` event when its status changed.
 fn record(
-    state: &AppState,
+    state: &Services,
     checked: &Domain,
     checks: super::model::RecordChecks,
 ) -> Result<Option<Timestamp>, herald_queue::Error> {

@@ -8,13 +8,13 @@ use herald_queue::{Admission, Batch, Enqueue, Id};
 use super::idempotency::{Answer, InFlight};
 use super::record::Source;
 use super::submit::{Prepared, SendError};
-use crate::server::AppState;
+use crate::services::Services;
 
 /// Emails on their way to disk. [`Accepting::wait`] on a blocking thread, or
 /// [`Accepting::durable`] on an async task, for their ids.
 #[must_use = "nothing is accepted until it is durable: wait for it"]
 pub struct Accepting<'a> {
-    state: &'a AppState,
+    state: &'a Services,
     ids: Vec<Id>,
     source: Source,
     enqueue: Enqueue,
@@ -23,7 +23,7 @@ pub struct Accepting<'a> {
 /// Starts the write of `prepared` from `source`, with the record of `remember`'s answer
 /// under its idempotency key when the request carried one.
 pub fn accept<'a>(
-    state: &'a AppState,
+    state: &'a Services,
     prepared: Vec<Prepared>,
     remember: Option<(&InFlight<'_>, Answer)>,
     source: Source,
@@ -64,7 +64,7 @@ impl Accepting<'_> {
 }
 
 fn done(
-    state: &AppState,
+    state: &Services,
     ids: Vec<Id>,
     source: Source,
     admission: Result<Admission, herald_queue::Error>,

@@ -12,7 +12,7 @@ use herald_queue::{Batch, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::server::AppState;
+use crate::services::Services;
 
 /// How long a key is remembered.
 pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -370,7 +370,7 @@ fn in_pages<'k>(
 
 /// Sweeps expired records every ten minutes until shutdown; the first sweep of a process
 /// also indexes records from builds without the expiry index.
-pub async fn expire(state: Arc<AppState>, mut shutdown: crate::shutdown::Shutdown) {
+pub async fn expire(state: Arc<Services>, mut shutdown: crate::shutdown::Shutdown) {
     loop {
         let swept = {
             let state = Arc::clone(&state);

@@ -13,7 +13,7 @@ use super::record::{EmailRecord, Source};
 use super::state::EmailState;
 use super::submit::{Prepared, SendError, Sender, append_event, authorize_domain};
 use crate::events::EventKind;
-use crate::server::AppState;
+use crate::services::Services;
 
 /// Why a submitted message is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,7 +29,7 @@ pub enum RawError {
 /// Prepares a message submitted whole by `sender`, with the envelope `from` and
 /// `recipients`, received from `client` over `protocol`.
 pub fn prepare(
-    state: &AppState,
+    state: &Services,
     sender: &Sender,
     from: &str,
     recipients: &[String],

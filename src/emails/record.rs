@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::state::EmailState;
 use super::validate::Tag;
-use crate::http::format;
+use crate::wire;
 
 /// Where an email came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -104,13 +104,13 @@ impl EmailRecord {
             "id": self.id,
             "to": self.to,
             "from": self.from,
-            "created_at": format::timestamp(self.created_at),
+            "created_at": wire::timestamp(self.created_at),
             "subject": self.subject,
             "bcc": non_empty(&self.bcc),
             "cc": non_empty(&self.cc),
             "reply_to": non_empty(&self.reply_to),
             "last_event": self.last_event,
-            "scheduled_at": self.scheduled_at.map(format::timestamp),
+            "scheduled_at": self.scheduled_at.map(wire::timestamp),
             "message_id": self.message_id,
         })
     }
@@ -188,7 +188,7 @@ impl EmailStatus {
         let tags: serde_json::Map<String, Value> = self.tags.iter().map(|t| (t.name.clone(), json!(t.value))).collect();
         json!({
             "email_id": self.id,
-            "created_at": format::iso8601(at),
+            "created_at": wire::iso8601(at),
             "from": self.from,
             "to": self.to,
             "subject": self.subject,

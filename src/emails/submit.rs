@@ -14,7 +14,7 @@ use super::validate::Email;
 use crate::accounts::Permission;
 use crate::domains::{Domain, DomainName, DomainStatus};
 use crate::events::EventKind;
-use crate::server::AppState;
+use crate::services::Services;
 
 /// Who is sending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,12 +67,12 @@ pub struct Prepared {
 }
 
 /// The verified domain `email` is sent from, if `sender` may use it.
-pub fn authorize(state: &AppState, sender: &Sender, email: &Email) -> Result<Arc<Domain>, SendError> {
+pub fn authorize(state: &Services, sender: &Sender, email: &Email) -> Result<Arc<Domain>, SendError> {
     authorize_domain(state, sender, email.from.domain())
 }
 
 /// The verified domain `name` of the sender's team, if `sender` may send from it.
-pub fn authorize_domain(state: &AppState, sender: &Sender, name: &str) -> Result<Arc<Domain>, SendError> {
+pub fn authorize_domain(state: &Services, sender: &Sender, name: &str) -> Result<Arc<Domain>, SendError> {
     let name = name.to_ascii_lowercase();
     let store = &state.store;
     let domain = store
@@ -94,7 +94,7 @@ pub fn authorize_domain(state: &AppState, sender: &Sender, name: &str) -> Result
 
 /// Builds the message, record and first event of `email` sent from `domain`.
 pub fn prepare(
-    state: &AppState,
+    state: &Services,
     sender: &Sender,
     email: &Email,
     domain: &Domain,

@@ -1,23 +1,11 @@
-//! Wire formats shared by every resource: timestamps and ids.
+//! Wire formats shared by every resource: ids and path segments here, timestamps in
+//! [`crate::wire`] (re-exported, since the records' JSON needs them too).
 
-use chrono::{DateTime, Utc};
-use herald_queue::{Id, Timestamp};
+use herald_queue::Id;
+
+pub use crate::wire::{iso8601, timestamp};
 
 use super::ApiError;
-
-/// A timestamp as Resend writes it in resource bodies: `2023-04-03 22:13:42.674981+00`.
-pub fn timestamp(at: Timestamp) -> String {
-    let millis = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
-    let time = DateTime::<Utc>::from_timestamp_millis(millis).unwrap_or_default();
-    time.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string()
-}
-
-/// A timestamp as webhook payloads write it: ISO 8601 with `Z`.
-pub fn iso8601(at: Timestamp) -> String {
-    let millis = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
-    let time = DateTime::<Utc>::from_timestamp_millis(millis).unwrap_or_default();
-    time.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}
 
 /// A resource id from a path segment; `what` names the resource in the error.
 pub fn id(text: &str, what: &str) -> Result<Id, ApiError> {
@@ -52,13 +40,6 @@ pub fn path_segment(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_use_resends_formats() {
-        let at = Timestamp::from_millis(1_680_560_022_674);
-        assert_eq!(timestamp(at), "2023-04-03 22:13:42.674000+00");
-        assert_eq!(iso8601(at), "2023-04-03T22:13:42.674Z");
-    }
 
     #[test]
     fn ids_must_be_uuids() {

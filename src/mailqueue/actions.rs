@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{QueueError, Scope, destination};
 use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
-use crate::server::AppState;
+use crate::services::Services;
 
 /// Which deferred mail to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub const TEAM_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs
 /// for Postfix (for a team: no sooner than [`TEAM_RETRY_PAUSE`] after the receiver's last
 /// answer). Scheduled mail keeps its time (change it with `PATCH /emails/{id}`), and mail
 /// in flight is being tried already.
-pub fn retry(state: &AppState, scope: Scope, target: &RetryTarget) -> Result<Retried, QueueError> {
+pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Retried, QueueError> {
     let mut retried = Retried::default();
     let (domain, ids) = match target {
         RetryTarget::Message(id) => {
@@ -114,7 +114,7 @@ pub fn retry(state: &AppState, scope: Scope, target: &RetryTarget) -> Result<Ret
 }
 
 /// The messages in `scope` with a deferred recipient (at `domain`, when given).
-fn deferred_ids(state: &AppState, scope: Scope, domain: Option<&str>) -> Result<Vec<Id>, QueueError> {
+fn deferred_ids(state: &Services, scope: Scope, domain: Option<&str>) -> Result<Vec<Id>, QueueError> {
     let domain = domain.map(destination);
     let mut ids = Vec::new();
     state.spool.walk(None, |id, envelope| {
@@ -150,7 +150,7 @@ impl Deleted {
 /// with a `canceled` event on the email's timeline naming it (as a cancel over the API
 /// writes), and the email's last event becomes `canceled`. Refused while a delivery
 /// attempt holds the message, whose outcome would otherwise contradict the record.
-pub fn delete(state: &AppState, scope: Scope, id: Id) -> Result<Deleted, QueueError> {
+pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueError> {
     load(state, scope, id)?;
     if !state.spool.try_claim(id) {
         return Err(QueueError::InFlight(id));
@@ -196,7 +196,7 @@ fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), herald_queu
 }
 
 /// The envelope of message `id`, if it is in `scope`.
-fn load(state: &AppState, scope: Scope, id: Id) -> Result<Envelope, QueueError> {
+fn load(state: &Services, scope: Scope, id: Id) -> Result<Envelope, QueueError> {
     match state.spool.load(id)? {
         Some((envelope, _)) if scope.sees(&envelope) => Ok(envelope),
         _ => Err(QueueError::NotFound(id)),

@@ -1,7 +1,8 @@
 //! The operator's view of the spool, as `herald queue` and `/queue` show it: what is
 //! waiting, why, and for whom; and the two things an operator does to it: try again now,
-//! or give up on a message. Plain functions over the [`AppState`], for any adapter (the
-//! REST API today, the dashboard later); each sees only its [`Scope`]'s mail.
+//! or give up on a message. Plain functions over the
+//! [`Services`](crate::services::Services), for any adapter (the REST API today, the
+//! dashboard later); each sees only its [`Scope`]'s mail.
 //!
 //! A message's state, in the order it is judged:
 //! - `in_flight`: a delivery attempt holds it now;

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::{QueueError, QueueState, Scope, destination};
 use crate::emails::record::{EmailRecord, EmailStatus};
-use crate::http::format;
-use crate::server::AppState;
+use crate::services::Services;
+use crate::wire;
 
 /// Destination domains a stats report lists at most, the busiest first; the rest are
 /// only counted. A queue stuck on a million domains must not make a million-line answer.
@@ -54,9 +54,9 @@ impl QueuedMessage {
             "team_id": self.envelope.team,
             "status": self.state.name(),
             "return_path": self.envelope.sender,
-            "created_at": format::timestamp(self.envelope.created_at),
+            "created_at": wire::timestamp(self.envelope.created_at),
             "age_seconds": age.as_secs(),
-            "next_attempt_at": self.envelope.next_due().map(format::timestamp),
+            "next_attempt_at": self.envelope.next_due().map(wire::timestamp),
             "attempts": self.attempts(),
             "recipients_left": self.open().count(),
             "recipients": self.envelope.recipients.len(),
@@ -70,7 +70,7 @@ impl QueuedMessage {
 /// after the message `after`; only those in `state`, and with an open recipient at
 /// `domain`, when given. Also whether more follow.
 pub fn list(
-    state: &AppState,
+    state: &Services,
     scope: Scope,
     filter: (Option<QueueState>, Option<&str>),
     after: Option<Id>,
@@ -109,7 +109,7 @@ pub fn list(
 
 /// `herald queue show ID` (`GET /queue/{id}`): the envelope, each recipient's state and
 /// the attempt log.
-pub fn show(state: &AppState, scope: Scope, id: Id) -> Result<Value, QueueError> {
+pub fn show(state: &Services, scope: Scope, id: Id) -> Result<Value, QueueError> {
     let Some((envelope, _)) = state.spool.load(id)? else {
         return Err(QueueError::NotFound(id));
     };
@@ -136,9 +136,9 @@ pub fn show(state: &AppState, scope: Scope, id: Id) -> Result<Value, QueueError>
         map.shift_insert(0, "object".into(), json!("queued_email"));
         map.insert(
             "first_due_at".into(),
-            json!(format::timestamp(message.envelope.first_due)),
+            json!(wire::timestamp(message.envelope.first_due)),
         );
-        map.insert("expires_at".into(), json!(format::timestamp(expires_at)));
+        map.insert("expires_at".into(), json!(wire::timestamp(expires_at)));
         map.insert(
             "recipient_states".into(),
             message.envelope.recipients.iter().map(recipient_json).collect(),
@@ -151,7 +151,7 @@ pub fn show(state: &AppState, scope: Scope, id: Id) -> Result<Value, QueueError>
             .flat_map(|s| &s.attempts)
             .map(|attempt| {
                 json!({
-                    "at": format::timestamp(attempt.at),
+                    "at": wire::timestamp(attempt.at),
                     "recipients": attempt.recipients,
                     "host": attempt.host,
                     "ip": attempt.ip,
@@ -182,7 +182,7 @@ fn recipient_json(recipient: &Recipient) -> Value {
         "last_reply": recipient.last_response,
     });
     let field = if state == "deferred" { "next_attempt_at" } else { "at" };
-    value[field] = json!(at.map(format::timestamp));
+    value[field] = json!(at.map(wire::timestamp));
     value
 }
 
@@ -254,7 +254,7 @@ impl Stats {
             "by_domain": listed,
             "oldest": self.oldest.map(|(id, at)| json!({
                 "id": id,
-                "created_at": format::timestamp(at),
+                "created_at": wire::timestamp(at),
                 "age_seconds": self.now.saturating_since(at).as_secs(),
             })),
         })
@@ -263,7 +263,7 @@ impl Stats {
 
 /// Counts the messages in `scope` by state and by destination domain. Walks the whole
 /// spool, one envelope at a time.
-pub fn stats(state: &AppState, scope: Scope) -> Result<Stats, QueueError> {
+pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
     let now = state.store.now();
     let mut stats = Stats {
         by_state: HashMap::new(),

@@ -9,7 +9,7 @@ mod data_dir;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use herald_queue::{SharedClock, Spool, Store, StoreOptions};
@@ -17,57 +17,40 @@ use herald_tls::ServerTls;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::accounts::Authenticator;
 use crate::accounts::{self, Bootstrap, Team};
 use crate::config::{Config, Listener};
 use crate::delivery::Delivery;
 use crate::dns::Dns;
-use crate::domains::Verifier;
-use crate::emails::idempotency::Idempotency;
 use crate::http::ratelimit::RateLimits;
 use crate::outbound::Outbound;
+use crate::services::Services;
 use crate::shutdown::Controller;
 use crate::{http, smtp};
 
-/// State shared by every request and session.
+/// What the adapters share: the [`Services`] (reached through `Deref`), and what only
+/// the HTTP adapter needs (rate limits, blocking-pool permits).
 #[derive(Debug)]
 pub struct AppState {
-    /// The validated config.
-    pub config: Config,
-    /// The store (records and spool share it).
-    pub store: Store,
-    /// The spool.
-    pub spool: Spool,
-    /// API key authentication.
-    pub auth: Authenticator,
+    /// The services the adapters call, shared with the engines (delivery, webhook
+    /// dispatch, domain verification, expiry).
+    pub services: Arc<Services>,
     /// Per-team rate limits.
     pub rate_limits: RateLimits,
     /// Per-address limits for requests without a valid key.
     pub anonymous_limits: RateLimits<std::net::IpAddr>,
-    /// Wakes the domain verifier.
-    pub verifier: Verifier,
     /// Bounds API handlers running on the blocking pool at once.
     pub blocking: Semaphore,
     /// Bounds walks of the whole spool (`herald queue` lists, stats and retries) at once.
     pub queue_scans: Semaphore,
-    /// Idempotency keys in flight.
-    pub idempotency: Idempotency,
-    /// The outbound HTTP client (attachment downloads, webhooks).
-    pub outbound: Outbound,
-    /// Sending domains as decoded for each message (submission and delivery).
-    pub domains: herald_queue::RecordCache<crate::domains::Domain>,
-    /// Wakes the delivery scheduler (new mail, room in flight).
-    pub delivery_wake_sender: crossbeam_channel::Sender<()>,
-    /// What the delivery scheduler waits on between looks at the due index.
-    pub delivery_wake: crossbeam_channel::Receiver<()>,
-    /// Serialises read-modify-write of resource records (keys, teams, domains). These
-    /// writes are rare and small; one lock keeps every such change simple to reason about.
-    writes: Mutex<()>,
 }
 
-/// Decoded sending domains kept in memory: more than a host usually sends from, and the
-/// cache starts over when full.
-const DOMAIN_CACHE_MAX: usize = 4096;
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
+}
 
 impl AppState {
     /// API handlers that may run on the blocking pool at once: enough to keep both cores
@@ -79,16 +62,6 @@ impl AppState {
     /// found among everyone's), so without a bound a few clients looping on
     /// `GET /queue/stats` could hold the blocking threads that accept mail.
     pub const QUEUE_SCANS_MAX: usize = 2;
-
-    /// Tells the delivery scheduler that mail may be due now.
-    pub fn wake_delivery(&self) {
-        let _ = self.delivery_wake_sender.try_send(());
-    }
-
-    /// Takes the lock for a read-modify-write of a resource record.
-    pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
-        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// How to start a server.
@@ -194,29 +167,34 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
 
     let (delivery_wake_sender, delivery_wake) = crossbeam_channel::bounded(1);
     let state = Arc::new(AppState {
-        delivery_wake_sender,
-        delivery_wake,
-        config,
-        store,
-        spool,
-        auth: Authenticator::new(operator_team),
+        services: Arc::new(Services::new(
+            config,
+            store,
+            spool,
+            operator_team,
+            outbound,
+            delivery_wake_sender,
+        )),
         rate_limits,
         anonymous_limits,
-        verifier: Verifier::default(),
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
-        idempotency: Idempotency::default(),
-        outbound,
-        domains: herald_queue::RecordCache::new(DOMAIN_CACHE_MAX),
-        writes: Mutex::new(()),
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();
     tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
-    tasks.spawn(state.verifier.clone().run(Arc::clone(&state), dns, controller.handle()));
-    tasks.spawn(crate::webhooks::dispatch::run(Arc::clone(&state), controller.handle()));
+    tasks.spawn(
+        state
+            .verifier
+            .clone()
+            .run(Arc::clone(&state.services), dns, controller.handle()),
+    );
+    tasks.spawn(crate::webhooks::dispatch::run(
+        Arc::clone(&state.services),
+        controller.handle(),
+    ));
     tasks.spawn(crate::emails::idempotency::expire(
-        Arc::clone(&state),
+        Arc::clone(&state.services),
         controller.handle(),
     ));
     tasks.spawn(http::request_log::expire(
@@ -225,7 +203,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         controller.handle(),
     ));
     let delivery = if state.config.delivery.enabled {
-        Some(Delivery::start(Arc::clone(&state)).context("cannot start delivery")?)
+        Some(Delivery::start(Arc::clone(&state.services), delivery_wake).context("cannot start delivery")?)
     } else {
         tracing::warn!("delivery is disabled (`delivery.enabled = false`): mail stays in the spool");
         None

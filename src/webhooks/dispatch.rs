@@ -20,10 +20,10 @@ use hyper::Method;
 use super::signature;
 use super::{Webhook, for_team};
 use crate::events::{Event, EventKind};
-use crate::http::format;
 use crate::outbound::Limits;
-use crate::server::AppState;
+use crate::services::Services;
 use crate::shutdown::Shutdown;
+use crate::wire;
 
 /// Outbox events fanned out per write.
 const FAN_OUT_BATCH: usize = 256;
@@ -151,13 +151,13 @@ impl WebhookAttempt {
             "error": self.error,
             "response_body": self.response,
             "latency_ms": self.latency_ms,
-            "created_at": format::timestamp(self.at),
+            "created_at": wire::timestamp(self.at),
         })
     }
 }
 
 /// Runs the dispatcher until shutdown.
-pub async fn run(state: Arc<AppState>, mut shutdown: Shutdown) {
+pub async fn run(state: Arc<Services>, mut shutdown: Shutdown) {
     let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
     let done = Arc::new(tokio::sync::Notify::new());
     let mut tasks = tokio::task::JoinSet::new();
@@ -245,7 +245,7 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
         };
         let body = serde_json::json!({
             "type": event.kind,
-            "created_at": format::iso8601(event.created_at),
+            "created_at": wire::iso8601(event.created_at),
             "data": event.data,
         })
         .to_string();
@@ -351,7 +351,7 @@ fn due(store: &Store) -> Vec<WebhookMessage> {
 }
 
 /// One attempt at `message`, and its outcome written.
-async fn deliver(state: &AppState, mut message: WebhookMessage) {
+async fn deliver(state: &Services, mut message: WebhookMessage) {
     let store = &state.store;
     let config = &state.config.webhooks;
     // The list this came from may predate an attempt that has just been written.

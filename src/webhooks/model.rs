@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::secret::SigningSecret;
 use crate::events::EventKind;
-use crate::http::format;
+use crate::wire;
 
 /// Webhooks one team may have. Every event of a team is fanned out to each of its
 /// webhooks, so this bounds the work and the outbound requests one event can cause.
@@ -113,7 +113,7 @@ impl Webhook {
             "endpoint": self.endpoint,
             "events": self.events,
             "status": self.status,
-            "created_at": format::timestamp(self.created_at),
+            "created_at": wire::timestamp(self.created_at),
         })
     }
 }

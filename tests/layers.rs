@@ -1,0 +1,81 @@
+//! The layers of `src/` (DESIGN.md, README "Architecture"): adapters (`api/`, `http/`,
+//! `smtp/`, `cli/`, `server/`) call services and engines; services and engines never
+//! reach back into an adapter. Read from the source tree, so an import that crosses the
+//! line fails the suite before it becomes a circle.
+
+use std::path::{Path, PathBuf};
+
+/// The modules that hold the operations themselves, the engines that run beside the
+/// adapters, and what both build on.
+const BELOW_ADAPTERS: &[&str] = &[
+    "accounts",
+    "config",
+    "delivery",
+    "dns.rs",
+    "domains",
+    "emails",
+    "events.rs",
+    "mailqueue",
+    "outbound.rs",
+    "services.rs",
+    "suppressions.rs",
+    "webhooks",
+    "wire.rs",
+];
+
+/// The adapters, by the paths code would name them with.
+const ADAPTERS: &[&str] = &[
+    "crate::api",
+    "crate::http",
+    "crate::smtp",
+    "crate::server",
+    "crate::cli",
+];
+
+fn sources(path: &Path, found: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).expect("read the source tree") {
+            sources(&entry.expect("a directory entry").path(), found);
+        }
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        found.push(path.to_owned());
+    }
+}
+
+#[test]
+fn services_and_engines_never_import_an_adapter() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for module in BELOW_ADAPTERS {
+        let path = src.join(module);
+        assert!(path.exists(), "{} is gone: update this test's list", path.display());
+        sources(&path, &mut files);
+    }
+    let mut crossings = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            for adapter in ADAPTERS {
+                let crosses = code.match_indices(adapter).any(|(at, _)| {
+                    // `crate::http` but not `crate::https_...`: the next character ends the path.
+                    code[at + adapter.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+                });
+                if crosses {
+                    crossings.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        crossings.is_empty(),
+        "services and engines must not depend on adapters:\n{}",
+        crossings.join("\n")
+    );
+}

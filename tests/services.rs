@@ -1,0 +1,241 @@
+//! The services without sockets: a real RocksDB in a temp directory, the injected clock,
+//! and the operations the adapters call (acceptance from both doors with idempotency,
+//! the queue's views and actions), with no listener, HTTP request or SMTP session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald::accounts::Permission;
+use herald::config::{Config, DkimAlgorithm};
+use herald::domains::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+use herald::emails::accept::accept;
+use herald::emails::idempotency::{Answer, Outcome};
+use herald::emails::input::SendEmail;
+use herald::emails::record::{EmailRecord, EmailStatus};
+use herald::emails::submit::{self, Sender};
+use herald::emails::{EmailState, Source, raw, validate};
+use herald::mailqueue::{self, QueueState, Scope};
+use herald::outbound::Outbound;
+use herald::services::Services;
+use herald_queue::{Batch, Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
+use serde_json::json;
+
+struct World {
+    services: Services,
+    wake: crossbeam_channel::Receiver<()>,
+    clock: Arc<ManualClock>,
+    team: Id,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
+        let mut options = StoreOptions::new(dir.path().join("spool"));
+        options.min_free_space = 0;
+        options.clock = clock.clone();
+        let store = Store::open(options).expect("open the store");
+        let (spool, _) = Spool::open(store.clone()).expect("open the spool");
+        let team = store.next_id();
+        let (sender, wake) = crossbeam_channel::bounded(1);
+        let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
+        let services = Services::new(Config::defaults(), store, spool, team, outbound, sender);
+        verified_domain(&services, team, "example.test");
+        World {
+            services,
+            wake,
+            clock,
+            team,
+            _dir: dir,
+        }
+    }
+
+    fn sender(&self) -> Sender {
+        Sender {
+            team_id: self.team,
+            api_key_id: None,
+            permission: Permission::FullAccess,
+            domain_id: None,
+        }
+    }
+
+    /// An email from the API, prepared.
+    fn prepared(&self, to: &str) -> submit::Prepared {
+        let input: SendEmail = serde_json::from_value(json!({
+            "from": "App <app@example.test>", "to": to, "subject": "hi", "text": "Hello."
+        }))
+        .expect("input");
+        let email = validate(input, self.services.store.now(), &mut |_| Err("no downloads".into())).expect("valid");
+        let domain = submit::authorize(&self.services, &self.sender(), &email).expect("verified");
+        submit::prepare(&self.services, &self.sender(), &email, &domain, Source::Api).expect("prepared")
+    }
+}
+
+/// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
+fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
+    let store = &services.store;
+    let domain = Domain {
+        id: store.next_id(),
+        team_id: team,
+        name: name.to_owned(),
+        region: "us-east-1".into(),
+        custom_return_path: "send".into(),
+        open_tracking: false,
+        click_tracking: false,
+        tls: TlsPolicy::Opportunistic,
+        tracking_subdomain: None,
+        dkim: herald::domains::generate_dkim_key(DkimAlgorithm::Ed25519).expect("key"),
+        checks: RecordChecks::all(RecordStatus::Verified),
+        status: DomainStatus::Verified,
+        dns_verification_skipped: true,
+        created_at: store.now(),
+        verification_started_at: None,
+        last_checked_at: None,
+        next_check_at: None,
+        failed_checks: 0,
+    };
+    let mut batch = Batch::new();
+    batch.put(Domain::key(team, domain.id), &domain).expect("encode");
+    batch
+        .put(DomainName::key(team, name), &DomainName { domain_id: domain.id })
+        .expect("encode");
+    store.commit(batch).wait().expect("commit");
+    domain
+}
+
+#[test]
+fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
+    let world = World::new();
+    let services = &world.services;
+    let store = &services.store;
+    let Outcome::Fresh(in_flight) = services
+        .idempotency
+        .begin(store, world.team, "order-1", "hash-1".into())
+        .expect("begin")
+    else {
+        panic!("a new key is fresh");
+    };
+    let prepared = world.prepared("bob@example.org");
+    let id = prepared.id;
+    let answer = Answer::Http {
+        status: 200,
+        response: json!({ "id": id }).to_string(),
+    };
+    let ids = accept(
+        services,
+        vec![prepared],
+        Some((&in_flight, answer.clone())),
+        Source::Api,
+    )
+    .expect("accepting")
+    .wait()
+    .expect("accepted");
+    drop(in_flight);
+    assert_eq!(ids, vec![id]);
+    assert_eq!(services.spool.depth(), 1);
+    assert!(world.wake.try_recv().is_ok(), "delivery was woken");
+    let record = store
+        .get::<EmailRecord>(EmailRecord::key(world.team, id))
+        .expect("read")
+        .expect("recorded");
+    assert_eq!((record.last_event, record.source), (EmailState::Sent, Source::Api));
+
+    let again = services
+        .idempotency
+        .begin(store, world.team, "order-1", "hash-1".into());
+    assert!(
+        matches!(again, Ok(Outcome::Replay(ref replayed)) if *replayed == answer),
+        "{again:?}"
+    );
+    let other = services
+        .idempotency
+        .begin(store, world.team, "order-1", "hash-2".into());
+    assert!(matches!(other, Ok(Outcome::Mismatch)), "{other:?}");
+}
+
+#[test]
+fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
+    let world = World::new();
+    let services = &world.services;
+    let store = &services.store;
+    let Outcome::Fresh(in_flight) = services
+        .idempotency
+        .begin(store, world.team, "smtp-key", "bytes".into())
+        .expect("begin")
+    else {
+        panic!("fresh");
+    };
+    let message = b"From: app@example.test\r\nTo: bob@example.org\r\nSubject: raw\r\n\r\nHello.\r\n";
+    let prepared = raw::prepare(
+        services,
+        &world.sender(),
+        "app@example.test",
+        &["bob@example.org".to_owned()],
+        message,
+        "from client.test ([127.0.0.1]) by mx.test (herald) with ESMTPSA",
+    )
+    .expect("prepared");
+    let id = prepared.id;
+    let answer = Answer::Smtp { email_id: id };
+    accept(services, vec![prepared], Some((&in_flight, answer)), Source::Smtp)
+        .expect("accepting")
+        .wait()
+        .expect("accepted");
+    drop(in_flight);
+    let Ok(Outcome::Replay(replayed)) = services
+        .idempotency
+        .begin(store, world.team, "smtp-key", "bytes".into())
+    else {
+        panic!("replayed");
+    };
+    assert_eq!(replayed, Answer::Smtp { email_id: id });
+    let status = store
+        .get::<EmailStatus>(EmailRecord::key(world.team, id))
+        .expect("read")
+        .expect("status");
+    assert_eq!(status.last_event, EmailState::Sent);
+}
+
+#[test]
+fn the_queue_service_lists_counts_and_deletes_within_its_scope() {
+    let world = World::new();
+    let services = &world.services;
+    let first = world.prepared("a@example.org");
+    let second = world.prepared("b@example.net");
+    let (first_id, second_id) = (first.id, second.id);
+    accept(services, vec![first, second], None, Source::Api)
+        .expect("accepting")
+        .wait()
+        .expect("accepted");
+    let team = Scope::Team(world.team);
+    let (listed, more) = mailqueue::list(services, team, (None, None), None, 10).expect("list");
+    assert!(!more);
+    assert_eq!(
+        listed.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![first_id, second_id]
+    );
+    assert!(listed.iter().all(|m| m.state == QueueState::Due));
+    let (at_net, _) = mailqueue::list(services, team, (None, Some("EXAMPLE.NET")), None, 10).expect("list");
+    assert_eq!(at_net.len(), 1);
+    let (other_team, _) =
+        mailqueue::list(services, Scope::Team(Id::from_bytes([9; 16])), (None, None), None, 10).expect("list");
+    assert!(other_team.is_empty(), "another team sees nothing");
+
+    world.clock.advance(Duration::from_secs(90));
+    let stats = mailqueue::stats(services, team).expect("stats");
+    assert_eq!((stats.messages(), stats.recipients), (2, 2));
+    assert_eq!(stats.oldest.map(|(id, _)| id), Some(first_id));
+    assert_eq!(stats.to_json()["oldest"]["age_seconds"], 90);
+
+    assert!(mailqueue::delete(services, Scope::Team(Id::from_bytes([9; 16])), first_id).is_err());
+    let deleted = mailqueue::delete(services, team, first_id).expect("delete");
+    assert_eq!(deleted.canceled, 1);
+    assert_eq!(services.spool.depth(), 1);
+    let status = services
+        .store
+        .get::<EmailStatus>(EmailRecord::key(world.team, first_id))
+        .expect("read")
+        .expect("status");
+    assert_eq!(status.last_event, EmailState::Canceled);
+}
