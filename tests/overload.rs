@@ -238,3 +238,43 @@ async fn until_accepted(http: SocketAddr, path: &str, body: serde_json::Value) -
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// `[http] connections_max` for [`http_connections_past_the_limit_get_503_and_room_comes_back`].
+const HTTP_CONNECTIONS_MAX: usize = 4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_connections_past_the_limit_get_503_and_room_comes_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = util::config(dir.path(), "");
+    config.http.connections_max = HTTP_CONNECTIONS_MAX;
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let http = running.http_addr;
+    // Idle keep-alive connections fill the server's room.
+    let mut held = Vec::new();
+    for _ in 0..HTTP_CONNECTIONS_MAX {
+        held.push(TcpStream::connect(http).await.expect("connect"));
+    }
+    // Wait until the server has taken them all (accept runs on its own task).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        let mut extra = TcpStream::connect(http).await.expect("connect");
+        let mut answer = String::new();
+        let read = tokio::time::timeout(Duration::from_millis(500), extra.read_to_string(&mut answer)).await;
+        if matches!(read, Ok(Ok(_))) && answer.starts_with("HTTP/1.1 503") {
+            break answer;
+        }
+        assert!(std::time::Instant::now() < deadline, "never refused: {answer:?}");
+    };
+    assert!(
+        refused.contains("service_unavailable") && refused.contains("Too many connections"),
+        "{refused}"
+    );
+    drop(held);
+    // Room comes back once the held connections close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while util::get(http, "/healthz").await.status != StatusCode::OK {
+        assert!(std::time::Instant::now() < deadline, "the server never had room again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    running.shutdown().await;
+}

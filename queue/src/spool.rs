@@ -167,11 +167,12 @@ impl Spool {
         if messages.is_empty() {
             return Err(PrepareError::Invalid(Error::InvalidMessage("no messages")));
         }
-        let mut batch = Batch::new();
+        // The caller's records (a batch's hundred emails) are the base, the messages are
+        // added to it: the larger part is never moved.
+        let mut batch = extra;
         for message in messages {
             batch.extend(self.prepare(message, Batch::new())?);
         }
-        batch.extend(extra);
         Ok(batch)
     }
 

@@ -21,6 +21,7 @@ pub fn render(config: &Config) -> String {
         },
         http: RawHttp {
             listen: Some(config.http.listen.to_string()),
+            connections_max: Some(config.http.connections_max),
         },
         smtp: RawSmtp {
             listeners: Some(

@@ -87,6 +87,9 @@ pub struct ServerConfig {
 pub struct HttpConfig {
     /// Listen address.
     pub listen: SocketAddr,
+    /// Connections open at once. Each holds a task and buffers; past this, a new
+    /// connection is answered `503` and closed, as SMTP answers `421`.
+    pub connections_max: usize,
 }
 
 /// `[smtp]`: submission listeners.
@@ -466,6 +469,7 @@ impl Validator<'_> {
                     "http.listen",
                     values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")),
                 )?,
+                connections_max: positive(self, "http.connections_max", raw.http.connections_max.unwrap_or(1000))?,
             },
             smtp: self.smtp(raw.smtp)?,
             tls: self.tls(raw.tls)?,

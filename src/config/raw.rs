@@ -33,6 +33,7 @@ pub struct RawServer {
 #[serde(deny_unknown_fields, default)]
 pub struct RawHttp {
     pub listen: Option<String>,
+    pub connections_max: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

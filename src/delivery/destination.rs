@@ -11,10 +11,11 @@ use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use herald_queue::Timestamp;
 use tokio::sync::Notify;
 
 use super::Shared;
@@ -48,7 +49,7 @@ struct State {
     queue: VecDeque<Piece>,
     active: usize,
     idle: usize,
-    backoff: Option<(Instant, Reply)>,
+    backoff: Option<(Timestamp, Reply)>,
 }
 
 impl Destinations {
@@ -57,7 +58,8 @@ impl Destinations {
         let destination = {
             let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.len() >= PRUNE_AT {
-                map.retain(|_, d| !d.is_idle());
+                let now = shared.state.store.now();
+                map.retain(|_, d| !d.is_idle(now));
             }
             Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
                 let limits = shared.state.config.delivery.limits_for(domain);
@@ -73,7 +75,7 @@ impl Destinations {
         };
         let mut state = destination.lock();
         if let Some((until, reply)) = &state.backoff {
-            if *until > Instant::now() {
+            if *until > shared.state.store.now() {
                 let reply = reply.clone();
                 drop(state);
                 piece.complete_all(&reply, None);
@@ -127,11 +129,9 @@ fn limiter(rate: Rate) -> DefaultDirectRateLimiter {
 }
 
 impl Destination {
-    fn is_idle(&self) -> bool {
+    fn is_idle(&self, now: Timestamp) -> bool {
         let state = self.lock();
-        state.queue.is_empty()
-            && state.active == 0
-            && state.backoff.as_ref().is_none_or(|(until, _)| *until <= Instant::now())
+        state.queue.is_empty() && state.active == 0 && state.backoff.as_ref().is_none_or(|(until, _)| *until <= now)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -371,7 +371,7 @@ impl Destination {
         metrics::counter!("herald_delivery_backoffs_total").increment(1);
         let queued = {
             let mut state = self.lock();
-            state.backoff = Some((Instant::now() + wait, reply.clone()));
+            state.backoff = Some((shared.state.store.now().saturating_add(wait), reply.clone()));
             std::mem::take(&mut state.queue)
         };
         for piece in queued {

@@ -36,6 +36,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Serves HTTP on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Shutdown) {
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(state.config.http.connections_max));
     loop {
         let (stream, peer) = tokio::select! {
             // A shutdown wins over a connection waiting at the same moment.
@@ -55,6 +56,11 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
         // Responses are written whole; waiting for more bytes to coalesce (Nagle) would
         // only delay them behind the client's delayed ACK.
         let _ = stream.set_nodelay(true);
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            metrics::counter!("herald_http_connections_refused_total").increment(1);
+            tokio::spawn(refuse(stream));
+            continue;
+        };
         let state = Arc::clone(&state);
         let service = service_fn(move |request| {
             let state = Arc::clone(&state);
@@ -70,8 +76,29 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
             if let Err(error) = connection.await {
                 tracing::debug!(%error, %peer, "HTTP connection ended with an error");
             }
-            drop(handle);
+            drop((handle, permit));
         });
     }
     graceful.shutdown().await;
+}
+
+/// Time to tell a connection over `[http] connections_max` why it is closed.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Answers a connection over `[http] connections_max` with `503` and closes it, without
+/// reading its request: a client that waits for an answer gets one at once.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body = ApiError::unavailable("Too many connections to this server; try again later")
+        .body()
+        .to_string();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_TIMEOUT, async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
 }

@@ -143,7 +143,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Bootstrap::Existing { team_id } | Bootstrap::Created { team_id, .. } => *team_id,
     };
     let rate_limits = RateLimits::new(config.api.rate_limit, clock.clone());
-    let anonymous_limits = RateLimits::new(config.api.rate_limit, clock);
+    let anonymous_limits = RateLimits::new(config.api.rate_limit, clock.clone());
     for (_, team) in store.scan::<Team>(herald_queue::Scan::prefix(b""))? {
         if let Some(rate) = team
             .rate_limit
@@ -211,7 +211,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let context = smtp::ListenerContext {
         state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
-        guard: smtp::Guard::new(state.config.smtp.limits.clone()),
+        guard: smtp::Guard::new(state.config.smtp.limits.clone(), clock),
     };
     let mut smtp_addrs = Vec::new();
     for (listener, socket) in bound.listeners {

@@ -1,10 +1,13 @@
 //! Limits across connections: how many at once (in all and per client address), and
-//! addresses that failed AUTH too often.
+//! addresses that failed AUTH too often. The lockout reads the injected clock, so that
+//! tests can move past it without waiting.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use herald_queue::{SharedClock, Timestamp};
 
 use crate::config::SmtpLimits;
 
@@ -12,6 +15,7 @@ use crate::config::SmtpLimits;
 #[derive(Debug)]
 pub struct Guard {
     limits: SmtpLimits,
+    clock: SharedClock,
     connections: Mutex<Connections>,
     failures: Mutex<HashMap<IpAddr, Failures>>,
 }
@@ -25,7 +29,7 @@ struct Connections {
 #[derive(Debug, Clone, Copy)]
 struct Failures {
     count: u32,
-    since: Instant,
+    since: Timestamp,
 }
 
 /// A connection slot; released when dropped.
@@ -49,10 +53,11 @@ impl Drop for Slot {
 }
 
 impl Guard {
-    /// A guard enforcing `limits`.
-    pub fn new(limits: SmtpLimits) -> Arc<Guard> {
+    /// A guard enforcing `limits`, reading time from `clock`.
+    pub fn new(limits: SmtpLimits, clock: SharedClock) -> Arc<Guard> {
         Arc::new(Guard {
             limits,
+            clock,
             connections: Mutex::new(Connections::default()),
             failures: Mutex::new(HashMap::new()),
         })
@@ -80,7 +85,7 @@ impl Guard {
     pub fn locked_out(&self, address: IpAddr) -> bool {
         let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
         match failures.get(&address) {
-            Some(f) if f.since.elapsed() >= self.limits.auth_lockout => {
+            Some(f) if self.clock.now().saturating_since(f.since) >= self.limits.auth_lockout => {
                 failures.remove(&address);
                 false
             }
@@ -97,10 +102,8 @@ impl Guard {
             failures.remove(&address);
             return Duration::ZERO;
         }
-        let entry = failures.entry(address).or_insert(Failures {
-            count: 0,
-            since: Instant::now(),
-        });
+        let now = self.clock.now();
+        let entry = failures.entry(address).or_insert(Failures { count: 0, since: now });
         entry.count += 1;
         Duration::from_millis(200 * u64::from(entry.count.min(10)))
     }
@@ -120,7 +123,7 @@ mod tests {
 
     #[test]
     fn connections_are_limited_in_all_and_per_address() {
-        let guard = Guard::new(limits());
+        let guard = Guard::new(limits(), Arc::new(herald_queue::SystemClock));
         let (a, b): (IpAddr, IpAddr) = ("127.0.0.1".parse().expect("ip"), "127.0.0.2".parse().expect("ip"));
         let first = guard.admit(a).expect("first");
         let _second = guard.admit(a).expect("second");
@@ -132,12 +135,18 @@ mod tests {
     }
 
     #[test]
-    fn repeated_auth_failures_lock_an_address_out() {
-        let guard = Guard::new(limits());
+    fn repeated_auth_failures_lock_an_address_out_until_the_lockout_passes() {
+        let clock = Arc::new(herald_queue::ManualClock::new(Timestamp::from_millis(1_000)));
+        let guard = Guard::new(limits(), clock.clone());
         let a: IpAddr = "127.0.0.1".parse().expect("ip");
         assert!(!guard.locked_out(a));
         assert!(guard.record_auth(a, false) > Duration::ZERO);
         assert!(!guard.locked_out(a));
+        guard.record_auth(a, false);
+        assert!(guard.locked_out(a));
+        clock.advance(limits().auth_lockout);
+        assert!(!guard.locked_out(a), "the lockout ends on the injected clock");
+        guard.record_auth(a, false);
         guard.record_auth(a, false);
         assert!(guard.locked_out(a));
         guard.record_auth(a, true);
