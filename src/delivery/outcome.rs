@@ -20,6 +20,7 @@ use crate::suppressions::{self, Origin, Suppression};
 
 /// Writes `job`'s outcomes. Blocks until durable.
 pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig, job: &MessageJob) {
+    let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
     let results = job.take_results();
     if results.iter().all(Option::is_none) {
         spool.release(job.id);
@@ -104,6 +105,7 @@ fn apply(
         }
         recipient.state = decision.state(now);
         count(&recipient.state);
+        tracing::debug!(recipient = %address, outcome = ?recipient.state, reply = ?recipient.last_response, "delivery outcome");
         if let Some((state, data)) = decision.event() {
             event(store, batch, record.as_mut(), job, &address, state, now, &data)?;
         }

@@ -71,6 +71,9 @@ fn done(
 ) -> Result<Vec<Id>, SendError> {
     match admission? {
         Admission::Accepted(_) => {
+            for id in &ids {
+                tracing::debug!(email_id = %id, source = source.label(), "email accepted");
+            }
             state.wake_delivery();
             metrics::counter!("herald_emails_accepted_total", "source" => source.label()).increment(ids.len() as u64);
             Ok(ids)

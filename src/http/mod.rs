@@ -85,10 +85,26 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
 /// Time to tell a connection over `[http] connections_max` why it is closed.
 const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Answers a connection over `[http] connections_max` with `503` and closes it, without
-/// reading its request: a client that waits for an answer gets one at once.
+/// Bytes of a refused connection's request read at most before answering it.
+const REFUSAL_READ_MAX: usize = 8 * 1024;
+
+/// Answers a connection over `[http] connections_max` with `503` and closes it. The
+/// request's head is read first (for at most [`REFUSAL_TIMEOUT`] and
+/// [`REFUSAL_READ_MAX`] bytes): an HTTP client that gets an answer before it has sent
+/// its request takes it for a broken server, not a busy one.
 async fn refuse(mut stream: tokio::net::TcpStream) {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut head = Vec::with_capacity(1024);
+    let _ = tokio::time::timeout(REFUSAL_TIMEOUT, async {
+        let mut chunk = [0_u8; 1024];
+        while head.len() < REFUSAL_READ_MAX && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => head.extend_from_slice(&chunk[..read]),
+            }
+        }
+    })
+    .await;
     let body = ApiError::unavailable("Too many connections to this server; try again later")
         .body()
         .to_string();

@@ -140,7 +140,14 @@ async fn run(
         return Err(ApiError::unavailable("The server is shutting down"));
     };
     let (state, caller, request) = (Arc::clone(state), caller.clone(), Arc::clone(request));
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method,
+        path = %request.path,
+        team_id = %caller.team_id,
+    );
     tokio::task::spawn_blocking(move || {
+        let _span = span.entered();
         let ctx = Ctx {
             state: &state,
             caller: &caller,

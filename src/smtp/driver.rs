@@ -113,6 +113,9 @@ pub async fn connection(
             }
         }
     };
+    // Everything logged for the session (its acceptances with their email ids) carries
+    // the client's address.
+    let work = tracing::Instrument::instrument(work, tracing::info_span!("smtp", peer = %peer, tls = ?mode));
     // The session loop answers `421` at the deadline; this bound only cuts off a session
     // stuck elsewhere (a TLS handshake has its own limit, a delivery finishes first).
     match tokio::time::timeout(configured.session_time_max + SESSION_GRACE, work).await {

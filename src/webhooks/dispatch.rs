@@ -431,6 +431,23 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         Err(error) => (None, Some(error.to_string()), String::new(), false),
     };
     metrics::counter!("herald_webhook_attempts_total", "outcome" => if ok { "ok" } else { "failed" }).increment(1);
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // An email's events name it: with this line an email can be followed in the log
+        // from its acceptance through its delivery to the webhook that reported it.
+        let email_id = serde_json::from_str::<serde_json::Value>(&message.body)
+            .ok()
+            .and_then(|body| body["data"]["email_id"].as_str().map(str::to_owned));
+        tracing::debug!(
+            webhook_id = %webhook.id,
+            message_id = %id,
+            event = %message.kind,
+            email_id = email_id.as_deref().unwrap_or("-"),
+            attempt = message.attempts,
+            status = ?status,
+            ok,
+            "webhook request"
+        );
+    }
     let now = store.now();
     let attempt = WebhookAttempt {
         id: store.next_id(),
