@@ -40,9 +40,23 @@ pub struct Services {
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
     /// receiving end.
     delivery_wake: crossbeam_channel::Sender<()>,
-    /// Serialises read-modify-write of resource records (keys, teams, domains). These
-    /// writes are rare and small; one lock keeps every such change simple to reason about.
-    writes: Mutex<()>,
+    /// Serialises read-modify-write of one resource record at a time: a change locks
+    /// the record it reads and rewrites (see [`Services::lock_record`]).
+    records: Vec<Mutex<()>>,
+}
+
+/// Stripes of [`Services::lock_record`]: changes to records that hash to different
+/// stripes run at once; two records sharing a stripe only wait for each other.
+const RECORD_LOCK_STRIPES: usize = 64;
+
+/// What a change locks: the record it reads and rewrites, named by its table and key.
+/// A shared store would keep the same names with a per-key lock or a compare-and-set.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordName<'a> {
+    /// The table (or, for a check across a team's records, the kind of check).
+    pub table: &'static str,
+    /// The record's key (or the team's id).
+    pub key: &'a [u8],
 }
 
 impl Services {
@@ -66,7 +80,7 @@ impl Services {
             outbound,
             domains: RecordCache::new(DOMAIN_CACHE_MAX),
             delivery_wake,
-            writes: Mutex::new(()),
+            records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
 
@@ -75,8 +89,13 @@ impl Services {
         let _ = self.delivery_wake.try_send(());
     }
 
-    /// Takes the lock for a read-modify-write of a resource record.
-    pub fn lock_writes(&self) -> MutexGuard<'_, ()> {
-        self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Locks `record` for a read-modify-write: another change of the same record waits
+    /// until the guard drops; changes of other records do not (unless they share a
+    /// stripe). A change takes one record lock at a time, so they cannot deadlock.
+    pub fn lock_record(&self, record: RecordName<'_>) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&(record.table, record.key), &mut hasher);
+        let stripe = std::hash::Hasher::finish(&hasher) as usize % self.records.len();
+        self.records[stripe].lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -239,3 +239,32 @@ fn the_queue_service_lists_counts_and_deletes_within_its_scope() {
         .expect("status");
     assert_eq!(status.last_event, EmailState::Canceled);
 }
+
+#[test]
+fn a_record_lock_holds_off_other_changes_of_that_record_until_it_drops() {
+    let world = World::new();
+    let services = Arc::new(world.services);
+    let record = herald::services::RecordName {
+        table: "domains",
+        key: b"team and domain",
+    };
+    let held = services.lock_record(record);
+    let (done, changed) = std::sync::mpsc::channel();
+    let other = Arc::clone(&services);
+    let change = std::thread::spawn(move || {
+        let _guard = other.lock_record(herald::services::RecordName {
+            table: "domains",
+            key: b"team and domain",
+        });
+        done.send(()).expect("send");
+    });
+    assert!(
+        changed.recv_timeout(Duration::from_millis(100)).is_err(),
+        "a second change of the record went ahead while the first held it"
+    );
+    drop(held);
+    changed
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the second change goes ahead once the first is done");
+    change.join().expect("join");
+}

@@ -124,8 +124,11 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
     let name = required_text(body.name, "name", NAME_MAX)?;
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
     let key_location = ApiKey::key(ctx.caller.team_id, id);
+    let _guard = ctx.state.lock_record(crate::services::RecordName {
+        table: herald_queue::Table::API_KEYS.name(),
+        key: &key_location,
+    });
     let Some(mut key) = store.get::<ApiKey>(&key_location)? else {
         return Err(ApiError::not_found("API key not found"));
     };
@@ -140,8 +143,11 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let id = format::id(id, "API key")?;
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
     let key_location = ApiKey::key(ctx.caller.team_id, id);
+    let _guard = ctx.state.lock_record(crate::services::RecordName {
+        table: herald_queue::Table::API_KEYS.name(),
+        key: &key_location,
+    });
     let Some(key) = store.get::<ApiKey>(&key_location)? else {
         return Err(ApiError::not_found("API key not found"));
     };

@@ -1,7 +1,7 @@
 //! `/domains`: create (with a DKIM key and the records to publish), list, read, update,
 //! delete, and request verification.
 
-use herald_queue::{Batch, Id};
+use herald_queue::{Batch, Id, Table};
 use serde_json::json;
 
 use super::{Ctx, Reply};
@@ -11,6 +11,7 @@ use crate::domains::{
 };
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
+use crate::services::RecordName;
 
 /// Resend's regions, accepted for compatibility; herald itself runs where it is installed.
 const REGIONS: &[&str] = &["us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1"];
@@ -118,8 +119,13 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let store = &ctx.state.store;
     // Key generation happens before the lock: it is the slow part and needs no record.
     let dkim = generate_dkim_key(algorithm).map_err(|_| ApiError::internal(&"DKIM key generation failed"))?;
-    let _guard = ctx.state.lock_writes();
-    if store.get::<DomainName>(DomainName::key(team_id, &name))?.is_some() {
+    let name_key = DomainName::key(team_id, &name);
+    // The name is what must stay unique: creations of one name wait for each other.
+    let _guard = ctx.state.lock_record(RecordName {
+        table: Table::DOMAIN_NAMES.name(),
+        key: &name_key,
+    });
+    if store.get::<DomainName>(&name_key)?.is_some() {
         return Err(ApiError::validation(format!("The domain {name} is already registered")));
     }
     let domain = Domain {
@@ -181,6 +187,16 @@ fn domain_name(name: Option<String>) -> Result<String, ApiError> {
     Ok(name)
 }
 
+/// Locks the team's domain `id` for a change of its record (the background verifier
+/// takes the same lock).
+fn lock_domain<'a>(ctx: &Ctx<'a>, id: &str) -> Result<std::sync::MutexGuard<'a, ()>, ApiError> {
+    let key = Domain::key(ctx.caller.team_id, format::id(id, "domain")?);
+    Ok(ctx.state.lock_record(RecordName {
+        table: Table::DOMAINS.name(),
+        key: &key,
+    }))
+}
+
 fn load(ctx: &Ctx<'_>, id: &str) -> Result<(Id, Domain), ApiError> {
     let id = format::id(id, "domain")?;
     let domain = ctx
@@ -228,7 +244,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
     check_capabilities(body.capabilities.as_ref())?;
     let tracking = body.tracking_subdomain.map(tracking_subdomain).transpose()?;
-    let _guard = ctx.state.lock_writes();
+    let _guard = lock_domain(ctx, id)?;
     let (id, mut domain) = load(ctx, id)?;
     domain.open_tracking = body.open_tracking.unwrap_or(domain.open_tracking);
     domain.click_tracking = body.click_tracking.unwrap_or(domain.click_tracking);
@@ -242,7 +258,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 
 /// `DELETE /domains/{id}`.
 pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    let _guard = ctx.state.lock_writes();
+    let _guard = lock_domain(ctx, id)?;
     let (id, domain) = load(ctx, id)?;
     let store = &ctx.state.store;
     let mut batch = Batch::new();
@@ -274,7 +290,7 @@ pub fn verify(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
             "Only the operator's full-access API key can skip DNS verification",
         ));
     }
-    let _guard = ctx.state.lock_writes();
+    let _guard = lock_domain(ctx, id)?;
     let (id, mut domain) = load(ctx, id)?;
     let store = &ctx.state.store;
     let now = store.now();

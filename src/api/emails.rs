@@ -227,6 +227,15 @@ fn with_idempotency(
     }
 }
 
+/// Locks the email `id` for a change of its record.
+fn lock_email<'a>(ctx: &Ctx<'a>, id: &str) -> Result<std::sync::MutexGuard<'a, ()>, ApiError> {
+    let key = EmailRecord::key(ctx.caller.team_id, format::id(id, "email")?);
+    Ok(ctx.state.lock_record(crate::services::RecordName {
+        table: herald_queue::Table::EMAILS.name(),
+        key: &key,
+    }))
+}
+
 fn load(ctx: &Ctx<'_>, id: &str) -> Result<EmailRecord, ApiError> {
     let id = format::id(id, "email")?;
     let store = &ctx.state.store;
@@ -298,7 +307,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
         .ok_or_else(|| ApiError::missing_field("scheduled_at"))?;
     let store = &ctx.state.store;
     let at = schedule::parse(&text, store.now()).map_err(ApiError::validation)?;
-    let _guard = ctx.state.lock_writes();
+    let _guard = lock_email(ctx, id)?;
     let mut record = load(ctx, id)?;
     still_scheduled(ctx, &record, "rescheduled")?;
     match ctx.state.spool.reschedule(record.id, at)? {
@@ -319,7 +328,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 /// `POST /emails/{id}/cancel`: cancels a scheduled email.
 pub fn cancel(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
+    let _guard = lock_email(ctx, id)?;
     let mut record = load(ctx, id)?;
     still_scheduled(ctx, &record, "canceled")?;
     let now = store.now();

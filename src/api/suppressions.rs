@@ -32,7 +32,7 @@ pub fn add(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     };
     let email = address(&text).map_err(|why| ApiError::validation(format!("Invalid `email` field: {why}")))?;
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_suppressions(ctx));
     let mut batch = Batch::new();
     let id = stage_add(store, ctx.caller.team_id, &email, &mut batch)?;
     if !batch.is_empty() {
@@ -62,7 +62,7 @@ pub fn get(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
 /// `DELETE /suppressions/{id-or-email}`: mail to the address is sent again.
 pub fn delete(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_suppressions(ctx));
     let suppression = load(ctx, target)?;
     let mut batch = Batch::new();
     stage_remove(store, &suppression, &mut batch)?;
@@ -209,4 +209,13 @@ fn load_page(
         found.reverse();
     }
     Ok((found, has_more))
+}
+
+/// What a change of the team's suppression list locks: the whole list, since an address
+/// is looked up before it is added and batches change up to a hundred at once.
+pub(super) fn team_suppressions<'a>(ctx: &Ctx<'a>) -> crate::services::RecordName<'a> {
+    crate::services::RecordName {
+        table: herald_queue::Table::SUPPRESSIONS.name(),
+        key: ctx.caller.team_id.as_bytes(),
+    }
 }

@@ -36,7 +36,7 @@ pub fn add(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         }
     }
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(super::suppressions::team_suppressions(ctx));
     let mut batch = Batch::new();
     let data = addresses
         .iter()
@@ -70,7 +70,7 @@ pub fn remove(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body: RemoveBody = ctx.request.json()?;
     let targets = targets(body)?;
     let (store, team_id) = (&ctx.state.store, ctx.caller.team_id);
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(super::suppressions::team_suppressions(ctx));
     let found: Vec<Option<Suppression>> = match &targets {
         Targets::Emails(emails) => emails
             .iter()

@@ -111,7 +111,10 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let id = format::id(id, "team")?;
     let body: UpdateBody = ctx.request.json()?;
     let store = &ctx.state.store;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(crate::services::RecordName {
+        table: herald_queue::Table::TEAMS.name(),
+        key: id.as_bytes(),
+    });
     let mut team = store
         .get::<Team>(id.as_bytes())?
         .ok_or_else(|| ApiError::not_found("Team not found"))?;

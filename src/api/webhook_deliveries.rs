@@ -34,7 +34,7 @@ pub fn replay(ctx: &Ctx<'_>, id: &str, delivery: &str) -> Result<Reply, ApiError
     let attempt = store
         .get::<WebhookAttempt>(WebhookAttempt::key(team, webhook, delivery))?
         .ok_or_else(|| ApiError::not_found("Delivery not found"))?;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(super::webhooks::team_webhooks(ctx));
     let message = store
         .get::<WebhookMessage>(WebhookMessage::key_of(team, webhook, attempt.event_id))?
         .ok_or_else(|| ApiError::not_found("The delivery's message no longer exists"))?;

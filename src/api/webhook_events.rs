@@ -83,7 +83,7 @@ pub fn attempts(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError>
 /// `POST /webhooks/{id}/events/{event_id}/replay`: due now with a fresh retry schedule,
 /// whether it succeeded, failed or is still being retried.
 pub fn replay(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(super::webhooks::team_webhooks(ctx));
     let message = message(ctx, id, event)?;
     requeue(ctx, message)?;
     Ok(Reply::ok(json!({ "object": "webhook_event", "id": event })))

@@ -39,7 +39,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let events = subscriptions(events)?;
     let signing_secret = SigningSecret::generate().map_err(|_| ApiError::internal(&"the random generator failed"))?;
     let (store, team_id) = (&ctx.state.store, ctx.caller.team_id);
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_webhooks(ctx));
     if webhooks::for_team(store, team_id)?.len() >= WEBHOOKS_PER_TEAM_MAX {
         return Err(ApiError::validation(format!(
             "A team can have at most {WEBHOOKS_PER_TEAM_MAX} webhooks; delete one before adding another"
@@ -91,7 +91,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     // Checked before the lock: the endpoint check may wait on DNS.
     let endpoint = body.endpoint.map(|text| endpoint(ctx, Some(text))).transpose()?;
     let events = body.events.map(subscriptions).transpose()?;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_webhooks(ctx));
     let mut webhook = load(ctx, id)?;
     webhook.endpoint = endpoint.unwrap_or(webhook.endpoint);
     webhook.events = events.unwrap_or(webhook.events);
@@ -105,7 +105,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 
 /// `DELETE /webhooks/{id}`.
 pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_webhooks(ctx));
     let webhook = load(ctx, id)?;
     let store = &ctx.state.store;
     let mut batch = Batch::new();
@@ -121,7 +121,7 @@ pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 /// switch without dropping events: each request carries a signature by both.
 pub fn rotate_secret(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let signing_secret = SigningSecret::generate().map_err(|_| ApiError::internal(&"the random generator failed"))?;
-    let _guard = ctx.state.lock_writes();
+    let _guard = ctx.state.lock_record(team_webhooks(ctx));
     let mut webhook = load(ctx, id)?;
     let store = &ctx.state.store;
     let old = std::mem::replace(&mut webhook.signing_secret, signing_secret);
@@ -177,4 +177,13 @@ fn endpoint(ctx: &Ctx<'_>, text: Option<String>) -> Result<String, ApiError> {
 /// The `events` field as stored.
 fn subscriptions(names: Vec<String>) -> Result<Vec<String>, ApiError> {
     webhooks::events(names).map_err(|why| ApiError::validation(format!("Invalid `events` field: {why}")))
+}
+
+/// What a change of the team's webhooks (or their messages) locks: one lock for all of
+/// them, since the team's count of webhooks is checked on create and they change rarely.
+pub(super) fn team_webhooks<'a>(ctx: &Ctx<'a>) -> crate::services::RecordName<'a> {
+    crate::services::RecordName {
+        table: herald_queue::Table::WEBHOOKS.name(),
+        key: ctx.caller.team_id.as_bytes(),
+    }
 }

@@ -104,8 +104,11 @@ fn record(
     checks: super::model::RecordChecks,
 ) -> Result<Option<Timestamp>, herald_queue::Error> {
     let (store, config) = (&state.store, &state.config);
-    let _guard = state.lock_writes();
     let key = Domain::key(checked.team_id, checked.id);
+    let _guard = state.lock_record(crate::services::RecordName {
+        table: herald_queue::Table::DOMAINS.name(),
+        key: &key,
+    });
     let Some(mut domain) = store.get::<Domain>(&key)? else {
         return Ok(None);
     };
