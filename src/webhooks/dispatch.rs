@@ -249,7 +249,11 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
             "data": event.data,
         })
         .to_string();
-        for webhook in team_hooks.iter().filter(|w| w.receives(event.kind)) {
+        // A webhook hears of what happens once it exists: an event still in the outbox
+        // when a webhook is created is not the new webhook's (the SDKs' event log of a new
+        // webhook starts empty).
+        let hears = |w: &&Webhook| w.receives(event.kind) && w.created_at <= event.created_at;
+        for webhook in team_hooks.iter().filter(hears) {
             let message = WebhookMessage {
                 event_id: event.id,
                 webhook_id: webhook.id,
@@ -491,7 +495,55 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use herald_queue::{ManualClock, StoreOptions};
+
     use super::*;
+    use crate::events::{self, EventKind};
+    use crate::webhooks::{SigningSecret, WebhookStatus};
+
+    #[test]
+    fn a_webhook_hears_only_of_events_after_it_was_created() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
+        let mut options = StoreOptions::new(dir.path());
+        options.min_free_space = 0;
+        options.clock = clock.clone();
+        let store = Store::open(options).expect("open");
+        let team = store.next_id();
+        let add_webhook = |store: &Store| -> Id {
+            let webhook = Webhook {
+                id: store.next_id(),
+                team_id: team,
+                endpoint: "https://hooks.example.com/h".into(),
+                events: vec!["email.sent".into()],
+                status: WebhookStatus::Enabled,
+                signing_secret: SigningSecret::generate().expect("random"),
+                previous_secret: None,
+                created_at: store.now(),
+            };
+            let mut batch = Batch::new();
+            batch.put(Webhook::key(team, webhook.id), &webhook).expect("encode");
+            store.commit(batch).wait().expect("commit");
+            webhook.id
+        };
+        let push = |store: &Store| {
+            let mut batch = Batch::new();
+            events::push(&mut batch, store, team, EventKind::EmailSent, || serde_json::json!({})).expect("push");
+            store.commit(batch).wait().expect("commit");
+        };
+        let first = add_webhook(&store);
+        push(&store);
+        clock.advance(Duration::from_secs(1));
+        // Created while the first event still waits in the outbox.
+        let second = add_webhook(&store);
+        push(&store);
+        assert_eq!(fan_out(&store, &mut FanOutCursor::new()).expect("fan out"), 2);
+        let messages = store.scan::<WebhookMessage>(Scan::prefix(b"")).expect("scan");
+        let count = |webhook: Id| messages.iter().filter(|(_, m)| m.webhook_id == webhook).count();
+        assert_eq!((count(first), count(second)), (2, 1));
+    }
 
     #[test]
     fn outbox_scans_start_a_window_behind_the_last_event_taken_except_full_passes() {
