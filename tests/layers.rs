@@ -79,3 +79,39 @@ fn services_and_engines_never_import_an_adapter() {
         crossings.join("\n")
     );
 }
+
+/// The raw store operations: only a resource's own module reads and writes its table by
+/// key bytes; adapters go through it.
+const RAW_STORE: &[&str] = &["put_raw(", "delete_raw(", "get_raw(", "scan_raw(", "Table::"];
+
+#[test]
+fn adapters_leave_raw_table_access_to_the_resources_modules() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for adapter in ["api", "smtp", "cli"] {
+        sources(&src.join(adapter), &mut files);
+    }
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            // A record lock is named by its table (`Table::DOMAINS.name()`): a name, not
+            // an access.
+            let raw = RAW_STORE
+                .iter()
+                .any(|op| code.contains(op) && !(op.starts_with("Table::") && code.contains(".name()")));
+            if raw {
+                found.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "adapters must not touch tables by key bytes; call the resource's module:\n{}",
+        found.join("\n")
+    );
+}

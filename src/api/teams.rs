@@ -1,7 +1,7 @@
 //! `/teams`: the operator creates teams (each with its first full-access key), lists and
 //! updates them; any key may read its own team.
 
-use herald_queue::{Batch, Scan};
+use herald_queue::Batch;
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply, required_text};
@@ -74,8 +74,8 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 /// `GET /teams` (operator only).
 pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     require_operator(ctx)?;
-    let teams = ctx.state.store.scan::<Team>(Scan::prefix(b""))?;
-    let data = teams.iter().rev().map(|(_, team)| team_json(team)).collect();
+    let teams = Team::all(&ctx.state.store)?;
+    let data = teams.iter().rev().map(team_json).collect();
     Ok(Reply::ok(crate::http::pagination::envelope(data, false)))
 }
 
@@ -85,11 +85,7 @@ pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     if id != ctx.caller.team_id && !ctx.caller.operator {
         return Err(ApiError::not_found("Team not found"));
     }
-    let team = ctx
-        .state
-        .store
-        .get::<Team>(id.as_bytes())?
-        .ok_or_else(|| ApiError::not_found("Team not found"))?;
+    let team = Team::find(&ctx.state.store, id)?.ok_or_else(|| ApiError::not_found("Team not found"))?;
     Ok(Reply::ok(team_json(&team)))
 }
 
@@ -115,9 +111,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
         table: herald_queue::Table::TEAMS.name(),
         key: id.as_bytes(),
     });
-    let mut team = store
-        .get::<Team>(id.as_bytes())?
-        .ok_or_else(|| ApiError::not_found("Team not found"))?;
+    let mut team = Team::find(store, id)?.ok_or_else(|| ApiError::not_found("Team not found"))?;
     if body.name.is_some() {
         team.name = required_text(body.name, "name", NAME_MAX)?;
     }

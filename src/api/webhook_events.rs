@@ -9,14 +9,14 @@
 //! An event here is a [`WebhookMessage`]; its id is the event's id, and receivers see
 //! it as `msg_<id>` in `webhook-id`.
 
-use herald_queue::{Batch, Id, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use super::{Ctx, Reply};
 use crate::http::pagination::{Cursor, PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::webhooks;
-use crate::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
+use crate::webhooks::dispatch::{self, MessageState, WebhookAttempt, WebhookMessage};
 
 /// Events or attempts per page unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 20;
@@ -89,21 +89,9 @@ pub fn replay(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
     Ok(Reply::ok(json!({ "object": "webhook_event", "id": event })))
 }
 
-/// Makes `message` due now with no attempts counted, in one write. The caller holds the
-/// write lock.
-pub fn requeue(ctx: &Ctx<'_>, mut message: WebhookMessage) -> Result<WebhookMessage, ApiError> {
-    let store = &ctx.state.store;
-    let mut batch = Batch::new();
-    if message.state == MessageState::Pending {
-        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
-    }
-    message.state = MessageState::Pending;
-    message.attempts = 0;
-    message.next_attempt = store.now();
-    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
-    batch.put(message.key(), &message)?;
-    store.commit(batch).wait()?;
-    Ok(message)
+/// Makes `message` due now with a fresh retry schedule ([`dispatch::replay`]).
+pub fn requeue(ctx: &Ctx<'_>, message: WebhookMessage) -> Result<WebhookMessage, ApiError> {
+    Ok(dispatch::replay(ctx.state, message)?)
 }
 
 /// The list entry: id, type, creation time and status.

@@ -144,7 +144,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     };
     let rate_limits = RateLimits::new(config.api.rate_limit, clock.clone());
     let anonymous_limits = RateLimits::new(config.api.rate_limit, clock.clone());
-    for (_, team) in store.scan::<Team>(herald_queue::Scan::prefix(b""))? {
+    for team in Team::all(&store)? {
         if let Some(rate) = team
             .rate_limit
             .as_deref()

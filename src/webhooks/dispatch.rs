@@ -156,6 +156,24 @@ impl WebhookAttempt {
     }
 }
 
+/// Makes `message` due now with no attempts counted, in one write (`POST
+/// /webhooks/{id}/events/{event_id}/replay` and the deliveries' replay). The caller holds
+/// the team's webhooks lock.
+pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, herald_queue::Error> {
+    let store = &state.store;
+    let mut batch = Batch::new();
+    if message.state == MessageState::Pending {
+        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
+    }
+    message.state = MessageState::Pending;
+    message.attempts = 0;
+    message.next_attempt = store.now();
+    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+    batch.put(message.key(), &message)?;
+    store.commit(batch).wait()?;
+    Ok(message)
+}
+
 /// Runs the dispatcher until shutdown.
 pub async fn run(state: Arc<Services>, mut shutdown: Shutdown) {
     let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
