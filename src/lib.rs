@@ -59,5 +59,7 @@ pub mod shutdown;
 pub mod smtp;
 pub mod suppressions;
 pub mod telemetry;
+#[cfg(test)]
+mod testing;
 pub mod webhooks;
 pub mod wire;

@@ -42,6 +42,21 @@ fn sources(path: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every line of code (comments aside) in `files` that `offends`, as `file:line: text`.
+fn offending_lines(files: &[PathBuf], offends: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for (number, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if !code.starts_with("//") && offends(code) {
+                found.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn services_and_engines_never_import_an_adapter() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -51,28 +66,17 @@ fn services_and_engines_never_import_an_adapter() {
         assert!(path.exists(), "{} is gone: update this test's list", path.display());
         sources(&path, &mut files);
     }
-    let mut crossings = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read a source file");
-        for (number, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            for adapter in ADAPTERS {
-                let crosses = code.match_indices(adapter).any(|(at, _)| {
-                    // `crate::http` but not `crate::https_...`: the next character ends the path.
-                    code[at + adapter.len()..]
-                        .chars()
-                        .next()
-                        .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
-                });
-                if crosses {
-                    crossings.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
-                }
-            }
-        }
-    }
+    let crossings = offending_lines(&files, |code| {
+        ADAPTERS.iter().any(|adapter| {
+            code.match_indices(adapter).any(|(at, _)| {
+                // `crate::http` but not `crate::https_...`: the next character ends the path.
+                code[at + adapter.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            })
+        })
+    });
     assert!(
         crossings.is_empty(),
         "services and engines must not depend on adapters:\n{}",
@@ -91,24 +95,12 @@ fn adapters_leave_raw_table_access_to_the_resources_modules() {
     for adapter in ["api", "smtp", "cli"] {
         sources(&src.join(adapter), &mut files);
     }
-    let mut found = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read a source file");
-        for (number, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            // A record lock is named by its table (`Table::DOMAINS.name()`): a name, not
-            // an access.
-            let raw = RAW_STORE
-                .iter()
-                .any(|op| code.contains(op) && !(op.starts_with("Table::") && code.contains(".name()")));
-            if raw {
-                found.push(format!("{}:{}: {}", file.display(), number + 1, line.trim()));
-            }
-        }
-    }
+    // A record lock is named by its table (`Table::DOMAINS.name()`): a name, not an access.
+    let found = offending_lines(&files, |code| {
+        RAW_STORE
+            .iter()
+            .any(|op| code.contains(op) && !(op.starts_with("Table::") && code.contains(".name()")))
+    });
     assert!(
         found.is_empty(),
         "adapters must not touch tables by key bytes; call the resource's module:\n{}",

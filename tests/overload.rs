@@ -255,25 +255,20 @@ async fn http_connections_past_the_limit_get_503_and_room_comes_back() {
         held.push(TcpStream::connect(http).await.expect("connect"));
     }
     // Wait until the server has taken them all (accept runs on its own task).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let refused = loop {
-        let answer = healthz(http).await;
-        if answer.starts_with("HTTP/1.1 503") {
-            break answer;
-        }
-        assert!(std::time::Instant::now() < deadline, "never refused: {answer:?}");
-    };
+    let refused = util::eventually(Duration::from_secs(10), "a connection refused with 503", || async {
+        Some(healthz(http).await).filter(|answer| answer.starts_with("HTTP/1.1 503"))
+    })
+    .await;
     assert!(
         refused.contains("service_unavailable") && refused.contains("Too many connections"),
         "{refused}"
     );
     drop(held);
     // Room comes back once the held connections close.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !healthz(http).await.starts_with("HTTP/1.1 200") {
-        assert!(std::time::Instant::now() < deadline, "the server never had room again");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    util::eventually(Duration::from_secs(10), "room for a connection again", || async {
+        healthz(http).await.starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
     running.shutdown().await;
 }
 

@@ -6,7 +6,7 @@ mod util;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::emails::EmailState;
 use herald::emails::record::EmailEvent;
@@ -92,7 +92,7 @@ impl World {
         let id = created["id"].as_str().expect("id");
         self.call(&key, Method::POST, &format!("/domains/{id}/verify"), None)
             .await;
-        self.until("the team's domain is verified", || async {
+        util::eventually(WAIT, "the team's domain is verified", || async {
             let domain = self
                 .call(&key, Method::GET, &format!("/domains/{id}"), None)
                 .await
@@ -103,21 +103,9 @@ impl World {
         key
     }
 
-    /// Polls `check` until it gives a value.
-    async fn until<T, F: std::future::Future<Output = Option<T>>>(&self, what: &str, check: impl Fn() -> F) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(value) = check().await {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting until {what}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     /// The queue entry of `id` as `key` sees it, once it is in `status`.
     async fn queued_as(&self, key: &str, id: &str, status: &str) -> Value {
-        self.until(&format!("{id} is {status}"), || async {
+        util::eventually(WAIT, &format!("{id} is {status}"), || async {
             let shown = self.call(key, Method::GET, &format!("/queue/{id}"), None).await;
             let shown = shown.json();
             (shown["status"] == status).then_some(shown)
@@ -285,14 +273,13 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
     );
     let cli = world.cli(OPERATOR_KEY, &["retry", &deferonce]);
     assert!(cli.contains("1 recipients of 1 emails brought forward"), "{cli}");
-    world
-        .until("the retried email is delivered", || async {
-            let gone = world
-                .call(OPERATOR_KEY, Method::GET, &format!("/queue/{deferonce}"), None)
-                .await;
-            (gone.status == StatusCode::NOT_FOUND).then_some(())
-        })
-        .await;
+    util::eventually(WAIT, "the retried email is delivered", || async {
+        let gone = world
+            .call(OPERATOR_KEY, Method::GET, &format!("/queue/{deferonce}"), None)
+            .await;
+        (gone.status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await;
     assert!(
         world
             .sink

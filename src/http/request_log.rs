@@ -317,16 +317,8 @@ mod tests {
 
     #[test]
     fn logs_older_than_the_retention_are_swept() {
-        use std::sync::Arc;
-
-        use herald_queue::{ManualClock, StoreOptions};
-
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
-        let mut options = StoreOptions::new(dir.path());
-        options.min_free_space = 0;
-        options.clock = clock.clone();
-        let store = Store::open(options).expect("open");
+        let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
         let team = store.next_id();
         let write = |store: &Store| {
             let log = RequestLog {

@@ -513,10 +513,6 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use herald_queue::{ManualClock, StoreOptions};
-
     use super::*;
     use crate::events::{self, EventKind};
     use crate::webhooks::{SigningSecret, WebhookStatus};
@@ -524,11 +520,7 @@ mod tests {
     #[test]
     fn a_webhook_hears_only_of_events_after_it_was_created() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
-        let mut options = StoreOptions::new(dir.path());
-        options.min_free_space = 0;
-        options.clock = clock.clone();
-        let store = Store::open(options).expect("open");
+        let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
         let team = store.next_id();
         let add_webhook = |store: &Store| -> Id {
             let webhook = Webhook {

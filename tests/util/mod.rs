@@ -271,6 +271,23 @@ pub fn wait_until(deadline: Duration, what: &str, mut condition: impl FnMut() ->
     }
 }
 
+/// Polls the async `check` every few milliseconds until it gives a value; fails after
+/// `deadline` naming `what`. For conditions that need requests to the server.
+pub async fn eventually<T, F: std::future::Future<Output = Option<T>>>(
+    deadline: Duration,
+    what: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
+    let end = Instant::now() + deadline;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A self-signed certificate and key for `name`, as PEM.
 pub fn certificate(name: &str) -> (String, String) {
     let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()]).expect("rcgen");
