@@ -17,7 +17,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "events.rs",
     "mailqueue",
     "outbound.rs",
-    "services.rs",
+    "services",
     "suppressions.rs",
     "webhooks",
     "wire.rs",

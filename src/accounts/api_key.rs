@@ -36,14 +36,6 @@ pub struct ApiKey {
     pub last_used_at: Option<Timestamp>,
 }
 
-impl ApiKey {
-    /// The key's location in [`Table::API_KEYS`]: team id then key id, so a team's keys
-    /// list with one prefix scan.
-    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
-    }
-}
-
 impl Record for ApiKey {
     const TABLE: Table = Table::API_KEYS;
 }

@@ -10,15 +10,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, RecordCache, Store, Timestamp};
+use herald_queue::{Id, Timestamp};
 
-use super::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token};
+use super::{AccountStore, Permission, Token};
 
 /// How often a key's `last_used_at` is written at most. Writing it on every request would
 /// add a synced write to each; a minute's precision is what a person reads it for.
 const USAGE_WRITE_INTERVAL: Duration = Duration::from_secs(60);
-/// Decoded key records kept at most (a key is a few hundred bytes).
-const KEY_CACHE_MAX: usize = 4096;
 
 /// Who is calling.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +60,6 @@ pub enum AuthError {
 pub struct Authenticator {
     operator_team: Id,
     usage_written: Mutex<HashMap<Id, Timestamp>>,
-    keys: RecordCache<ApiKey>,
 }
 
 impl Authenticator {
@@ -71,13 +68,13 @@ impl Authenticator {
         Authenticator {
             operator_team,
             usage_written: Mutex::new(HashMap::new()),
-            keys: RecordCache::new(KEY_CACHE_MAX),
         }
     }
 
     /// The caller whose key `token` is. Surrounding whitespace is ignored; an empty token
     /// is [`AuthError::Missing`].
-    pub fn authenticate(&self, store: &Store, token: &str) -> Result<Caller, AuthError> {
+    /// `now` is when the request came, recorded as the key's last use.
+    pub fn authenticate(&self, accounts: &dyn AccountStore, token: &str, now: Timestamp) -> Result<Caller, AuthError> {
         let token = token.trim();
         if token.is_empty() {
             return Err(AuthError::Missing);
@@ -86,12 +83,7 @@ impl Authenticator {
             return Err(AuthError::Invalid);
         }
         let token = Token::from_header(token);
-        let Some(found) = store.get::<ApiKeyDigest>(token.digest())? else {
-            return Err(AuthError::Invalid);
-        };
-        let Some(key) = self.keys.get(store, &ApiKey::key(found.team_id, found.key_id))? else {
-            // The digest outlived its key: a delete removes both in one batch, so this is
-            // only reachable through a bug; refuse rather than guess.
+        let Some(key) = accounts.key_by_digest(&token.digest())? else {
             return Err(AuthError::Invalid);
         };
         // The lookup already matched the digest; comparing it again in constant time
@@ -101,7 +93,7 @@ impl Authenticator {
         {
             return Err(AuthError::Invalid);
         }
-        self.record_use(store, key.id);
+        self.record_use(accounts, key.id, now);
         Ok(Caller {
             team_id: key.team_id,
             key_id: key.id,
@@ -116,8 +108,7 @@ impl Authenticator {
         self.operator_team
     }
 
-    fn record_use(&self, store: &Store, key_id: Id) {
-        let now = store.now();
+    fn record_use(&self, accounts: &dyn AccountStore, key_id: Id, now: Timestamp) {
         {
             let mut written = self
                 .usage_written
@@ -131,29 +122,17 @@ impl Authenticator {
             }
             written.insert(key_id, now);
         }
-        let mut batch = Batch::new();
-        if batch.put(key_id.as_bytes(), &ApiKeyUsage { last_used_at: now }).is_ok() {
-            // Usage is informational: it is committed with the next group, and nobody
-            // waits for it.
-            drop(store.commit(batch));
-        }
+        accounts.record_use(key_id, now);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use herald_queue::{Batch, StoreOptions};
-
     use super::*;
-
-    fn store(dir: &std::path::Path) -> Store {
-        let mut options = StoreOptions::new(dir);
-        options.min_free_space = 0;
-        Store::open(options).expect("open")
-    }
+    use crate::accounts::{ApiKey, RocksAccounts};
 
     /// Stores a key of `team` with `permission`; its token.
-    fn key(store: &Store, team: Id, permission: Permission) -> Token {
+    fn key(accounts: &RocksAccounts, store: &herald_queue::Store, team: Id, permission: Permission) -> Token {
         let token = Token::generate();
         let key = ApiKey {
             id: store.next_id(),
@@ -165,47 +144,44 @@ mod tests {
             created_at: store.now(),
             last_used_at: None,
         };
-        let mut batch = Batch::new();
-        batch.put(ApiKey::key(team, key.id), &key).expect("encode");
-        batch
-            .put(
-                token.digest(),
-                &ApiKeyDigest {
-                    team_id: team,
-                    key_id: key.id,
-                },
-            )
-            .expect("encode");
-        store.commit(batch).wait().expect("commit");
+        accounts.insert_key(&key, token.digest()).expect("insert");
         token
     }
 
     #[test]
     fn tokens_become_callers_and_the_operator_is_told_apart() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = store(dir.path());
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let accounts = RocksAccounts::new(store.clone());
         let (operator, tenant) = (store.next_id(), store.next_id());
         let auth = Authenticator::new(operator);
-        let full = key(&store, operator, Permission::FullAccess);
-        let sending = key(&store, operator, Permission::SendingAccess);
-        let theirs = key(&store, tenant, Permission::FullAccess);
+        let full = key(&accounts, &store, operator, Permission::FullAccess);
+        let sending = key(&accounts, &store, operator, Permission::SendingAccess);
+        let theirs = key(&accounts, &store, tenant, Permission::FullAccess);
+        let now = store.now();
 
         let caller = auth
-            .authenticate(&store, &format!(" {} ", full.expose()))
+            .authenticate(&accounts, &format!(" {} ", full.expose()), now)
             .expect("valid");
         assert_eq!((caller.team_id, caller.operator), (operator, true));
         assert!(caller.has_full_access());
-        let caller = auth.authenticate(&store, sending.expose()).expect("valid");
+        let caller = auth.authenticate(&accounts, sending.expose(), now).expect("valid");
         assert!(!caller.operator, "a sending key is not the operator's");
-        let caller = auth.authenticate(&store, theirs.expose()).expect("valid");
+        let caller = auth.authenticate(&accounts, theirs.expose(), now).expect("valid");
         assert_eq!((caller.team_id, caller.operator), (tenant, false));
 
-        assert!(matches!(auth.authenticate(&store, "  "), Err(AuthError::Missing)));
         assert!(matches!(
-            auth.authenticate(&store, "re_nobody_0123456789"),
+            auth.authenticate(&accounts, "  ", now),
+            Err(AuthError::Missing)
+        ));
+        assert!(matches!(
+            auth.authenticate(&accounts, "re_nobody_0123456789", now),
             Err(AuthError::Invalid)
         ));
         let long = "x".repeat(Token::LEN_MAX + 1);
-        assert!(matches!(auth.authenticate(&store, &long), Err(AuthError::Invalid)));
+        assert!(matches!(
+            auth.authenticate(&accounts, &long, now),
+            Err(AuthError::Invalid)
+        ));
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
 
-use super::api_key::{ApiKey, ApiKeyDigest, Permission, Token, TokenError};
+use super::api_key::{ApiKey, Permission, Token, TokenError};
 use super::team::Team;
 
 /// The file the generated bootstrap key is written to, inside the data directory.
@@ -108,15 +108,8 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
         None => Some(write_key_file(data_dir, &token)?),
     };
     let mut batch = Batch::new();
-    batch.put(team.id.as_bytes(), &team)?;
-    batch.put(ApiKey::key(team.id, key.id), &key)?;
-    batch.put(
-        token.digest(),
-        &ApiKeyDigest {
-            team_id: team.id,
-            key_id: key.id,
-        },
-    )?;
+    super::store::stage_team(&mut batch, &team)?;
+    super::store::stage_key(&mut batch, &key, token.digest())?;
     batch.put(
         INITIALISED,
         &Initialised {
@@ -162,9 +155,10 @@ fn write_key_file(data_dir: &Path, token: &Token) -> Result<PathBuf, BootstrapEr
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
-    use herald_queue::{Scan, StoreOptions};
+    use herald_queue::StoreOptions;
 
     use super::*;
+    use crate::accounts::{AccountStore, RocksAccounts};
 
     fn store(dir: &Path) -> Store {
         let mut options = StoreOptions::new(dir.join("spool"));
@@ -186,15 +180,16 @@ mod tests {
         let mode = std::fs::metadata(&path).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let token = Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token");
-        let found: ApiKeyDigest = store.get(token.digest()).expect("get").expect("digest indexed");
-        assert_eq!(found.team_id, team_id);
-        let key: ApiKey = store
-            .get(ApiKey::key(team_id, found.key_id))
+        let accounts = RocksAccounts::new(store.clone());
+        let key = accounts
+            .key_by_digest(&token.digest())
             .expect("get")
-            .expect("key stored");
+            .expect("digest indexed");
+        assert_eq!(key.team_id, team_id);
+        assert_eq!(accounts.key(team_id, key.id).expect("get").as_ref(), Some(&*key));
         assert_eq!(key.permission, Permission::FullAccess);
         assert_eq!(key.digest, token.digest_hex());
-        let team: Team = store.get(team_id.as_bytes()).expect("get").expect("team stored");
+        let team = accounts.team(team_id).expect("get").expect("team stored");
         assert!(team.operator);
 
         assert_eq!(
@@ -202,7 +197,7 @@ mod tests {
             Bootstrap::Existing { team_id }
         );
         assert_eq!(std::fs::read_to_string(&path).expect("read").trim(), token.expose());
-        assert_eq!(store.scan::<Team>(Scan::prefix(b"")).expect("scan").len(), 1);
+        assert_eq!(accounts.teams().expect("scan").len(), 1);
     }
 
     #[test]
@@ -214,7 +209,8 @@ mod tests {
         assert!(matches!(outcome, Bootstrap::Created { key_file: None, .. }));
         assert!(!dir.path().join(BOOTSTRAP_KEY_FILE).exists());
         let digest = Token::parse(supplied).expect("token").digest();
-        assert!(store.get::<ApiKeyDigest>(digest).expect("get").is_some());
+        let accounts = RocksAccounts::new(store);
+        assert!(accounts.key_by_digest(&digest).expect("get").is_some());
     }
 
     #[test]
@@ -223,6 +219,6 @@ mod tests {
         let store = store(dir.path());
         let err = bootstrap(&store, dir.path(), Some("short")).expect_err("too short");
         assert!(err.to_string().contains("HERALD_BOOTSTRAP_API_KEY"), "{err}");
-        assert!(store.scan::<Team>(Scan::prefix(b"")).expect("scan").is_empty());
+        assert!(RocksAccounts::new(store).teams().expect("scan").is_empty());
     }
 }

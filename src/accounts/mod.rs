@@ -7,9 +7,13 @@
 mod api_key;
 mod authenticate;
 mod bootstrap;
+pub mod keys;
+mod store;
 mod team;
+pub mod teams;
 
 pub use api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token, TokenError};
 pub use authenticate::{AuthError, Authenticator, Caller};
 pub use bootstrap::{BOOTSTRAP_KEY_FILE, Bootstrap, BootstrapError, bootstrap};
+pub use store::{AccountStore, RocksAccounts};
 pub use team::Team;

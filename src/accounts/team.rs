@@ -1,6 +1,6 @@
 //! Teams.
 
-use herald_queue::{Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Id, Record, Table, Timestamp};
 
 /// A team: the owner of keys, domains, emails and every other resource.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -21,21 +21,4 @@ pub struct Team {
 
 impl Record for Team {
     const TABLE: Table = Table::TEAMS;
-}
-
-impl Team {
-    /// Every team, oldest first. Teams are few (one per tenant), so this reads a bounded
-    /// amount.
-    pub fn all(store: &Store) -> Result<Vec<Team>, herald_queue::Error> {
-        Ok(store
-            .scan::<Team>(Scan::prefix(b""))?
-            .into_iter()
-            .map(|(_, team)| team)
-            .collect())
-    }
-
-    /// The team `id`, if there is one.
-    pub fn find(store: &Store, id: Id) -> Result<Option<Team>, herald_queue::Error> {
-        store.get::<Team>(id.as_bytes())
-    }
 }

@@ -110,25 +110,3 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::ReplayWebhookEvent(id, event) => webhook_events::replay(ctx, id, event),
     }
 }
-
-/// A required string field: present, non-empty after trimming, at most `max` characters.
-fn required_text(value: Option<String>, field: &str, max: usize) -> Result<String, ApiError> {
-    let Some(value) = value else {
-        return Err(ApiError::missing_field(field));
-    };
-    let value = value.trim().to_owned();
-    if value.is_empty() {
-        return Err(ApiError::missing_field(field));
-    }
-    if value.chars().count() > max {
-        return Err(ApiError::validation(format!(
-            "The `{field}` field must be at most {max} characters"
-        )));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(ApiError::validation(format!(
-            "The `{field}` field must not contain control characters"
-        )));
-    }
-    Ok(value)
-}

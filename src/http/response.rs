@@ -154,6 +154,21 @@ impl From<herald_queue::Error> for ApiError {
     }
 }
 
+impl From<crate::services::Error> for ApiError {
+    fn from(error: crate::services::Error) -> Self {
+        use crate::services::Error;
+        match error {
+            Error::Invalid { name, message } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, name, message),
+            Error::MissingField(field) => ApiError::missing_field(field),
+            Error::NotFound(message) => ApiError::not_found(message),
+            Error::Forbidden(message) => ApiError::forbidden(message),
+            Error::Conflict(message) => ApiError::conflict(message),
+            Error::Store(error) => error.into(),
+            other => ApiError::internal(&other),
+        }
+    }
+}
+
 /// A JSON response.
 pub fn json(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));

@@ -63,14 +63,11 @@ fn authenticate(
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
     let result = match bearer(authorization.as_deref()) {
         None => Err(ApiError::missing_api_key()),
-        Some(token) => state
-            .auth
-            .authenticate(&state.store, token)
-            .map_err(|error| match error {
-                AuthError::Missing => ApiError::missing_api_key(),
-                AuthError::Invalid => ApiError::invalid_api_key(),
-                AuthError::Storage(error) => error.into(),
-            }),
+        Some(token) => state.authenticate(token).map_err(|error| match error {
+            AuthError::Missing => ApiError::missing_api_key(),
+            AuthError::Invalid => ApiError::invalid_api_key(),
+            AuthError::Storage(error) => error.into(),
+        }),
     };
     result.map_err(|error| {
         // Without a valid key there is no team to count against: count the client's

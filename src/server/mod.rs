@@ -17,7 +17,7 @@ use herald_tls::ServerTls;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::accounts::{self, Bootstrap, Team};
+use crate::accounts::{self, Bootstrap};
 use crate::config::{Config, Listener};
 use crate::delivery::Delivery;
 use crate::dns::Dns;
@@ -144,15 +144,6 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     };
     let rate_limits = RateLimits::new(config.api.rate_limit, clock.clone());
     let anonymous_limits = RateLimits::new(config.api.rate_limit, clock.clone());
-    for team in Team::all(&store)? {
-        if let Some(rate) = team
-            .rate_limit
-            .as_deref()
-            .and_then(|r| crate::config::values::rate(r).ok())
-        {
-            rate_limits.set_override(team.id, Some(rate));
-        }
-    }
     let outbound = Outbound::new(
         config.webhooks.allow_private_endpoints,
         config.webhooks.allowed_networks.clone(),
@@ -166,15 +157,25 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
     let (delivery_wake_sender, delivery_wake) = crossbeam_channel::bounded(1);
+    let services = Arc::new(Services::new(
+        config,
+        store,
+        spool,
+        operator_team,
+        outbound,
+        delivery_wake_sender,
+    ));
+    for team in services.accounts().teams()? {
+        if let Some(rate) = team
+            .rate_limit
+            .as_deref()
+            .and_then(|r| crate::config::values::rate(r).ok())
+        {
+            rate_limits.set_override(team.id, Some(rate));
+        }
+    }
     let state = Arc::new(AppState {
-        services: Arc::new(Services::new(
-            config,
-            store,
-            spool,
-            operator_team,
-            outbound,
-            delivery_wake_sender,
-        )),
+        services,
         rate_limits,
         anonymous_limits,
         blocking: Semaphore::new(AppState::BLOCKING_MAX),

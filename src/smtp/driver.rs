@@ -300,7 +300,7 @@ fn authenticate(context: &ListenerContext, username: &str, password: &str) -> Op
     let name_ok =
         aws_lc_rs::constant_time::verify_slices_are_equal(username.as_bytes(), state.config.smtp.username.as_bytes())
             .is_ok();
-    let caller = state.auth.authenticate(&state.store, password).ok().filter(|_| name_ok);
+    let caller = state.authenticate(password).ok().filter(|_| name_ok);
     metrics::counter!("herald_smtp_auth_total", "outcome" => if caller.is_some() { "ok" } else { "failed" })
         .increment(1);
     caller

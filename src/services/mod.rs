@@ -4,11 +4,16 @@
 //! sending end of the delivery engine's wake-up channel. The REST API and SMTP reach it
 //! through their own state; tests build one on a store in a temp dir, without sockets.
 
+mod error;
+pub mod page;
+
+pub use error::{Error, required_text};
+
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use herald_queue::{Id, RecordCache, Spool, Store};
 
-use crate::accounts::Authenticator;
+use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
 use crate::domains::{Domain, Verifier};
 use crate::emails::idempotency::Idempotency;
@@ -37,6 +42,8 @@ pub struct Services {
     pub outbound: Outbound,
     /// Sending domains as decoded for each message (submission and delivery).
     pub domains: RecordCache<Domain>,
+    /// Teams and API keys.
+    accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
     /// receiving end.
     delivery_wake: crossbeam_channel::Sender<()>,
@@ -71,6 +78,7 @@ impl Services {
         delivery_wake: crossbeam_channel::Sender<()>,
     ) -> Services {
         Services {
+            accounts: Box::new(RocksAccounts::new(store.clone())),
             config,
             store,
             spool,
@@ -82,6 +90,16 @@ impl Services {
             delivery_wake,
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// Teams and API keys.
+    pub fn accounts(&self) -> &dyn AccountStore {
+        &*self.accounts
+    }
+
+    /// The caller whose API key `token` is (see [`Authenticator::authenticate`]).
+    pub fn authenticate(&self, token: &str) -> Result<crate::accounts::Caller, crate::accounts::AuthError> {
+        self.auth.authenticate(&*self.accounts, token, self.store.now())
     }
 
     /// Tells the delivery scheduler that mail may be due now.

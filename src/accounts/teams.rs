@@ -1,0 +1,105 @@
+//! The teams service: the operator creates teams (each with its first full-access key),
+//! lists and updates them; any key may read its own team.
+
+use herald_queue::Id;
+
+use super::{ApiKey, Caller, Permission, Team, Token};
+use crate::config::{Rate, values};
+use crate::services::{Error, RecordName, Services, required_text};
+
+/// Longest team name.
+const NAME_MAX: usize = 100;
+
+/// A team to create, as the operator asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct NewTeam {
+    /// The display name (required).
+    pub name: Option<String>,
+    /// Its own API rate limit (`"100/s"`), instead of `[api] rate_limit`.
+    pub rate_limit: Option<String>,
+}
+
+/// A change to a team: `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct TeamChange {
+    /// A new name.
+    pub name: Option<String>,
+    /// A new rate limit; `Some(None)` clears it.
+    pub rate_limit: Option<Option<String>>,
+}
+
+/// Refuses a caller that is not the operator's full-access key: only it manages teams.
+pub fn require_operator(caller: &Caller) -> Result<(), Error> {
+    if caller.operator {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(
+            "Only the operator's full-access API key can manage teams".to_owned(),
+        ))
+    }
+}
+
+/// Validates an optional rate limit such as `"100/s"`.
+fn rate_limit(text: Option<&str>) -> Result<Option<Rate>, Error> {
+    text.map(|t| values::rate(t).map_err(|e| Error::invalid(format!("Invalid `rate_limit` field: {e}"))))
+        .transpose()
+}
+
+/// Creates a team (operator only) with its first `full_access` key; returns both, the
+/// key's token shown once, and the team's rate limit for the adapter's limiter.
+pub fn create(
+    services: &Services,
+    caller: &Caller,
+    new: NewTeam,
+) -> Result<(Team, Option<Rate>, ApiKey, Token), Error> {
+    require_operator(caller)?;
+    let name = required_text(new.name, "name", NAME_MAX)?;
+    let rate = rate_limit(new.rate_limit.as_deref())?;
+    let store = &services.store;
+    let team = Team {
+        id: store.next_id(),
+        name,
+        operator: false,
+        created_at: store.now(),
+        rate_limit: rate.map(|r| r.to_string()),
+    };
+    services.accounts().put_team(&team)?;
+    let (key, token) = super::keys::issue(services, team.id, "Default".to_owned(), Permission::FullAccess, None)?;
+    Ok((team, rate, key, token))
+}
+
+/// Every team, newest first (operator only).
+pub fn list(services: &Services, caller: &Caller) -> Result<Vec<Team>, Error> {
+    require_operator(caller)?;
+    let mut teams = services.accounts().teams()?;
+    teams.reverse();
+    Ok(teams)
+}
+
+/// The team `id`: the operator reads any team, others their own.
+pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Team, Error> {
+    if id != caller.team_id && !caller.operator {
+        return Err(Error::NotFound("Team not found"));
+    }
+    services.accounts().team(id)?.ok_or(Error::NotFound("Team not found"))
+}
+
+/// Renames a team or sets its rate limit (operator only). Returns the new rate limit
+/// when it changed (`Some(None)`: cleared), for the adapter's limiter.
+pub fn update(services: &Services, caller: &Caller, id: Id, change: TeamChange) -> Result<Option<Option<Rate>>, Error> {
+    require_operator(caller)?;
+    let _guard = services.lock_record(RecordName {
+        table: "teams",
+        key: id.as_bytes(),
+    });
+    let mut team = services.accounts().team(id)?.ok_or(Error::NotFound("Team not found"))?;
+    if change.name.is_some() {
+        team.name = required_text(change.name, "name", NAME_MAX)?;
+    }
+    let new_rate = change.rate_limit.map(|text| rate_limit(text.as_deref())).transpose()?;
+    if let Some(rate) = new_rate {
+        team.rate_limit = rate.map(|r| r.to_string());
+    }
+    services.accounts().put_team(&team)?;
+    Ok(new_rate)
+}
