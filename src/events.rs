@@ -1,7 +1,7 @@
 //! Events: what happened to a resource, written in the same batch as the change that
 //! caused it, into the outbox the webhook dispatcher drains.
 
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
 use serde_json::Value;
 
 /// Every kind of event herald can report, by its wire name (`email.sent`, ...): the
@@ -144,12 +144,7 @@ impl Record for Event {
     const TABLE: Table = Table::OUTBOX;
 }
 
-/// Adds an event of `kind` for `team_id` to `batch`, keyed by its time-ordered id so the
-/// outbox drains in order; `data` makes its payload, only when the event is written.
-///
-/// The outbox only feeds webhooks: for a team that has none, nothing is written (the
-/// event is as if it happened before the team's first webhook existed), which spares a
-/// write now and its fan-out later on every email of such teams.
+/// Adds an event of `kind` for `team_id` to `batch` (see [`new`]).
 pub fn push(
     batch: &mut Batch,
     store: &Store,
@@ -157,28 +152,43 @@ pub fn push(
     kind: EventKind,
     data: impl FnOnce() -> Value,
 ) -> Result<Id, herald_queue::Error> {
-    let id = store.next_id();
-    let any_webhook = store.scan_raw(
-        Table::WEBHOOKS,
-        Scan {
-            prefix: team_id.as_bytes(),
-            after: None,
-            reverse: false,
-            limit: 1,
-        },
-    )?;
-    if any_webhook.is_empty() {
-        return Ok(id);
+    match new(store, team_id, kind, data)? {
+        Some(event) => {
+            stage(batch, &event)?;
+            Ok(event.id)
+        }
+        None => Ok(store.next_id()),
     }
-    let event = Event {
+}
+
+/// An event of `kind` for `team_id`, to be written with the change that caused it; `data`
+/// makes its payload, only when there is an event to write.
+///
+/// The outbox only feeds webhooks: for a team that has none, there is no event (it is as
+/// if it happened before the team's first webhook existed), which spares a write now and
+/// its fan-out later on every email of such teams.
+pub fn new(
+    store: &Store,
+    team_id: Id,
+    kind: EventKind,
+    data: impl FnOnce() -> Value,
+) -> Result<Option<Event>, herald_queue::Error> {
+    let id = store.next_id();
+    if !crate::webhooks::any_webhook(store, team_id)? {
+        return Ok(None);
+    }
+    Ok(Some(Event {
         id,
         team_id,
         kind,
         created_at: store.now(),
         data: data(),
-    };
-    batch.put(event.id.as_bytes(), &event)?;
-    Ok(event.id)
+    }))
+}
+
+/// Adds `event` to `batch`, keyed by its time-ordered id so the outbox drains in order.
+pub fn stage(batch: &mut Batch, event: &Event) -> Result<(), herald_queue::Error> {
+    batch.put(event.id.as_bytes(), event)
 }
 
 #[cfg(test)]

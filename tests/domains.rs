@@ -474,7 +474,7 @@ async fn a_temporary_failure_stored_by_an_older_build_is_answered_as_pending() {
     domain.status = herald::domains::DomainStatus::TemporaryFailure;
     domain.checks = herald::domains::RecordChecks::all(herald::domains::RecordStatus::TemporaryFailure);
     let state = state.clone();
-    tokio::task::spawn_blocking(move || herald::domains::save(&state.store, &state.config, &domain, false))
+    tokio::task::spawn_blocking(move || herald::domains::save(&state, &domain, false))
         .await
         .expect("join")
         .expect("save");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use herald::accounts::Permission;
 use herald::config::{Config, DkimAlgorithm};
-use herald::domains::{Domain, DomainName, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+use herald::domains::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 use herald::emails::accept::accept;
 use herald::emails::idempotency::{Answer, Outcome};
 use herald::emails::input::SendEmail;
@@ -17,7 +17,7 @@ use herald::emails::{EmailState, Source, raw, validate};
 use herald::mailqueue::{self, QueueState, Scope};
 use herald::outbound::Outbound;
 use herald::services::Services;
-use herald_queue::{Batch, Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
+use herald_queue::{Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
 use serde_json::json;
 
 struct World {
@@ -95,12 +95,7 @@ fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
         next_check_at: None,
         failed_checks: 0,
     };
-    let mut batch = Batch::new();
-    batch.put(Domain::key(team, domain.id), &domain).expect("encode");
-    batch
-        .put(DomainName::key(team, name), &DomainName { domain_id: domain.id })
-        .expect("encode");
-    store.commit(batch).wait().expect("commit");
+    services.domains().insert(&domain, None).expect("insert");
     domain
 }
 

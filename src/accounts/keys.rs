@@ -55,11 +55,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewKey) -> Result<(ApiK
             ));
         }
         (Permission::SendingAccess, Some(id)) => {
-            if services
-                .store
-                .get::<crate::domains::Domain>(crate::domains::Domain::key(caller.team_id, id))?
-                .is_none()
-            {
+            if services.domains().get(caller.team_id, id)?.is_none() {
                 return Err(Error::NotFound("Domain not found"));
             }
             Some(id)

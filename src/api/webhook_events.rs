@@ -15,18 +15,17 @@ use serde_json::{Value, json};
 use super::{Ctx, Reply};
 use crate::http::pagination::{Cursor, PageRequest, envelope};
 use crate::http::{ApiError, format};
-use crate::webhooks;
-use crate::webhooks::dispatch::{self, MessageState, WebhookAttempt, WebhookMessage};
+use crate::webhooks::dispatch::{MessageState, WebhookMessage};
+use crate::webhooks::history;
 
 /// Events or attempts per page unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 20;
 
 /// `GET /webhooks/{id}/events`.
 pub fn list(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    let webhook = webhook(ctx, id)?;
+    let id: Id = format::id(id, "webhook")?;
     let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
-    let prefix = [ctx.caller.team_id.as_bytes().as_slice(), webhook.as_bytes()].concat();
-    let (messages, has_more) = page.load::<WebhookMessage>(&ctx.state.store, &prefix)?;
+    let (messages, has_more) = history::messages(ctx.state, ctx.caller, id, &page)?;
     Ok(Reply::ok(envelope(messages.iter().map(summary).collect(), has_more)))
 }
 
@@ -59,11 +58,10 @@ pub fn attempts(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError>
             ));
         }
     };
-    let store = &ctx.state.store;
+    let wanted: Vec<Id> = newest_first.iter().skip(start).take(page.limit).copied().collect();
     let mut data = Vec::new();
-    for attempt_id in newest_first.iter().skip(start).take(page.limit) {
-        let key = WebhookAttempt::key(message.team_id, message.webhook_id, *attempt_id);
-        if let Some(attempt) = store.get::<WebhookAttempt>(key)? {
+    for attempt in history::attempts_of(ctx.state, &message, &wanted)? {
+        {
             data.push(json!({
                 "id": attempt.id,
                 "http_status_code": attempt.status,
@@ -83,15 +81,9 @@ pub fn attempts(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError>
 /// `POST /webhooks/{id}/events/{event_id}/replay`: due now with a fresh retry schedule,
 /// whether it succeeded, failed or is still being retried.
 pub fn replay(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<Reply, ApiError> {
-    let _guard = ctx.state.lock_record(super::webhooks::team_webhooks(ctx));
-    let message = message(ctx, id, event)?;
-    requeue(ctx, message)?;
+    let (webhook, event_id) = ids(id, event)?;
+    history::replay_event(ctx.state, ctx.caller, webhook, event_id)?;
     Ok(Reply::ok(json!({ "object": "webhook_event", "id": event })))
-}
-
-/// Makes `message` due now with a fresh retry schedule ([`dispatch::replay`]).
-pub fn requeue(ctx: &Ctx<'_>, message: WebhookMessage) -> Result<WebhookMessage, ApiError> {
-    Ok(dispatch::replay(ctx.state, message)?)
 }
 
 /// The list entry: id, type, creation time and status.
@@ -111,20 +103,15 @@ fn summary(message: &WebhookMessage) -> Value {
     })
 }
 
-/// The caller's webhook event named by the path.
-fn message(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<WebhookMessage, ApiError> {
-    let webhook = webhook(ctx, id)?;
+/// The webhook and event ids of the path (`msg_<id>` or `<id>`).
+fn ids(id: &str, event: &str) -> Result<(Id, Id), ApiError> {
+    let webhook: Id = format::id(id, "webhook")?;
     let event: Id = format::id(event.strip_prefix("msg_").unwrap_or(event), "event")?;
-    ctx.state
-        .store
-        .get::<WebhookMessage>(WebhookMessage::key_of(ctx.caller.team_id, webhook, event))?
-        .ok_or_else(|| ApiError::not_found("Webhook event not found"))
+    Ok((webhook, event))
 }
 
-/// The caller's webhook's id, named by a path segment.
-pub(super) fn webhook(ctx: &Ctx<'_>, id: &str) -> Result<Id, ApiError> {
-    let id: Id = format::id(id, "webhook")?;
-    webhooks::find(&ctx.state.store, ctx.caller.team_id, id)?
-        .map(|w| w.id)
-        .ok_or_else(|| ApiError::not_found("Webhook not found"))
+/// The caller's webhook event named by the path.
+fn message(ctx: &Ctx<'_>, id: &str, event: &str) -> Result<WebhookMessage, ApiError> {
+    let (webhook, event) = ids(id, event)?;
+    Ok(history::message(ctx.state, ctx.caller, webhook, event)?)
 }

@@ -9,7 +9,7 @@ use herald_queue::{Claim, Id};
 
 use super::Shared;
 use super::job::{Links, MessageJob, Outcome};
-use crate::domains::{Domain, TlsPolicy};
+use crate::domains::TlsPolicy;
 use crate::suppressions;
 
 /// Prepares `claim` (on a worker thread).
@@ -37,7 +37,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
         .metadata
         .get("domain_id")
         .and_then(|id| id.parse::<Id>().ok())
-        .map(|id| shared.state.domains.get(store, &Domain::key(team_id, id)));
+        .map(|id| shared.state.domains().cached(team_id, id));
 
     let mut suppressed = Vec::new();
     let mut by_domain: BTreeMap<String, Vec<usize>> = BTreeMap::new();

@@ -1,6 +1,6 @@
 //! The stored domain and its statuses, and the records it asks the owner to publish.
 
-use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use super::dkim::DkimKey;
@@ -52,11 +52,6 @@ pub struct Domain {
 }
 
 impl Domain {
-    /// The key in [`Table::DOMAINS`]: team id then domain id.
-    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
-    }
-
     /// The return-path host: `<custom_return_path>.<name>`.
     pub fn return_path_host(&self) -> String {
         format!("{}.{}", self.custom_return_path, self.name)
@@ -169,48 +164,9 @@ impl Domain {
     }
 }
 
-impl Record for Domain {
-    const TABLE: Table = Table::DOMAINS;
-}
-
-/// Writes `domain` durably, with a `domain.updated` event in the same batch when
-/// `changed` (webhooks report every change of a domain, and only changes).
-pub fn save(store: &Store, config: &Config, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
-    let mut batch = Batch::new();
-    batch.put(Domain::key(domain.team_id, domain.id), domain)?;
-    if changed {
-        crate::events::push(
-            &mut batch,
-            store,
-            domain.team_id,
-            crate::events::EventKind::DomainUpdated,
-            || domain.event_json(config),
-        )?;
-    }
-    store.commit(batch).wait()
-}
-
 /// The value of the recommended DMARC record: report only, so publishing it changes no
 /// receiver's handling of the domain's mail.
 pub const DMARC_VALUE: &str = "v=DMARC1; p=none;";
-
-/// The name index: team id and name to the domain id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DomainName {
-    /// The domain.
-    pub domain_id: Id,
-}
-
-impl DomainName {
-    /// The key in [`Table::DOMAIN_NAMES`].
-    pub fn key(team_id: Id, name: &str) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), name.as_bytes()].concat()
-    }
-}
-
-impl Record for DomainName {
-    const TABLE: Table = Table::DOMAIN_NAMES;
-}
 
 /// TLS policy for delivering a domain's mail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

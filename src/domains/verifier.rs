@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Scan, Timestamp};
+use herald_queue::Timestamp;
 use tokio::sync::Notify;
 
 use super::model::{Domain, DomainStatus};
@@ -70,14 +70,14 @@ async fn pass(state: &Arc<Services>, dns: &Dns) -> Result<Option<Timestamp>, her
     let store = &state.store;
     let now = store.now();
     let domains = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.scan::<Domain>(Scan::prefix(b"")))
+        let state = Arc::clone(state);
+        tokio::task::spawn_blocking(move || state.domains().all())
             .await
             .map_err(|_| herald_queue::Error::InvalidMessage("verifier scan task failed"))??
     };
     let mut next: Option<Timestamp> = None;
     let mut checked = 0;
-    for (_, domain) in domains {
+    for domain in domains {
         let Some(due) = domain.next_check_at else { continue };
         if due > now || checked >= PASS_MAX {
             next = Some(next.map_or(due, |n| n.min(due)));
@@ -104,17 +104,13 @@ fn record(
     checks: super::model::RecordChecks,
 ) -> Result<Option<Timestamp>, herald_queue::Error> {
     let (store, config) = (&state.store, &state.config);
-    let key = Domain::key(checked.team_id, checked.id);
-    let _guard = state.lock_record(crate::services::RecordName {
-        table: herald_queue::Table::DOMAINS.name(),
-        key: &key,
-    });
-    let Some(mut domain) = store.get::<Domain>(&key)? else {
+    let _guard = super::service::lock(state, checked.team_id, checked.id);
+    let Some(mut domain) = state.domains().get(checked.team_id, checked.id)? else {
         return Ok(None);
     };
     if domain.dns_verification_skipped {
         domain.next_check_at = None;
-        super::model::save(store, config, &domain, false)?;
+        super::service::save(state, &domain, false)?;
         return Ok(None);
     }
     let now = store.now();
@@ -147,7 +143,7 @@ fn record(
     }
     // A status stored by an older build as `temporary_failure` is answered as `pending`:
     // becoming `pending` is no change a webhook needs to hear of.
-    super::model::save(store, config, &domain, domain.status.wire() != before.wire())?;
+    super::service::save(state, &domain, domain.status.wire() != before.wire())?;
     Ok(domain.next_check_at)
 }
 

@@ -12,7 +12,7 @@ use super::record::{EmailEvent, EmailRecord, Source};
 use super::state::EmailState;
 use super::validate::Email;
 use crate::accounts::Permission;
-use crate::domains::{Domain, DomainName, DomainStatus};
+use crate::domains::{Domain, DomainStatus};
 use crate::events::EventKind;
 use crate::services::Services;
 
@@ -74,19 +74,16 @@ pub fn authorize(state: &Services, sender: &Sender, email: &Email) -> Result<Arc
 /// The verified domain `name` of the sender's team, if `sender` may send from it.
 pub fn authorize_domain(state: &Services, sender: &Sender, name: &str) -> Result<Arc<Domain>, SendError> {
     let name = name.to_ascii_lowercase();
-    let store = &state.store;
-    let domain = store
-        .get::<DomainName>(DomainName::key(sender.team_id, &name))?
-        .map(|found| state.domains.get(store, &Domain::key(sender.team_id, found.domain_id)))
-        .transpose()?
-        .flatten()
+    let domain = state
+        .domains()
+        .by_name(sender.team_id, &name)?
         .filter(|d| d.status == DomainStatus::Verified)
         .ok_or_else(|| SendError::DomainNotVerified(name.clone()))?;
     if sender.permission == Permission::SendingAccess && sender.domain_id.is_some_and(|id| id != domain.id) {
         let allowed = sender
             .domain_id
-            .and_then(|id| store.get::<Domain>(Domain::key(sender.team_id, id)).ok().flatten())
-            .map_or_else(|| "its own domain".to_owned(), |d| d.name);
+            .and_then(|id| state.domains().cached(sender.team_id, id).ok().flatten())
+            .map_or_else(|| "its own domain".to_owned(), |d| d.name.clone());
         return Err(SendError::DomainNotAllowed(allowed));
     }
     Ok(domain)

@@ -11,17 +11,14 @@ pub use error::{Error, required_text};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use herald_queue::{Id, RecordCache, Spool, Store};
+use herald_queue::{Id, Spool, Store};
 
 use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
-use crate::domains::{Domain, Verifier};
+use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::outbound::Outbound;
-
-/// Decoded sending domains kept in memory: more than a host usually sends from, and the
-/// cache starts over when full.
-const DOMAIN_CACHE_MAX: usize = 4096;
+use crate::webhooks::{RocksWebhooks, WebhookStore};
 
 /// What every service operation may use.
 #[derive(Debug)]
@@ -40,8 +37,10 @@ pub struct Services {
     pub idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
     pub outbound: Outbound,
-    /// Sending domains as decoded for each message (submission and delivery).
-    pub domains: RecordCache<Domain>,
+    /// Sending domains.
+    domains: Box<dyn DomainStore>,
+    /// Webhook endpoints.
+    webhooks: Box<dyn WebhookStore>,
     /// Teams and API keys.
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
@@ -79,6 +78,8 @@ impl Services {
     ) -> Services {
         Services {
             accounts: Box::new(RocksAccounts::new(store.clone())),
+            domains: Box::new(RocksDomains::new(store.clone())),
+            webhooks: Box::new(RocksWebhooks::new(store.clone())),
             config,
             store,
             spool,
@@ -86,10 +87,19 @@ impl Services {
             verifier: Verifier::default(),
             idempotency: Idempotency::default(),
             outbound,
-            domains: RecordCache::new(DOMAIN_CACHE_MAX),
             delivery_wake,
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// Sending domains.
+    pub fn domains(&self) -> &dyn DomainStore {
+        &*self.domains
+    }
+
+    /// Webhook endpoints.
+    pub fn webhooks(&self) -> &dyn WebhookStore {
+        &*self.webhooks
     }
 
     /// Teams and API keys.

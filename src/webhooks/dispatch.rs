@@ -383,7 +383,7 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         _ => return,
     }
     let old_due = message.due_key();
-    let webhook = super::find(store, message.team_id, message.webhook_id).ok().flatten();
+    let webhook = state.webhooks().get(message.team_id, message.webhook_id).ok().flatten();
     let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
         // Deleted or disabled: the message goes with it.
         let mut batch = Batch::new();
@@ -511,6 +511,48 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     }
 }
 
+/// One page of the messages of `team_id`'s webhook `webhook_id`, newest first.
+pub fn messages(
+    store: &Store,
+    team_id: Id,
+    webhook_id: Id,
+    page: &crate::services::page::PageRequest,
+) -> Result<(Vec<WebhookMessage>, bool), herald_queue::Error> {
+    let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
+    page.load::<WebhookMessage>(store, &prefix)
+}
+
+/// The message of event `event_id` for `team_id`'s webhook `webhook_id`.
+pub fn message(
+    store: &Store,
+    team_id: Id,
+    webhook_id: Id,
+    event_id: Id,
+) -> Result<Option<WebhookMessage>, herald_queue::Error> {
+    store.get::<WebhookMessage>(WebhookMessage::key_of(team_id, webhook_id, event_id))
+}
+
+/// One page of the attempts of `team_id`'s webhook `webhook_id`, newest first.
+pub fn attempts(
+    store: &Store,
+    team_id: Id,
+    webhook_id: Id,
+    page: &crate::services::page::PageRequest,
+) -> Result<(Vec<WebhookAttempt>, bool), herald_queue::Error> {
+    let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
+    page.load::<WebhookAttempt>(store, &prefix)
+}
+
+/// The attempt `id` of `team_id`'s webhook `webhook_id`.
+pub fn attempt(
+    store: &Store,
+    team_id: Id,
+    webhook_id: Id,
+    id: Id,
+) -> Result<Option<WebhookAttempt>, herald_queue::Error> {
+    store.get::<WebhookAttempt>(WebhookAttempt::key(team_id, webhook_id, id))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,9 +575,10 @@ mod tests {
                 previous_secret: None,
                 created_at: store.now(),
             };
-            let mut batch = Batch::new();
-            batch.put(Webhook::key(team, webhook.id), &webhook).expect("encode");
-            store.commit(batch).wait().expect("commit");
+            use crate::webhooks::WebhookStore;
+            crate::webhooks::RocksWebhooks::new(store.clone())
+                .put(&webhook)
+                .expect("put");
             webhook.id
         };
         let push = |store: &Store| {

@@ -1,7 +1,7 @@
 //! The stored webhook: where events go, which kinds, whether it is on, and the secret
 //! its requests are signed with.
 
-use herald_queue::{Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use super::secret::SigningSecret;
@@ -60,16 +60,7 @@ pub struct PreviousSecret {
     pub until: Timestamp,
 }
 
-impl Record for Webhook {
-    const TABLE: Table = Table::WEBHOOKS;
-}
-
 impl Webhook {
-    /// The key in [`Table::WEBHOOKS`]: team id then webhook id.
-    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
-    }
-
     /// The secrets requests are signed with at `now`: the current one, then the previous
     /// one while its overlap lasts.
     pub fn signing_keys(&self, now: Timestamp) -> Vec<&SigningSecret> {
@@ -158,18 +149,6 @@ pub fn events(names: Vec<String>) -> Result<Vec<String>, EventsError> {
         }
     }
     Ok(kept)
-}
-
-/// The team's webhook with id `id`, if there is one.
-pub fn find(store: &Store, team_id: Id, id: Id) -> Result<Option<Webhook>, herald_queue::Error> {
-    store.get::<Webhook>(Webhook::key(team_id, id))
-}
-
-/// Every webhook of the team, oldest first. At most [`WEBHOOKS_PER_TEAM_MAX`] exist, so
-/// this reads a bounded amount.
-pub fn for_team(store: &Store, team_id: Id) -> Result<Vec<Webhook>, herald_queue::Error> {
-    let found = store.scan::<Webhook>(Scan::prefix(team_id.as_bytes()))?;
-    Ok(found.into_iter().map(|(_, webhook)| webhook).collect())
 }
 
 #[cfg(test)]
