@@ -18,7 +18,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "mailqueue",
     "outbound.rs",
     "services",
-    "suppressions.rs",
+    "suppressions",
     "webhooks",
     "wire.rs",
 ];

@@ -98,7 +98,7 @@ fn apply(
             && suppressions::find(store, job.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
-            entry.put(batch)?;
+            suppressions::stage(batch, &entry)?;
             crate::events::push(batch, store, job.team_id, EventKind::SuppressionAdded, || {
                 entry.event_json()
             })?;

@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::outbound::Outbound;
+use crate::suppressions::{RocksSuppressions, SuppressionStore};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
 
 /// What every service operation may use.
@@ -41,6 +42,8 @@ pub struct Services {
     domains: Box<dyn DomainStore>,
     /// Webhook endpoints.
     webhooks: Box<dyn WebhookStore>,
+    /// Suppressed addresses.
+    suppressions: Box<dyn SuppressionStore>,
     /// Teams and API keys.
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
@@ -80,6 +83,7 @@ impl Services {
             accounts: Box::new(RocksAccounts::new(store.clone())),
             domains: Box::new(RocksDomains::new(store.clone())),
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
+            suppressions: Box::new(RocksSuppressions::new(store.clone())),
             config,
             store,
             spool,
@@ -100,6 +104,11 @@ impl Services {
     /// Webhook endpoints.
     pub fn webhooks(&self) -> &dyn WebhookStore {
         &*self.webhooks
+    }
+
+    /// Suppressed addresses.
+    pub fn suppressions(&self) -> &dyn SuppressionStore {
+        &*self.suppressions
     }
 
     /// Teams and API keys.
