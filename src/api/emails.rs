@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use herald_queue::{Batch, RecipientState, Updated};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 
@@ -10,9 +9,8 @@ use super::{Ctx, Reply};
 use crate::emails::accept::accept;
 use crate::emails::idempotency::{self, Answer, InFlight, Outcome};
 use crate::emails::input::SendEmail;
-use crate::emails::record::EmailStatus;
 use crate::emails::submit::{self, SendError, Sender};
-use crate::emails::{EmailRecord, EmailState, Invalid, Source, schedule, validate};
+use crate::emails::{EmailRecord, Invalid, Source, service, validate};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::outbound::Limits;
@@ -227,71 +225,20 @@ fn with_idempotency(
     }
 }
 
-/// Locks the email `id` for a change of its record.
-fn lock_email<'a>(ctx: &Ctx<'a>, id: &str) -> Result<std::sync::MutexGuard<'a, ()>, ApiError> {
-    let key = EmailRecord::key(ctx.caller.team_id, format::id(id, "email")?);
-    Ok(ctx.state.lock_record(crate::services::RecordName {
-        table: herald_queue::Table::EMAILS.name(),
-        key: &key,
-    }))
-}
-
-fn load(ctx: &Ctx<'_>, id: &str) -> Result<EmailRecord, ApiError> {
-    let id = format::id(id, "email")?;
-    let store = &ctx.state.store;
-    let key = EmailRecord::key(ctx.caller.team_id, id);
-    let mut record = store
-        .get::<EmailRecord>(&key)?
-        .ok_or_else(|| ApiError::not_found("Email not found"))?;
-    record.merge(store.get::<EmailStatus>(&key)?);
-    Ok(record)
-}
-
 /// `GET /emails/{id}`.
 pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(load(ctx, id)?.to_json()))
+    let record = service::get(ctx.state, ctx.caller, format::id(id, "email")?)?;
+    Ok(Reply::ok(record.to_json()))
 }
 
 /// `GET /emails`.
 pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
-    let store = &ctx.state.store;
-    let (mut emails, has_more) = page.load::<EmailRecord>(store, ctx.caller.team_id.as_bytes())?;
-    for email in &mut emails {
-        email.merge(store.get::<EmailStatus>(EmailRecord::key(email.team_id, email.id))?);
-    }
+    let (emails, has_more) = service::list(ctx.state, ctx.caller, &page)?;
     Ok(Reply::ok(envelope(
         emails.iter().map(EmailRecord::summary_json).collect(),
         has_more,
     )))
-}
-
-/// Refuses changes to an email that is not scheduled or whose delivery has begun; else
-/// claims its spool message, for the spool update that follows (which releases it).
-fn still_scheduled(ctx: &Ctx<'_>, record: &EmailRecord, verb: &str) -> Result<(), ApiError> {
-    let refused = |why: &str| Err(ApiError::validation(format!("The email cannot be {verb}: {why}")));
-    if record.last_event != EmailState::Scheduled {
-        return refused(&format!(
-            "it is not scheduled (its last event is {})",
-            record.last_event
-        ));
-    }
-    let spool = &ctx.state.spool;
-    let Some((envelope, _)) = spool.load(record.id)? else {
-        return refused("it has left the queue");
-    };
-    let begun = spool.is_claimed(record.id)
-        || envelope.due <= ctx.state.store.now()
-        || envelope
-            .recipients
-            .iter()
-            .any(|r| r.attempts > 0 || r.state != RecipientState::Pending);
-    // Claimed as a delivery worker would claim it, so that no worker takes it between
-    // this check and the change; the spool update that follows releases the claim.
-    if begun || !spool.try_claim(record.id) {
-        return refused("its delivery has already begun");
-    }
-    Ok(())
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -302,46 +249,14 @@ struct UpdateBody {
 /// `PATCH /emails/{id}`: moves a scheduled email.
 pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
-    let text = body
-        .scheduled_at
-        .ok_or_else(|| ApiError::missing_field("scheduled_at"))?;
-    let store = &ctx.state.store;
-    let at = schedule::parse(&text, store.now()).map_err(ApiError::validation)?;
-    let _guard = lock_email(ctx, id)?;
-    let mut record = load(ctx, id)?;
-    still_scheduled(ctx, &record, "rescheduled")?;
-    match ctx.state.spool.reschedule(record.id, at)? {
-        Updated::Kept { .. } => {}
-        Updated::Missing | Updated::Removed => {
-            return Err(ApiError::validation(
-                "The email cannot be rescheduled: it has left the queue",
-            ));
-        }
-    }
-    record.scheduled_at = Some(at);
-    let mut batch = Batch::new();
-    batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
-    store.commit(batch).wait()?;
-    Ok(Reply::ok(json!({ "object": "email", "id": record.id })))
+    let id = format::id(id, "email")?;
+    service::reschedule(ctx.state, ctx.caller, id, body.scheduled_at)?;
+    Ok(Reply::ok(json!({ "object": "email", "id": id })))
 }
 
 /// `POST /emails/{id}/cancel`: cancels a scheduled email.
 pub fn cancel(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    let store = &ctx.state.store;
-    let _guard = lock_email(ctx, id)?;
-    let mut record = load(ctx, id)?;
-    still_scheduled(ctx, &record, "canceled")?;
-    let now = store.now();
-    record.last_event = EmailState::Canceled;
-    let outcome = ctx.state.spool.cancel(record.id, |_, batch| {
-        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
-        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
-        submit::append_event(batch, store, &record, EmailState::Canceled, now)
-    })?;
-    if outcome == Updated::Missing {
-        return Err(ApiError::validation(
-            "The email cannot be canceled: it has left the queue",
-        ));
-    }
-    Ok(Reply::ok(json!({ "object": "email", "id": record.id })))
+    let id = format::id(id, "email")?;
+    service::cancel(ctx.state, ctx.caller, id)?;
+    Ok(Reply::ok(json!({ "object": "email", "id": id })))
 }

@@ -9,6 +9,7 @@ pub mod mime;
 pub mod raw;
 pub mod record;
 pub mod schedule;
+pub mod service;
 pub mod state;
 pub mod submit;
 pub mod validate;

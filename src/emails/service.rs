@@ -1,0 +1,115 @@
+//! The emails service after acceptance ([`super::accept`]): read one, list, reschedule and
+//! cancel a scheduled email. Rules live here, for every adapter.
+
+use herald_queue::{Batch, Id, RecipientState, Timestamp, Updated};
+
+use super::record::EmailStatus;
+use super::{EmailRecord, EmailState, schedule, submit};
+use crate::accounts::Caller;
+use crate::services::page::PageRequest;
+use crate::services::{Error, RecordName, Services};
+
+/// Locks the email `id` of `team_id` for a change of its record.
+fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, ()> {
+    let key = EmailRecord::key(team_id, id);
+    services.lock_record(RecordName {
+        table: "emails",
+        key: &key,
+    })
+}
+
+/// The caller's email `id` with its delivery status.
+pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
+    let store = &services.store;
+    let key = EmailRecord::key(caller.team_id, id);
+    let mut record = store
+        .get::<EmailRecord>(&key)?
+        .ok_or(Error::NotFound("Email not found"))?;
+    record.merge(store.get::<EmailStatus>(&key)?);
+    Ok(record)
+}
+
+/// One page of the caller's team's emails with their delivery status, newest first.
+pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<EmailRecord>, bool), Error> {
+    let store = &services.store;
+    let (mut emails, has_more) = page.load::<EmailRecord>(store, caller.team_id.as_bytes())?;
+    for email in &mut emails {
+        email.merge(store.get::<EmailStatus>(EmailRecord::key(email.team_id, email.id))?);
+    }
+    Ok((emails, has_more))
+}
+
+/// Refuses changes to an email that is not scheduled or whose delivery has begun; else
+/// claims its spool message, for the spool update that follows (which releases it).
+fn still_scheduled(services: &Services, record: &EmailRecord, verb: &str) -> Result<(), Error> {
+    let refused = |why: &str| Err(Error::invalid(format!("The email cannot be {verb}: {why}")));
+    if record.last_event != EmailState::Scheduled {
+        return refused(&format!(
+            "it is not scheduled (its last event is {})",
+            record.last_event
+        ));
+    }
+    let spool = &services.spool;
+    let Some((envelope, _)) = spool.load(record.id)? else {
+        return refused("it has left the queue");
+    };
+    let begun = spool.is_claimed(record.id)
+        || envelope.due <= services.store.now()
+        || envelope
+            .recipients
+            .iter()
+            .any(|r| r.attempts > 0 || r.state != RecipientState::Pending);
+    // Claimed as a delivery worker would claim it, so that no worker takes it between
+    // this check and the change; the spool update that follows releases the claim.
+    if begun || !spool.try_claim(record.id) {
+        return refused("its delivery has already begun");
+    }
+    Ok(())
+}
+
+/// Moves the caller's scheduled email `id` to `scheduled_at` (an ISO 8601 time or
+/// natural language such as "in 1 hour"); returns the new time.
+pub fn reschedule(
+    services: &Services,
+    caller: &Caller,
+    id: Id,
+    scheduled_at: Option<String>,
+) -> Result<Timestamp, Error> {
+    let text = scheduled_at.ok_or(Error::MissingField("scheduled_at"))?;
+    let store = &services.store;
+    let at = schedule::parse(&text, store.now()).map_err(Error::invalid)?;
+    let _guard = lock(services, caller.team_id, id);
+    let mut record = get(services, caller, id)?;
+    still_scheduled(services, &record, "rescheduled")?;
+    match services.spool.reschedule(record.id, at)? {
+        Updated::Kept { .. } => {}
+        Updated::Missing | Updated::Removed => {
+            return Err(Error::invalid("The email cannot be rescheduled: it has left the queue"));
+        }
+    }
+    record.scheduled_at = Some(at);
+    let mut batch = Batch::new();
+    batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+    store.commit(batch).wait()?;
+    Ok(at)
+}
+
+/// Cancels the caller's scheduled email `id`: it leaves the queue with its `canceled`
+/// state and event in the same write.
+pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
+    let store = &services.store;
+    let _guard = lock(services, caller.team_id, id);
+    let mut record = get(services, caller, id)?;
+    still_scheduled(services, &record, "canceled")?;
+    let now = store.now();
+    record.last_event = EmailState::Canceled;
+    let outcome = services.spool.cancel(record.id, |_, batch| {
+        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
+        submit::append_event(batch, store, &record, EmailState::Canceled, now)
+    })?;
+    if outcome == Updated::Missing {
+        return Err(Error::invalid("The email cannot be canceled: it has left the queue"));
+    }
+    Ok(())
+}
