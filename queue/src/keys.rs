@@ -1,6 +1,8 @@
-//! Key layouts. Big-endian integers first so RocksDB's byte order is time order.
+//! The spool's key layouts: its due index is a [`DueIndex`](crate::DueIndex) whose item
+//! keys are message ids.
 
 use crate::clock::Timestamp;
+use crate::due::Due;
 use crate::id::Id;
 
 /// Length of a due-index key: 8 bytes of due time and 16 of id.
@@ -8,10 +10,7 @@ pub(crate) const DUE_KEY_LEN: usize = 24;
 
 /// The due-index key of message `id` due at `due`.
 pub(crate) fn due_key(due: Timestamp, id: Id) -> Vec<u8> {
-    let mut key = Vec::with_capacity(DUE_KEY_LEN);
-    key.extend_from_slice(&due.as_millis().to_be_bytes());
-    key.extend_from_slice(id.as_bytes());
-    key
+    Due::new(due, id.as_bytes().as_slice()).encode()
 }
 
 /// Reads back what [`due_key`] wrote; `None` for a key of another shape.
@@ -19,9 +18,8 @@ pub(crate) fn parse_due_key(key: &[u8]) -> Option<(Timestamp, Id)> {
     if key.len() != DUE_KEY_LEN {
         return None;
     }
-    let (due, id) = key.split_at(8);
-    let due = u64::from_be_bytes(due.try_into().ok()?);
-    Some((Timestamp::from_millis(due), Id::from_slice(id)?))
+    let due = Due::decode(key)?;
+    Some((due.at, Id::from_slice(&due.key)?))
 }
 
 #[cfg(test)]
