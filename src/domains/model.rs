@@ -1,6 +1,6 @@
 //! The stored domain and its statuses, and the records it asks the owner to publish.
 
-use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
+use herald_queue::{Batch, DueIndex, Id, Record, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
 use super::dkim::DkimKey;
@@ -173,11 +173,31 @@ impl Record for Domain {
     const TABLE: Table = Table::DOMAINS;
 }
 
+/// Domains by the time of their next check (`next_check_at`), keyed by [`Domain::key`]:
+/// what the background verifier runs from.
+pub(super) const CHECKS: DueIndex = DueIndex::new(Table::DOMAIN_CHECKS);
+
 /// Writes `domain` durably, with a `domain.updated` event in the same batch when
-/// `changed` (webhooks report every change of a domain, and only changes).
+/// `changed` (webhooks report every change of a domain, and only changes), and moves
+/// its entry in the verifier's index to its `next_check_at` in the same batch. The
+/// caller holds the domain's record lock (or the domain is new), so the stored version
+/// read here is the one whose entry is armed.
 pub fn save(store: &Store, config: &Config, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
+    let key = Domain::key(domain.team_id, domain.id);
+    let armed = match store.get::<Domain>(&key) {
+        Ok(stored) => stored.and_then(|stored| stored.next_check_at),
+        // Its entry, if any, cannot be known: the verifier drops it when it comes due.
+        Err(herald_queue::Error::Corrupt { .. }) => None,
+        Err(error) => return Err(error),
+    };
     let mut batch = Batch::new();
-    batch.put(Domain::key(domain.team_id, domain.id), domain)?;
+    match (armed, domain.next_check_at) {
+        (Some(old), Some(new)) => CHECKS.rearm(&mut batch, old, new, &key),
+        (Some(old), None) => CHECKS.disarm(&mut batch, old, &key),
+        (None, Some(new)) => CHECKS.arm(&mut batch, new, &key),
+        (None, None) => {}
+    }
+    batch.put(&key, domain)?;
     if changed {
         crate::events::push(
             &mut batch,
