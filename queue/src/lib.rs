@@ -37,7 +37,6 @@ mod due;
 mod envelope;
 mod error;
 mod id;
-mod keys;
 mod mailbox;
 mod spool;
 mod store;
