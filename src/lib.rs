@@ -35,6 +35,8 @@
 //! - [`mailqueue`]: the spool as operators see it (`herald queue`): list, show, retry,
 //!   delete, stats.
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
+//! - [`runner`]: the due-time runner: one loop for everything that waits for a time
+//!   (webhook retries, domain re-checks, expiry).
 //! - [`shutdown`]: the shutdown signal and drain.
 //! - [`telemetry`]: logs and metrics.
 //! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
@@ -53,6 +55,7 @@ pub mod events;
 pub mod http;
 pub mod mailqueue;
 pub mod outbound;
+pub mod runner;
 pub mod server;
 pub mod services;
 pub mod shutdown;

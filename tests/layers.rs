@@ -17,6 +17,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "events.rs",
     "mailqueue",
     "outbound.rs",
+    "runner.rs",
     "services",
     "suppressions",
     "webhooks",

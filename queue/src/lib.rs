@@ -23,6 +23,8 @@
 //! - [`Store`]: open, read, scan, commit; [`Table`] and [`Record`] for typed tables.
 //! - [`Spool`]: enqueue, claim due work, update recipient state, reschedule, cancel, and
 //!   recovery of pending work at open ([`Recovery`]).
+//! - [`DueIndex`] / [`Due`]: a time-ordered index of what is due when, the one shape of
+//!   every wait in herald (the spool's due index is one).
 //! - [`Clock`] / [`Timestamp`]: the injected time every deadline reads.
 //! - [`Id`]: UUIDv7 ids, time-ordered as keys.
 
@@ -31,10 +33,10 @@ mod cache;
 mod clock;
 mod commit;
 mod disk;
+mod due;
 mod envelope;
 mod error;
 mod id;
-mod keys;
 mod mailbox;
 mod spool;
 mod store;
@@ -44,6 +46,7 @@ pub use batch::Batch;
 pub use cache::RecordCache;
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock, Timestamp};
 pub use commit::{Commit, CommitLimits};
+pub use due::{Due, DueIndex};
 pub use envelope::{Envelope, Recipient, RecipientState};
 pub use error::{Error, Refusal};
 pub use id::{Id, IdGenerator};

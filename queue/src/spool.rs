@@ -15,12 +15,16 @@ use std::task::{Context, Poll};
 use crate::batch::Batch;
 use crate::clock::Timestamp;
 use crate::commit::Pending;
+use crate::due::{Due, DueIndex};
 use crate::envelope::{Envelope, Recipient, RecipientState};
 use crate::error::{Error, Refusal};
 use crate::id::Id;
-use crate::keys::{due_key, parse_due_key};
 use crate::store::Store;
 use crate::table::{self, Table};
+
+/// The due index: each spooled message by its envelope's due time, the item key its
+/// 16-byte id (24-byte keys, the layout every spool has had).
+const DUE: DueIndex = DueIndex::new(Table::DUE);
 
 /// Recipients per message at most. Bounds the envelope that every state change rewrites;
 /// SMTP's own minimum is 100, and the API allows 50 each of to, cc and bcc.
@@ -243,7 +247,7 @@ impl Spool {
         let key = message.id.as_bytes().to_vec();
         batch.put_raw(Table::MESSAGES, key.clone(), message.raw);
         batch.put(&key, &envelope).map_err(PrepareError::Invalid)?;
-        batch.put_raw(Table::DUE, due_key(due, message.id), Vec::new());
+        DUE.arm(&mut batch, due, message.id.as_bytes());
         batch.extend(extra);
         Ok(batch)
     }
@@ -265,10 +269,10 @@ impl Spool {
         let mut claims = Vec::new();
         let mut cursor = None;
         let mut in_flight = self.lock_in_flight();
-        self.inner.store.for_each_raw_from(Table::DUE, from, |key, _| {
+        self.inner.store.for_each_raw_from(DUE.table(), from, |key, _| {
             let Some((due, id)) = parse_due_key(key) else {
                 return Err(Error::Corrupt {
-                    table: Table::DUE.name(),
+                    table: DUE.table().name(),
                     reason: format!("key of {} bytes", key.len()),
                 });
             };
@@ -287,7 +291,7 @@ impl Spool {
     /// The earliest due time in the index, claimed or not.
     pub fn next_due(&self) -> Result<Option<Timestamp>, Error> {
         let mut next = None;
-        self.inner.store.for_each_raw(Table::DUE, |key, _| {
+        self.inner.store.for_each_raw(DUE.table(), |key, _| {
             next = parse_due_key(key).map(|(due, _)| due);
             Ok(false)
         })?;
@@ -345,14 +349,11 @@ impl Spool {
             None => {
                 batch.delete_raw(Table::MESSAGES, key.clone());
                 batch.delete::<Envelope>(&key);
-                batch.delete_raw(Table::DUE, due_key(old_due, id));
+                DUE.disarm(&mut batch, old_due, id.as_bytes());
                 Updated::Removed
             }
             Some(due) => {
-                if due != old_due {
-                    batch.delete_raw(Table::DUE, due_key(old_due, id));
-                    batch.put_raw(Table::DUE, due_key(due, id), Vec::new());
-                }
+                DUE.rearm(&mut batch, old_due, due, id.as_bytes());
                 envelope.due = due;
                 batch.put(&key, &envelope)?;
                 Updated::Kept { due }
@@ -503,21 +504,21 @@ fn recover(store: &Store) -> Result<Recovery, Error> {
         };
         recovery.messages += 1;
         recovery.recipients += envelope.recipients.iter().filter(|r| !r.state.is_final()).count() as u64;
-        let due = due_key(envelope.due, id);
-        if store.get_raw(Table::DUE, &due)?.is_none() {
+        if !DUE.contains(store, envelope.due, id.as_bytes())? {
             recovery.repaired_due += 1;
-            repair.put_raw(Table::DUE, due, Vec::new());
+            DUE.arm(&mut repair, envelope.due, id.as_bytes());
         }
         Ok(true)
     })?;
-    store.for_each_raw(Table::DUE, |key, _| {
+    store.for_each_raw(DUE.table(), |key, _| {
         let orphan = match parse_due_key(key) {
             Some((_, id)) => store.get_raw(Table::ENVELOPES, id.as_bytes())?.is_none(),
             None => true,
         };
         if orphan {
             recovery.removed_orphans += 1;
-            repair.delete_raw(Table::DUE, key.to_vec());
+            // Raw: a key of another shape has no (due, id) to disarm by.
+            repair.delete_raw(DUE.table(), key.to_vec());
         }
         Ok(true)
     })?;
@@ -535,4 +536,45 @@ fn recover(store: &Store) -> Result<Recovery, Error> {
         "spool recovered"
     );
     Ok(recovery)
+}
+
+/// The due time and message id of a spool due-index key; `None` for a key of another
+/// shape (the spool's item keys are exactly one id).
+fn parse_due_key(key: &[u8]) -> Option<(Timestamp, Id)> {
+    let due = Due::decode(key).filter(|due| due.key.len() == 16)?;
+    Some((due.at, Id::from_slice(&due.key)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::id::IdGenerator;
+
+    /// The key layout of every spool written so far: 8 bytes of due time, 16 of id.
+    fn due_key(due: Timestamp, id: Id) -> Vec<u8> {
+        Due::new(due, id.as_bytes().as_slice()).encode()
+    }
+
+    proptest! {
+        #[test]
+        fn due_keys_round_trip_and_sort_by_time_then_id(a in any::<u64>(), b in any::<u64>(), ida in any::<[u8; 16]>(), idb in any::<[u8; 16]>()) {
+            let (ta, tb) = (Timestamp::from_millis(a), Timestamp::from_millis(b));
+            let (ia, ib) = (Id::from_bytes(ida), Id::from_bytes(idb));
+            let (ka, kb) = (due_key(ta, ia), due_key(tb, ib));
+            prop_assert_eq!(ka.len(), 24);
+            prop_assert_eq!(ka[..8].to_vec(), a.to_be_bytes().to_vec());
+            prop_assert_eq!(parse_due_key(&ka), Some((ta, ia)));
+            prop_assert_eq!(ka.cmp(&kb), (a, ida).cmp(&(b, idb)));
+        }
+    }
+
+    #[test]
+    fn malformed_due_keys_are_rejected() {
+        let id = IdGenerator::default().next(Timestamp::from_millis(1));
+        let key = due_key(Timestamp::from_millis(7), id);
+        assert!(parse_due_key(&key[..23]).is_none());
+        assert!(parse_due_key(&[key.as_slice(), b"x"].concat()).is_none());
+    }
 }

@@ -46,6 +46,9 @@ impl Table {
     pub const DOMAINS: Table = Table::new("domains");
     /// Domain lookup by team and name.
     pub const DOMAIN_NAMES: Table = Table::new("domain_names");
+    /// Domains due for a DNS check: a due index of big-endian `(next check, team and
+    /// domain id)` keys with empty values.
+    pub const DOMAIN_CHECKS: Table = Table::new("domain_checks");
     /// Email records by team and email id.
     pub const EMAILS: Table = Table::new("emails");
     /// Email events by email id and event id.
@@ -89,6 +92,7 @@ impl Table {
         Table::API_KEY_USAGE,
         Table::DOMAINS,
         Table::DOMAIN_NAMES,
+        Table::DOMAIN_CHECKS,
         Table::EMAILS,
         Table::EVENTS,
         Table::OUTBOX,

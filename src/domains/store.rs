@@ -3,16 +3,29 @@
 //! RocksDB. A cluster keeps them in a shared database behind the same trait, so a domain
 //! verified through one node sends from every node.
 //!
-//! The keys and encodings of [`herald_queue::Table::DOMAINS`] and
-//! [`herald_queue::Table::DOMAIN_NAMES`] are this module's alone.
+//! The keys and encodings of [`herald_queue::Table::DOMAINS`],
+//! [`herald_queue::Table::DOMAIN_NAMES`] and the verifier's due index
+//! [`herald_queue::Table::DOMAIN_CHECKS`] are this module's alone. Every write of a
+//! domain moves its entry in that index to its `next_check_at` in the same batch.
 
 use std::sync::Arc;
 
-use herald_queue::{Batch, Error, Id, Record, RecordCache, Scan, Store, Table};
+use herald_queue::{Batch, DueIndex, Error, Id, RawEntry, Record, RecordCache, Scan, Store, Table, Timestamp};
 
 use super::model::Domain;
 use crate::events::{self, Event};
 use crate::services::page::PageRequest;
+
+/// Domains by the time of their next check (`next_check_at`), keyed as the domains are:
+/// what the background verifier runs from.
+pub(super) const CHECKS: DueIndex = DueIndex::new(Table::DOMAIN_CHECKS);
+
+/// Domains read per page while indexing those stored before the index existed.
+const INDEX_PAGE: usize = 1_000;
+
+/// The key in [`Table::META`] that says every domain's next check is in the index: set
+/// once the domains stored by builds without it have been given their entries.
+const INDEXED: &[u8] = b"domain_checks_indexed";
 
 /// Decoded sending domains kept in memory: more than a host usually sends from, and the
 /// cache starts over when full.
@@ -79,6 +92,74 @@ fn name_key(team_id: Id, name: &str) -> Vec<u8> {
     [team_id.as_bytes().as_slice(), name.as_bytes()].concat()
 }
 
+/// Moves `domain`'s entry in [`CHECKS`] from the stored version's next check to its own,
+/// in `batch`. The caller holds the domain's record lock (or the domain is new), so the
+/// stored version read here is the one whose entry is armed.
+fn move_check(store: &Store, batch: &mut Batch, key: &[u8], next: Option<Timestamp>) -> Result<(), Error> {
+    let armed = match store.get::<Domain>(key) {
+        Ok(stored) => stored.and_then(|stored| stored.next_check_at),
+        // Its entry, if any, cannot be known: the verifier drops it when it comes due.
+        Err(Error::Corrupt { .. }) => None,
+        Err(error) => return Err(error),
+    };
+    match (armed, next) {
+        (Some(old), Some(new)) => CHECKS.rearm(batch, old, new, key),
+        (Some(old), None) => CHECKS.disarm(batch, old, key),
+        (None, Some(new)) => CHECKS.arm(batch, new, key),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+/// The domain under `key` in [`CHECKS`] (the verifier's due entries name domains so).
+pub(super) fn domain_at(store: &Store, key: &[u8]) -> Result<Option<Domain>, Error> {
+    store.get::<Domain>(key)
+}
+
+/// Gives every domain with a next check its entry in [`CHECKS`], once: domains stored by
+/// builds without the index have none. Returns how many it indexed. Takes no record
+/// locks: a domain saved meanwhile arms its own entry, and an entry armed here for a
+/// version just replaced is stale, which the verifier drops when it comes due.
+pub(super) fn index_unindexed(store: &Store) -> Result<usize, Error> {
+    if store.get_raw(Table::META, INDEXED)?.is_some() {
+        return Ok(0);
+    }
+    let mut indexed = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page: Vec<RawEntry> = store.scan_raw(
+            Table::DOMAINS,
+            Scan {
+                after: after.as_deref(),
+                limit: INDEX_PAGE,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        for (key, bytes) in &page {
+            // A domain that cannot be read cannot be checked either.
+            let Ok(domain) = herald_queue::decode_record::<Domain>(bytes) else {
+                continue;
+            };
+            if let Some(at) = domain.next_check_at
+                && !CHECKS.contains(store, at, key)?
+            {
+                CHECKS.arm(&mut batch, at, key);
+                indexed += 1;
+            }
+        }
+        let last = page.len() < INDEX_PAGE;
+        if last {
+            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
+        }
+        store.commit(batch).wait()?;
+        if last {
+            return Ok(indexed);
+        }
+        after = page.last().map(|(key, _)| key.clone());
+    }
+}
+
 impl RocksDomains {
     fn commit(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
         if let Some(event) = event {
@@ -118,8 +199,10 @@ impl DomainStore for RocksDomains {
     }
 
     fn insert(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error> {
+        let key = domain_key(domain.team_id, domain.id);
         let mut batch = Batch::new();
-        batch.put(domain_key(domain.team_id, domain.id), domain)?;
+        move_check(&self.store, &mut batch, &key, domain.next_check_at)?;
+        batch.put(&key, domain)?;
         batch.put(
             name_key(domain.team_id, &domain.name),
             &DomainName { domain_id: domain.id },
@@ -128,15 +211,111 @@ impl DomainStore for RocksDomains {
     }
 
     fn put(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error> {
+        let key = domain_key(domain.team_id, domain.id);
         let mut batch = Batch::new();
-        batch.put(domain_key(domain.team_id, domain.id), domain)?;
+        move_check(&self.store, &mut batch, &key, domain.next_check_at)?;
+        batch.put(&key, domain)?;
         self.commit(batch, event)
     }
 
     fn delete(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error> {
+        let key = domain_key(domain.team_id, domain.id);
         let mut batch = Batch::new();
-        batch.delete::<Domain>(domain_key(domain.team_id, domain.id));
+        move_check(&self.store, &mut batch, &key, None)?;
+        batch.delete::<Domain>(&key);
         batch.delete::<DomainName>(name_key(domain.team_id, &domain.name));
         self.commit(batch, event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::DkimAlgorithm;
+    use crate::domains::{DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn domain(store: &Store, next_check_at: Option<Timestamp>) -> Domain {
+        Domain {
+            id: store.next_id(),
+            team_id: Id::from_bytes([3; 16]),
+            name: format!("d{}.example.test", store.next_id().as_bytes()[15]),
+            region: "us-east-1".into(),
+            custom_return_path: "send".into(),
+            open_tracking: false,
+            click_tracking: false,
+            tls: TlsPolicy::Opportunistic,
+            tracking_subdomain: None,
+            dkim: super::super::generate_dkim_key(DkimAlgorithm::Ed25519).expect("key"),
+            checks: RecordChecks::all(RecordStatus::Pending),
+            status: DomainStatus::Pending,
+            dns_verification_skipped: false,
+            created_at: store.now(),
+            verification_started_at: Some(store.now()),
+            last_checked_at: None,
+            next_check_at,
+            failed_checks: 0,
+        }
+    }
+
+    /// Every entry of the index, as (time, domain id).
+    fn armed(store: &Store) -> Vec<(Timestamp, Id)> {
+        CHECKS
+            .due(store, Timestamp::from_millis(u64::MAX), None, usize::MAX)
+            .expect("scan")
+            .into_iter()
+            .map(|due| (due.at, Id::from_slice(&due.key[16..]).expect("domain id")))
+            .collect()
+    }
+
+    #[test]
+    fn writing_a_domain_moves_its_entry_with_its_next_check() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let domains = RocksDomains::new(store.clone());
+        let now = store.now();
+        let mut domain = domain(&store, None);
+        domains.insert(&domain, None).expect("insert");
+        assert!(armed(&store).is_empty(), "nothing to check");
+        domain.next_check_at = Some(now);
+        domains.put(&domain, None).expect("put");
+        assert_eq!(armed(&store), [(now, domain.id)]);
+        let later = now.saturating_add(HOUR);
+        domain.next_check_at = Some(later);
+        domains.put(&domain, None).expect("put");
+        assert_eq!(armed(&store), [(later, domain.id)], "moved, not copied");
+        domains.delete(&domain, None).expect("delete");
+        assert!(armed(&store).is_empty(), "a deleted domain leaves no entry");
+        assert!(domains.by_name(domain.team_id, &domain.name).expect("read").is_none());
+    }
+
+    #[test]
+    fn domains_from_before_the_index_are_indexed_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let due = store.now().saturating_add(HOUR);
+        // Written as builds without the index wrote them: the record alone.
+        let legacy = |next_check_at| {
+            let domain = domain(&store, next_check_at);
+            let mut batch = Batch::new();
+            batch
+                .put(domain_key(domain.team_id, domain.id), &domain)
+                .expect("encode");
+            store.commit(batch).wait().expect("commit");
+            domain.id
+        };
+        let pending = legacy(Some(due));
+        legacy(None);
+        let mut batch = Batch::new();
+        batch.put_raw(Table::DOMAINS, vec![9; 32], b"not a domain".to_vec());
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(index_unindexed(&store).expect("index"), 1);
+        assert_eq!(armed(&store), [(due, pending)]);
+        legacy(Some(due));
+        assert_eq!(index_unindexed(&store).expect("index"), 0, "done once");
+        assert_eq!(armed(&store).len(), 1);
     }
 }

@@ -1,16 +1,23 @@
 //! The background verifier: checks domains whose check is due, records what it found,
 //! and schedules the next check (backoff while pending, daily once verified).
+//!
+//! It runs on the [due-time runner](crate::runner) over the domains' own index
+//! ([`Table::DOMAIN_CHECKS`](herald_queue::Table::DOMAIN_CHECKS)), which
+//! [the domain store](super::RocksDomains) keeps in step with each domain's `next_check_at`. It replaced a
+//! scan of every domain on every pass.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::Timestamp;
+use herald_queue::{Batch, Timestamp};
 use tokio::sync::Notify;
 
 use super::model::{Domain, DomainStatus};
+use super::store::{CHECKS, domain_at, index_unindexed};
 use super::verify::check;
 use crate::config::Config;
 use crate::dns::Dns;
+use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 
@@ -44,56 +51,80 @@ impl Verifier {
         self.wake.notify_one();
     }
 
-    /// Runs the verifier until shutdown.
-    pub async fn run(self, state: Arc<Services>, dns: Dns, mut shutdown: Shutdown) {
+    /// Runs the verifier until shutdown; the first run after an upgrade first indexes
+    /// the domains stored before the index existed.
+    pub async fn run(self, state: Arc<Services>, dns: Dns, shutdown: Shutdown) {
         let store = state.store.clone();
-        loop {
-            let next = match pass(&state, &dns).await {
-                Ok(next) => next,
-                Err(error) => {
-                    tracing::error!(%error, "domain verification pass failed");
-                    None
-                }
-            };
-            let wait = next.map_or(IDLE_MAX, |at| at.saturating_since(store.now()).min(IDLE_MAX));
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = self.wake.notified() => {}
-                () = shutdown.triggered() => return,
+        match tokio::task::spawn_blocking(move || index_unindexed(&store)).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(indexed)) => tracing::info!(indexed, "indexed the domains' next checks"),
+            // Domains saved from now on are indexed; the rest are tried at the next start.
+            Ok(Err(error)) => tracing::error!(%error, "cannot index the domains' next checks"),
+            Err(error) => tracing::error!(%error, "the domain indexing task failed"),
+        }
+        let limits = runner::Limits {
+            claims_max: PASS_MAX,
+            page: PASS_MAX,
+            ..runner::Limits::new(IDLE_MAX)
+        };
+        let runner = Runner::new(
+            "domains",
+            state.store.clone(),
+            CHECKS,
+            limits,
+            Wake::from_notify(self.wake),
+        );
+        runner.run(Checker { state, dns }, shutdown).await;
+    }
+}
+
+/// The runner's handler: checks each due domain in turn.
+struct Checker {
+    state: Arc<Services>,
+    dns: Dns,
+}
+
+impl Handler for Checker {
+    async fn handle(&mut self, due: Vec<Claimed>) {
+        for claimed in due {
+            if let Err(error) = self.check(&claimed).await {
+                tracing::error!(%error, "domain verification failed");
             }
         }
     }
 }
 
-/// Checks every due domain; returns when the next one is due.
-async fn pass(state: &Arc<Services>, dns: &Dns) -> Result<Option<Timestamp>, herald_queue::Error> {
-    let store = &state.store;
-    let now = store.now();
-    let domains = {
-        let state = Arc::clone(state);
-        tokio::task::spawn_blocking(move || state.domains().all())
+impl Checker {
+    /// Checks the domain of a due entry and records the result, which re-arms or
+    /// disarms it; an entry whose domain was deleted or rescheduled since is removed.
+    async fn check(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
+        let (store, key) = (self.state.store.clone(), claimed.key().to_vec());
+        let found = tokio::task::spawn_blocking(move || domain_at(&store, &key))
             .await
-            .map_err(|_| herald_queue::Error::InvalidMessage("verifier scan task failed"))??
-    };
-    let mut next: Option<Timestamp> = None;
-    let mut checked = 0;
-    for domain in domains {
-        let Some(due) = domain.next_check_at else { continue };
-        if due > now || checked >= PASS_MAX {
-            next = Some(next.map_or(due, |n| n.min(due)));
-            continue;
-        }
-        checked += 1;
-        let checks = check(dns, &domain, &state.config).await;
-        let state = Arc::clone(state);
-        let scheduled = tokio::task::spawn_blocking(move || record(&state, &domain, checks))
+            .map_err(|_| herald_queue::Error::InvalidMessage("verifier read task failed"))?;
+        let domain = match found {
+            Ok(Some(domain)) if domain.next_check_at == Some(claimed.at()) => domain,
+            Ok(_) => return self.disarm(claimed).await,
+            Err(error @ herald_queue::Error::Corrupt { .. }) => {
+                // No check can be recorded on a domain that cannot be read.
+                tracing::warn!(%error, "dropping the scheduled check of a domain that cannot be read");
+                return self.disarm(claimed).await;
+            }
+            Err(error) => return Err(error),
+        };
+        let checks = check(&self.dns, &domain, &self.state.config).await;
+        let state = Arc::clone(&self.state);
+        tokio::task::spawn_blocking(move || record(&state, &domain, checks))
             .await
             .map_err(|_| herald_queue::Error::InvalidMessage("verifier write task failed"))??;
-        if let Some(at) = scheduled {
-            next = Some(next.map_or(at, |n| n.min(at)));
-        }
+        Ok(())
     }
-    Ok(next)
+
+    async fn disarm(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
+        let mut batch = Batch::new();
+        CHECKS.disarm(&mut batch, claimed.at(), claimed.key());
+        self.state.store.commit(batch).await
+    }
 }
 
 /// Writes a check's result onto the current version of the domain (it may have been

@@ -3,15 +3,20 @@
 //! is still in flight a second one is refused. Exactly one email per key, even under
 //! concurrent requests: the in-flight set admits one request per key at a time, and the
 //! record is written in the same batch as the email.
+//!
+//! Records expire on the [due-time runner](crate::runner): each has an entry in
+//! [`Table::IDEMPOTENCY_EXPIRY`], keyed by the time it was written, that falls due
+//! [`RETENTION`] later.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Batch, Due, DueIndex, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
 
 /// How long a key is remembered.
@@ -20,6 +25,14 @@ pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
 pub const KEY_MAX: usize = 256;
 /// Records examined per sweep batch.
 const SWEEP_BATCH: usize = 1_000;
+/// Longest the expiry runner sleeps. A new record falls due after every one armed
+/// before it, so nothing needs to wake the runner; this bounds the wait should the wall
+/// clock jump (it was also the interval of the sweep this replaced).
+const EXPIRY_IDLE_MAX: Duration = Duration::from_secs(600);
+/// Records by the time they were written, then team and key: a due index whose entries
+/// fall due [`RETENTION`] after their time (a runner delay), so the table reads as it
+/// did before it was one.
+const EXPIRY: DueIndex = DueIndex::new(Table::IDEMPOTENCY_EXPIRY);
 
 /// What was answered for a key, under team id and SHA-256 of the key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -131,7 +144,7 @@ impl InFlight<'_> {
                 created_at: now,
             },
         )?;
-        batch.put_raw(Table::IDEMPOTENCY_EXPIRY, expiry_key(now, &self.record_key), Vec::new());
+        EXPIRY.arm(batch, now, &self.record_key);
         Ok(())
     }
 }
@@ -226,12 +239,6 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// The key in [`Table::IDEMPOTENCY_EXPIRY`] of the record under `record_key` written at
-/// `at`: the time first (big-endian milliseconds), so the table is in order of age.
-fn expiry_key(at: Timestamp, record_key: &[u8]) -> Vec<u8> {
-    [at.as_millis().to_be_bytes().as_slice(), record_key].concat()
-}
-
 /// The key in [`Table::META`] that says every record has its entry in
 /// [`Table::IDEMPOTENCY_EXPIRY`]: set once records written before the index existed have
 /// been given theirs. (Records a downgraded build writes after that get no entry: they
@@ -239,48 +246,65 @@ fn expiry_key(at: Timestamp, record_key: &[u8]) -> Vec<u8> {
 const INDEXED: &[u8] = b"idempotency_expiry_indexed";
 
 /// Deletes records older than [`RETENTION`], oldest first, reading only those that are
-/// due; returns how many. Each record is claimed in `keys` from its read until the delete
-/// is committed, so a request answering under the same key meanwhile is told it is in
-/// flight instead of having its new record deleted; a key in flight is left for the next
-/// sweep. A record written again after its entry was made is newer than the entry and
+/// due; returns how many. (The server expires them on the runner, [`expire`]; this walks
+/// everything due at once.)
+pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
+    let horizon = Timestamp::from_millis(
+        store
+            .now()
+            .as_millis()
+            .saturating_sub(u64::try_from(RETENTION.as_millis()).unwrap_or(u64::MAX)),
+    );
+    let mut deleted = 0;
+    let mut after: Option<Due> = None;
+    loop {
+        let page = EXPIRY.due(store, horizon, after.as_ref(), SWEEP_BATCH)?;
+        deleted += expire_entries(store, keys, &page)?;
+        if page.len() < SWEEP_BATCH {
+            return Ok(deleted);
+        }
+        after = page.last().cloned();
+    }
+}
+
+/// Deletes the records of due expiry `entries`, and the entries, in one write; returns
+/// how many records it deleted. Each record is claimed in `keys` from its read until the
+/// delete is committed, so a request answering under the same key meanwhile is told it
+/// is in flight instead of having its new record deleted; a key in flight is left for
+/// later. A record written again after its entry was made is newer than the entry and
 /// stays, for its own entry to remove. A record that cannot be decoded is deleted: no
 /// request could be answered from it.
-pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
-    let cutoff = store
-        .now()
-        .as_millis()
-        .saturating_sub(u64::try_from(RETENTION.as_millis()).unwrap_or(u64::MAX));
+fn expire_entries<'a>(
+    store: &Store,
+    keys: &Idempotency,
+    entries: impl IntoIterator<Item = &'a Due>,
+) -> Result<usize, herald_queue::Error> {
+    let mut batch = Batch::new();
+    let mut claims = Vec::new();
     let mut deleted = 0;
-    in_pages(store, Table::IDEMPOTENCY_EXPIRY, |entries, batch, claims| {
-        for (key, _) in entries {
-            let Some((at, record_key)) = key.split_first_chunk::<8>() else {
-                batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
-                continue;
-            };
-            let at = u64::from_be_bytes(*at);
-            if at >= cutoff {
-                return Ok(Page::Last);
+    for entry in entries {
+        let Some(claim) = keys.claim(entry.key.clone()) else {
+            continue;
+        };
+        let expired = match store.get::<IdempotencyRecord>(&entry.key) {
+            Ok(record) => record.is_some_and(|r| r.created_at <= entry.at),
+            Err(error @ herald_queue::Error::Corrupt { .. }) => {
+                tracing::warn!(%error, "deleting an idempotency record that cannot be read");
+                true
             }
-            let Some(claim) = keys.claim(record_key.to_vec()) else {
-                continue;
-            };
-            let expired = match store.get::<IdempotencyRecord>(record_key) {
-                Ok(record) => record.is_some_and(|r| r.created_at.as_millis() <= at),
-                Err(error @ herald_queue::Error::Corrupt { .. }) => {
-                    tracing::warn!(%error, "deleting an idempotency record that cannot be read");
-                    true
-                }
-                Err(error) => return Err(error),
-            };
-            if expired {
-                batch.delete::<IdempotencyRecord>(record_key);
-                deleted += 1;
-            }
-            batch.delete_raw(Table::IDEMPOTENCY_EXPIRY, key.clone());
-            claims.push(claim);
+            Err(error) => return Err(error),
+        };
+        if expired {
+            batch.delete::<IdempotencyRecord>(&entry.key);
+            deleted += 1;
         }
-        Ok(Page::More)
-    })?;
+        EXPIRY.disarm(&mut batch, entry.at, &entry.key);
+        claims.push(claim);
+    }
+    if !batch.is_empty() {
+        store.commit(batch).wait()?;
+    }
+    drop(claims);
     Ok(deleted)
 }
 
@@ -302,11 +326,7 @@ pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, heral
             };
             match herald_queue::decode_record::<IdempotencyRecord>(bytes) {
                 Ok(record) if now.saturating_since(record.created_at) < RETENTION => {
-                    batch.put_raw(
-                        Table::IDEMPOTENCY_EXPIRY,
-                        expiry_key(record.created_at, key),
-                        Vec::new(),
-                    );
+                    EXPIRY.arm(batch, record.created_at, key);
                 }
                 Ok(_) => {
                     batch.delete::<IdempotencyRecord>(key);
@@ -323,26 +343,18 @@ pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, heral
         if page.len() < SWEEP_BATCH {
             batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
         }
-        Ok(Page::More)
+        Ok(())
     })?;
     Ok(deleted)
 }
 
-/// Whether [`in_pages`] goes on after a page.
-enum Page {
-    /// On to the next page, if the table has one.
-    More,
-    /// Stop after this page's writes.
-    Last,
-}
-
 /// Walks `table` from its first key, [`SWEEP_BATCH`] entries at a time. `visit` stages a
 /// page's writes and keeps the claims it makes; the writes are committed before
-/// the claims are released, and the walk ends at the table's end or when `visit` says.
+/// the claims are released, and the walk ends at the table's end.
 fn in_pages<'k>(
     store: &Store,
     table: Table,
-    mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Vec<InFlight<'k>>) -> Result<Page, herald_queue::Error>,
+    mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Vec<InFlight<'k>>) -> Result<(), herald_queue::Error>,
 ) -> Result<(), herald_queue::Error> {
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -356,40 +368,54 @@ fn in_pages<'k>(
         )?;
         let mut batch = Batch::new();
         let mut claims = Vec::new();
-        let next = visit(&page, &mut batch, &mut claims)?;
+        visit(&page, &mut batch, &mut claims)?;
         if !batch.is_empty() {
             store.commit(batch).wait()?;
         }
         drop(claims);
-        if matches!(next, Page::Last) || page.len() < SWEEP_BATCH {
+        if page.len() < SWEEP_BATCH {
             return Ok(());
         }
         after = page.last().map(|(key, _)| key.clone());
     }
 }
 
-/// Sweeps expired records every ten minutes until shutdown; the first sweep of a process
-/// also indexes records from builds without the expiry index.
-pub async fn expire(state: Arc<Services>, mut shutdown: crate::shutdown::Shutdown) {
-    loop {
-        let swept = {
-            let state = Arc::clone(&state);
-            tokio::task::spawn_blocking(move || {
-                let indexed = index_unindexed(&state.store, &state.idempotency);
-                // A failed backfill is tried again next time; the index still expires
-                // everything written since.
-                let swept = sweep(&state.store, &state.idempotency);
-                indexed.and(swept)
-            })
-        };
-        match swept.await {
+/// Expires records on the due-time runner until shutdown; first indexes records from
+/// builds without the expiry index (once: a failed backfill is tried at the next start,
+/// and the index still expires everything written since).
+pub async fn expire(state: Arc<Services>, shutdown: crate::shutdown::Shutdown) {
+    let backfill = Arc::clone(&state);
+    match tokio::task::spawn_blocking(move || index_unindexed(&backfill.store, &backfill.idempotency)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "idempotency expiry failed"),
+        Err(error) => tracing::warn!(%error, "idempotency expiry task failed"),
+    }
+    let limits = runner::Limits {
+        claims_max: SWEEP_BATCH,
+        page: SWEEP_BATCH,
+        delay: RETENTION,
+        ..runner::Limits::new(EXPIRY_IDLE_MAX)
+    };
+    let runner = Runner::new("idempotency", state.store.clone(), EXPIRY, limits, Wake::default());
+    runner.run(Expirer { state }, shutdown).await;
+}
+
+/// The runner's handler: deletes the due records, a batch per pass.
+struct Expirer {
+    state: Arc<Services>,
+}
+
+impl Handler for Expirer {
+    async fn handle(&mut self, due: Vec<Claimed>) {
+        let state = Arc::clone(&self.state);
+        // The claims are dropped with `due`, after the write.
+        let expired = tokio::task::spawn_blocking(move || {
+            expire_entries(&state.store, &state.idempotency, due.iter().map(Claimed::due))
+        });
+        match expired.await {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => tracing::warn!(%error, "idempotency expiry failed"),
             Err(error) => tracing::warn!(%error, "idempotency expiry task failed"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(600)) => {}
-            () = shutdown.triggered() => return,
         }
     }
 }
@@ -403,6 +429,11 @@ mod tests {
     use super::*;
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    /// The expiry entry of the record under `record_key` written at `at`.
+    fn expiry_key(at: Timestamp, record_key: &[u8]) -> Vec<u8> {
+        Due::new(at, record_key).encode()
+    }
 
     fn store(dir: &std::path::Path, clock: &Arc<ManualClock>) -> Store {
         Store::open(StoreOptions {

@@ -8,31 +8,42 @@
 //! same request and receivers can deduplicate. One request at a time per endpoint: a slow
 //! or dead endpoint holds only its own messages, and a healthy endpoint gets an email's
 //! events in the order they happened.
+//!
+//! Two loops: fan-out polls the outbox; the [due-time runner](crate::runner) hands out
+//! pending messages as their attempts fall due, and each endpoint's task sends its
+//! messages one after another.
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Batch, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
 use hyper::Method;
 
 use super::signature;
 use super::{Webhook, for_team};
 use crate::events::{Event, EventKind};
 use crate::outbound::Limits;
+use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::wire;
 
 /// Outbox events fanned out per write.
 const FAN_OUT_BATCH: usize = 256;
-/// Due messages looked at per pass.
-const DUE_BATCH: usize = 256;
-/// How long the dispatcher sleeps between passes when there is nothing to do.
-const IDLE_WAIT: Duration = Duration::from_millis(100);
-/// A due-index key: 8 bytes of due time, then team, webhook and event ids.
-const DUE_KEY_LEN: usize = 8 + 3 * 16;
+/// How long fan-out leaves the outbox alone after a scan that found less than a batch:
+/// every part of herald pushes events without a wake, so the outbox is polled.
+const OUTBOX_POLL: Duration = Duration::from_millis(100);
+/// Longest the due runner sleeps without looking at the index. Replays (`POST
+/// /webhooks/{id}/events/{event_id}/replay`) arm a message without waking it, and were
+/// sent within this time when one loop polled both the outbox and the due messages;
+/// the runner keeps that promise.
+const DUE_IDLE_MAX: Duration = Duration::from_millis(100);
+/// Pending messages by their next attempt: big-endian due time, then team, webhook and
+/// event ids (the message's key).
+const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
 /// Attempts of one message that its record lists: more than the default retry schedule
 /// makes, with room for replays.
 pub const ATTEMPT_IDS_MAX: usize = 50;
@@ -100,9 +111,9 @@ impl WebhookMessage {
         format!("msg_{}", self.event_id)
     }
 
-    /// Its key in the due index.
-    pub fn due_key(&self) -> Vec<u8> {
-        [self.next_attempt.as_millis().to_be_bytes().as_slice(), &self.key()].concat()
+    /// The webhook of the message under `key` (see [`WebhookMessage::key_of`]).
+    fn webhook_of(key: &[u8]) -> Option<Id> {
+        key.get(16..32).filter(|_| key.len() == 48).and_then(Id::from_slice)
     }
 }
 
@@ -162,23 +173,45 @@ impl WebhookAttempt {
 pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, herald_queue::Error> {
     let store = &state.store;
     let mut batch = Batch::new();
+    let key = message.key();
     if message.state == MessageState::Pending {
-        batch.delete_raw(Table::WEBHOOK_DUE, message.due_key());
+        DUE.disarm(&mut batch, message.next_attempt, &key);
     }
     message.state = MessageState::Pending;
     message.attempts = 0;
     message.next_attempt = store.now();
-    batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
-    batch.put(message.key(), &message)?;
+    DUE.arm(&mut batch, message.next_attempt, &key);
+    batch.put(key, &message)?;
     store.commit(batch).wait()?;
     Ok(message)
 }
 
-/// Runs the dispatcher until shutdown.
-pub async fn run(state: Arc<Services>, mut shutdown: Shutdown) {
-    let busy: Arc<Mutex<HashSet<Id>>> = Arc::default();
-    let done = Arc::new(tokio::sync::Notify::new());
-    let mut tasks = tokio::task::JoinSet::new();
+/// Runs the dispatcher until shutdown: fan-out and the due messages' runner.
+pub async fn run(state: Arc<Services>, shutdown: Shutdown) {
+    let runner = Runner::new(
+        "webhooks",
+        state.store.clone(),
+        DUE,
+        runner::Limits::new(DUE_IDLE_MAX),
+        Wake::default(),
+    );
+    let wake = runner.waker();
+    let senders = Senders {
+        state: Arc::clone(&state),
+        queues: Arc::default(),
+        tasks: tokio::task::JoinSet::new(),
+    };
+    // When the runner returns, `senders` is dropped with its tasks: requests in flight
+    // are cut off, an unfinished attempt leaves its message pending, and it is sent
+    // again after the restart.
+    tokio::join!(
+        runner.run(senders, shutdown.clone()),
+        fan_out_loop(state, wake, shutdown)
+    );
+}
+
+/// Fans the outbox out until shutdown, waking the due runner when messages were made.
+async fn fan_out_loop(state: Arc<Services>, due: Wake, mut shutdown: Shutdown) {
     let cursor = Arc::new(Mutex::new(FanOutCursor::new()));
     while !shutdown.is_triggered() {
         let (fan_state, fan_cursor) = (Arc::clone(&state), Arc::clone(&cursor));
@@ -192,47 +225,93 @@ pub async fn run(state: Arc<Services>, mut shutdown: Shutdown) {
             tracing::error!(%error, "cannot fan out webhook events");
             0
         });
-        let due_state = Arc::clone(&state);
-        let due = tokio::task::spawn_blocking(move || due(&due_state.store))
-            .await
-            .unwrap_or_default();
-        let mut spawned = false;
-        // Each endpoint's due messages go out one after another, in due order, from one
-        // task; an endpoint already being served is left to its task.
-        let mut by_webhook: std::collections::BTreeMap<Id, Vec<WebhookMessage>> = std::collections::BTreeMap::new();
-        for message in due {
-            by_webhook.entry(message.webhook_id).or_default().push(message);
+        if fanned > 0 {
+            due.wake();
         }
-        for (webhook, messages) in by_webhook {
-            let claimed = busy.lock().unwrap_or_else(PoisonError::into_inner).insert(webhook);
-            if claimed {
-                spawned = true;
-                let state = Arc::clone(&state);
-                let busy = Arc::clone(&busy);
-                let done = Arc::clone(&done);
-                tasks.spawn(async move {
-                    for message in messages {
-                        deliver(&state, message).await;
-                    }
-                    busy.lock().unwrap_or_else(PoisonError::into_inner).remove(&webhook);
-                    done.notify_one();
-                });
-            }
-        }
-        while tasks.try_join_next().is_some() {}
-        if fanned < FAN_OUT_BATCH && !spawned {
-            // Nothing new to start: wait for an endpoint's task to finish (its next
-            // messages may be due) or for new events.
+        if fanned < FAN_OUT_BATCH {
             tokio::select! {
                 () = shutdown.triggered() => {}
-                () = done.notified() => {}
-                () = tokio::time::sleep(IDLE_WAIT) => {}
+                () = tokio::time::sleep(OUTBOX_POLL) => {}
             }
         }
     }
-    // Requests in flight finish within their timeout or are cut off; an unfinished
-    // attempt leaves its message pending, and it is sent again after the restart.
-    tasks.abort_all();
+}
+
+/// The due runner's handler: queues each endpoint's due messages, in due order, for one
+/// task per endpoint; an endpoint already being served gets them appended to its queue.
+struct Senders {
+    state: Arc<Services>,
+    /// The claimed messages of each endpoint with a task, not yet sent.
+    queues: Arc<Mutex<HashMap<Id, VecDeque<Claimed>>>>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Handler for Senders {
+    async fn handle(&mut self, due: Vec<Claimed>) {
+        while self.tasks.try_join_next().is_some() {}
+        for claimed in due {
+            let Some(webhook) = WebhookMessage::webhook_of(claimed.key()) else {
+                tracing::warn!(key_len = claimed.key().len(), "removing a malformed webhook due entry");
+                disarm(&self.state.store, &claimed).await;
+                continue;
+            };
+            match lock(&self.queues).entry(webhook) {
+                Entry::Occupied(queue) => {
+                    queue.into_mut().push_back(claimed);
+                    continue;
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(VecDeque::from([claimed]));
+                }
+            }
+            let (state, queues) = (Arc::clone(&self.state), Arc::clone(&self.queues));
+            self.tasks.spawn(async move {
+                loop {
+                    // Taking the last message and leaving the map happen under one lock,
+                    // so a message queued meanwhile is never left without a task.
+                    let next = {
+                        let mut queues = lock(&queues);
+                        let next = queues.get_mut(&webhook).and_then(VecDeque::pop_front);
+                        if next.is_none() {
+                            queues.remove(&webhook);
+                        }
+                        next
+                    };
+                    let Some(claimed) = next else { break };
+                    send(&state, claimed).await;
+                }
+            });
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Each change of the queues is one map operation: whole after a panic elsewhere.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Sends the message of a due entry, or removes the entry when it is stale: its message
+/// was sent, replayed or deleted since the entry was written (each of those writes the
+/// message's own entry, under its own time). The claim is released once the outcome is
+/// written.
+async fn send(state: &Services, claimed: Claimed) {
+    let store = &state.store;
+    match store.get::<WebhookMessage>(claimed.key()) {
+        Ok(Some(message)) if message.state == MessageState::Pending && message.next_attempt == claimed.at() => {
+            deliver(state, message).await;
+        }
+        Ok(_) => disarm(store, &claimed).await,
+        // The claim is given back with the entry still due: it is tried again.
+        Err(error) => tracing::error!(%error, "cannot read a webhook message"),
+    }
+}
+
+async fn disarm(store: &Store, claimed: &Claimed) {
+    let mut batch = Batch::new();
+    DUE.disarm(&mut batch, claimed.at(), claimed.key());
+    if let Err(error) = store.commit(batch).await {
+        tracing::error!(%error, "cannot remove a stale webhook due entry");
+    }
 }
 
 /// Moves up to a batch of outbox events into webhook messages, in one write. Returns
@@ -283,8 +362,9 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
                 next_attempt: now,
                 attempt_ids: Vec::new(),
             };
-            batch.put(message.key(), &message)?;
-            batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+            let key = message.key();
+            DUE.arm(&mut batch, message.next_attempt, &key);
+            batch.put(key, &message)?;
         }
         batch.delete::<Event>(key);
     }
@@ -345,50 +425,17 @@ impl FanOutCursor {
     }
 }
 
-/// Messages due now, earliest first.
-fn due(store: &Store) -> Vec<WebhookMessage> {
-    let now = store.now().as_millis();
-    let entries = match store.scan_raw(
-        Table::WEBHOOK_DUE,
-        Scan {
-            prefix: b"",
-            after: None,
-            reverse: false,
-            limit: DUE_BATCH,
-        },
-    ) {
-        Ok(entries) => entries,
-        Err(error) => {
-            tracing::error!(%error, "cannot read the webhook due index");
-            return Vec::new();
-        }
-    };
-    entries
-        .into_iter()
-        .take_while(|(key, _)| {
-            key.len() == DUE_KEY_LEN && key[..8].try_into().map(u64::from_be_bytes).is_ok_and(|d| d <= now)
-        })
-        .filter_map(|(key, _)| store.get::<WebhookMessage>(&key[8..]).ok().flatten())
-        .collect()
-}
-
-/// One attempt at `message`, and its outcome written.
+/// One attempt at `message`, pending and due, and its outcome written.
 async fn deliver(state: &Services, mut message: WebhookMessage) {
     let store = &state.store;
     let config = &state.config.webhooks;
-    // The list this came from may predate an attempt that has just been written.
-    match store.get::<WebhookMessage>(message.key()) {
-        Ok(Some(current)) if current.state == MessageState::Pending && current.next_attempt == message.next_attempt => {
-        }
-        _ => return,
-    }
-    let old_due = message.due_key();
+    let (key, old_due) = (message.key(), message.next_attempt);
     let webhook = state.webhooks().get(message.team_id, message.webhook_id).ok().flatten();
     let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
         // Deleted or disabled: the message goes with it.
         let mut batch = Batch::new();
-        batch.delete::<WebhookMessage>(message.key());
-        batch.delete_raw(Table::WEBHOOK_DUE, old_due);
+        batch.delete::<WebhookMessage>(&key);
+        DUE.disarm(&mut batch, old_due, &key);
         let _ = store.commit(batch).await;
         return;
     };
@@ -403,8 +450,8 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
         message.state = MessageState::Failed;
         let mut batch = Batch::new();
-        batch.delete_raw(Table::WEBHOOK_DUE, old_due);
-        if batch.put(message.key(), &message).is_ok() {
+        DUE.disarm(&mut batch, old_due, &key);
+        if batch.put(&key, &message).is_ok() {
             let _ = store.commit(batch).await;
         }
         return;
@@ -487,16 +534,16 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         message.attempt_ids.remove(0);
     }
     let mut batch = Batch::new();
-    batch.delete_raw(Table::WEBHOOK_DUE, old_due);
+    DUE.disarm(&mut batch, old_due, &key);
     if ok {
         message.state = MessageState::Delivered;
     } else if let Some(wait) = config.retry_intervals.get(message.attempts as usize - 1) {
         message.next_attempt = now.saturating_add(*wait);
-        batch.put_raw(Table::WEBHOOK_DUE, message.due_key(), Vec::new());
+        DUE.arm(&mut batch, message.next_attempt, &key);
     } else {
         message.state = MessageState::Failed;
     }
-    let written = batch.put(message.key(), &message).and_then(|()| {
+    let written = batch.put(&key, &message).and_then(|()| {
         batch.put(
             WebhookAttempt::key(message.team_id, message.webhook_id, attempt.id),
             &attempt,
