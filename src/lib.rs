@@ -34,6 +34,8 @@
 //! - [`events`]: events written with the changes that cause them, for webhooks.
 //! - [`mailqueue`]: the spool as operators see it (`herald queue`): list, show, retry,
 //!   delete, stats.
+//! - [`limits`]: rate-limit state and per-destination pacing and connection leases,
+//!   behind the traits a cluster's shared store will implement.
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
 //! - [`runner`]: the due-time runner: one loop for everything that waits for a time
 //!   (webhook retries, domain re-checks, expiry).
@@ -53,6 +55,7 @@ pub mod domains;
 pub mod emails;
 pub mod events;
 pub mod http;
+pub mod limits;
 pub mod mailqueue;
 pub mod outbound;
 pub mod runner;

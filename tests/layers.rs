@@ -15,6 +15,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "domains",
     "emails",
     "events.rs",
+    "limits.rs",
     "mailqueue",
     "outbound.rs",
     "runner.rs",

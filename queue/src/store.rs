@@ -144,6 +144,11 @@ impl Store {
         self.inner.clock.now()
     }
 
+    /// The injected clock itself, for what keeps time beside the store (rate limits).
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
+    }
+
     /// A new time-ordered id.
     pub fn next_id(&self) -> Id {
         self.inner.ids.next(self.now())

@@ -8,13 +8,10 @@
 //! destination has its own.
 
 use std::collections::{HashMap, VecDeque};
-use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use herald_queue::Timestamp;
 use tokio::sync::Notify;
 
@@ -23,7 +20,8 @@ use super::client::{Connection, ConnectionError, TlsChoice};
 use super::job::{Piece, Via};
 use super::reply::Reply;
 use super::route::{self, NoRoute};
-use crate::config::{DestinationLimits, values::Rate};
+use crate::config::DestinationLimits;
+use crate::limits::{Lease, Pacer};
 
 /// Destinations kept before idle ones (no queue, no connection, no back-off) are dropped.
 const PRUNE_AT: usize = 4_096;
@@ -39,7 +37,9 @@ pub struct Destination {
     domain: String,
     tls_required: bool,
     limits: DestinationLimits,
-    limiter: Option<DefaultDirectRateLimiter>,
+    /// The destination's name for shared limits: domain, and whether TLS is required.
+    key: String,
+    pacer: Option<Box<dyn Pacer>>,
     state: Mutex<State>,
     wake: Notify,
 }
@@ -48,6 +48,8 @@ pub struct Destination {
 struct State {
     queue: VecDeque<Piece>,
     active: usize,
+    /// One lease per connection task (`active`), from the shared destination limits.
+    leases: Vec<Lease>,
     idle: usize,
     backoff: Option<(Timestamp, Reply)>,
 }
@@ -63,11 +65,16 @@ impl Destinations {
             }
             Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
                 let limits = shared.state.config.delivery.limits_for(domain);
+                let key = format!("{domain}/{}", if tls_required { "tls" } else { "any" });
+                let pacer = limits
+                    .rate
+                    .map(|rate| shared.state.destination_limits().pacer(&key, rate));
                 Arc::new(Destination {
                     domain: domain.to_owned(),
                     tls_required,
                     limits,
-                    limiter: limits.rate.map(limiter),
+                    key,
+                    pacer,
                     state: Mutex::new(State::default()),
                     wake: Notify::new(),
                 })
@@ -87,8 +94,17 @@ impl Destinations {
         if state.idle > 0 {
             destination.wake.notify_one();
         }
-        if state.queue.len() > state.idle && state.active < destination.limits.connections {
+        let lease = (state.queue.len() > state.idle && state.active < destination.limits.connections)
+            .then(|| {
+                shared
+                    .state
+                    .destination_limits()
+                    .lease(&destination.key, destination.limits.connections)
+            })
+            .flatten();
+        if let Some(lease) = lease {
             state.active += 1;
+            state.leases.push(lease);
             drop(state);
             let shared_task = Arc::clone(shared);
             let destination = Arc::clone(&destination);
@@ -117,15 +133,6 @@ impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.0.sessions.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// A GCRA limiter for `rate`, allowing no burst: messages are spread evenly.
-fn limiter(rate: Rate) -> DefaultDirectRateLimiter {
-    let period = rate.per / rate.count.max(1);
-    let quota = Quota::with_period(period.max(Duration::from_micros(1)))
-        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-        .allow_burst(NonZeroU32::MIN);
-    RateLimiter::direct(quota)
 }
 
 impl Destination {
@@ -249,6 +256,7 @@ impl Destination {
                 }
                 if !open || shared.is_stopping() || tokio::time::Instant::now() >= deadline {
                     state.active -= 1;
+                    state.leases.pop();
                     return None;
                 }
                 state.idle += 1;
@@ -264,9 +272,10 @@ impl Destination {
 
     /// Waits for the destination's rate to allow one more message.
     async fn pace(&self) {
-        let Some(limiter) = &self.limiter else { return };
-        while let Err(not_until) = limiter.check() {
-            tokio::time::sleep(not_until.wait_time_from(DefaultClock::default().now())).await;
+        let Some(pacer) = &self.pacer else { return };
+        // Messages are spread evenly at the destination's rate, on the injected clock.
+        while let Err(wait) = pacer.take() {
+            tokio::time::sleep(wait).await;
         }
     }
 

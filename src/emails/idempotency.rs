@@ -106,10 +106,65 @@ pub enum Outcome<'a> {
     Concurrent,
 }
 
-/// The keys of requests in flight.
-#[derive(Debug, Default)]
-pub struct Idempotency {
+/// What idempotency shares between the nodes that answer one team: which keys are in
+/// flight (so that two requests with one key never both send), and the records of what
+/// was answered. [`LocalIdempotency`] keeps them on this node (a set in memory, records
+/// in RocksDB); a cluster keeps them in a shared store (a `SET NX` with expiry and a
+/// table) behind the same trait.
+///
+/// A record is written in the same batch as the email it answers with
+/// ([`InFlight::record`]), as the durability contract asks; a shared store also
+/// publishes it once that batch is committed.
+pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
+    /// Holds `record_key` as in flight; `false` when it already is.
+    fn hold(&self, record_key: &[u8]) -> bool;
+    /// Releases `record_key`.
+    fn release(&self, record_key: &[u8]);
+    /// The record under `record_key`.
+    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, herald_queue::Error>;
+}
+
+/// Idempotency on one node: keys in flight in memory, records in the node's RocksDB.
+#[derive(Debug)]
+pub struct LocalIdempotency {
+    store: Store,
     in_flight: Mutex<HashSet<Vec<u8>>>,
+}
+
+impl LocalIdempotency {
+    /// Idempotency over `store`.
+    pub fn new(store: Store) -> LocalIdempotency {
+        LocalIdempotency {
+            store,
+            in_flight: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+impl IdempotencyStore for LocalIdempotency {
+    fn hold(&self, record_key: &[u8]) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(record_key.to_vec())
+    }
+
+    fn release(&self, record_key: &[u8]) {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(record_key);
+    }
+
+    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, herald_queue::Error> {
+        self.store.get::<IdempotencyRecord>(record_key)
+    }
+}
+
+/// Idempotency keys: the requests in flight and the answers remembered.
+#[derive(Debug)]
+pub struct Idempotency {
+    keys: Box<dyn IdempotencyStore>,
 }
 
 /// Holds a key as in flight; releases it when dropped.
@@ -125,11 +180,7 @@ pub struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.keys
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.key);
+        self.keys.keys.release(&self.key);
     }
 }
 
@@ -150,13 +201,19 @@ impl InFlight<'_> {
 }
 
 impl Idempotency {
+    /// Idempotency on this node, over `store`.
+    pub fn new(store: Store) -> Idempotency {
+        Idempotency::with_store(Box::new(LocalIdempotency::new(store)))
+    }
+
+    /// Idempotency kept by `keys`.
+    pub fn with_store(keys: Box<dyn IdempotencyStore>) -> Idempotency {
+        Idempotency { keys }
+    }
+
     /// Holds the record key `record_key` as in flight, or `None` when it already is.
     fn claim(&self, record_key: Vec<u8>) -> Option<InFlight<'_>> {
-        let fresh = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(record_key.clone());
+        let fresh = self.keys.hold(&record_key);
         fresh.then(|| InFlight {
             keys: self,
             key: record_key.clone(),
@@ -178,7 +235,7 @@ impl Idempotency {
         };
         guard.body_sha256 = body_sha256;
         let now = store.now();
-        match store.get::<IdempotencyRecord>(&guard.record_key)? {
+        match self.keys.get(&guard.record_key)? {
             Some(record) if now.saturating_since(record.created_at) < RETENTION => {
                 if record.body_sha256 == guard.body_sha256 {
                     Ok(Outcome::Replay(record.answer))
@@ -525,7 +582,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = store(dir.path(), &clock);
-        let keys = Idempotency::default();
+        let keys = Idempotency::new(store.clone());
         answer(&store, &keys, "old");
         answer(&store, &keys, "again");
         clock.advance(12 * HOUR);
@@ -551,7 +608,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = store(dir.path(), &clock);
-        let keys = Idempotency::default();
+        let keys = Idempotency::new(store.clone());
         // Written as builds without the index wrote them: the record alone.
         let unindexed = |key: &str| {
             let mut batch = Batch::new();
@@ -582,7 +639,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = store(dir.path(), &clock);
-        let keys = Idempotency::default();
+        let keys = Idempotency::new(store.clone());
         let count = 2 * SWEEP_BATCH + 100;
         let mut indexed = Batch::new();
         let mut unindexed = Batch::new();
@@ -622,7 +679,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = store(dir.path(), &clock);
-        let keys = Idempotency::default();
+        let keys = Idempotency::new(store.clone());
         answer(&store, &keys, "busy");
         let garbage = IdempotencyRecord::key(Id::from_bytes([7; 16]), "garbage");
         let mut batch = Batch::new();

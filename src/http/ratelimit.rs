@@ -6,20 +6,14 @@
 //! clock, so the limits follow the same time as everything else.
 
 use std::collections::HashMap;
-use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use governor::clock::Clock as GovernorClock;
-use governor::middleware::StateInformationMiddleware;
-use governor::state::{InMemoryState, NotKeyed};
-use governor::{Quota, RateLimiter};
 use herald_queue::{Id, SharedClock};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::Rate;
-
-type Limiter = RateLimiter<NotKeyed, InMemoryState, ClockAdapter, StateInformationMiddleware>;
+use crate::limits::{LocalRates, RateState, Take, refill_interval};
 
 /// The decision for one request, with what the headers report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,29 +50,28 @@ impl Decision {
     }
 }
 
-/// The limiters of every team (`K` = team id), or of every client address for requests
-/// that carry no valid key (`K` = IP address), which also slows down key guessing.
+/// The limits of every team (`K` = team id), or of every client address for requests
+/// that carry no valid key (`K` = IP address), which also slows down key guessing. The
+/// counting itself is the [`RateState`]'s: in memory on one node, shared in a cluster.
 #[derive(Debug)]
 pub struct RateLimits<K = Id> {
     default: Rate,
-    clock: SharedClock,
-    teams: Mutex<HashMap<K, TeamLimit>>,
+    state: Box<dyn RateState<K>>,
     overrides: Mutex<HashMap<K, Rate>>,
 }
 
-#[derive(Debug)]
-struct TeamLimit {
-    rate: Rate,
-    limiter: Arc<Limiter>,
-}
-
-impl<K: std::hash::Hash + Eq + Copy> RateLimits<K> {
-    /// Limits of `default` per team unless a team has its own.
+impl<K: std::hash::Hash + Eq + Copy + Send + std::fmt::Debug + 'static> RateLimits<K> {
+    /// Limits of `default` per team unless a team has its own, counted in memory on
+    /// `clock`.
     pub fn new(default: Rate, clock: SharedClock) -> Self {
+        RateLimits::with_state(default, Box::new(LocalRates::new(clock)))
+    }
+
+    /// Limits of `default` per team, counted by `state`.
+    pub fn with_state(default: Rate, state: Box<dyn RateState<K>>) -> Self {
         RateLimits {
             default,
-            clock,
-            teams: Mutex::new(HashMap::new()),
+            state,
             overrides: Mutex::new(HashMap::new()),
         }
     }
@@ -98,26 +91,10 @@ impl<K: std::hash::Hash + Eq + Copy> RateLimits<K> {
             let overrides = self.overrides.lock().unwrap_or_else(PoisonError::into_inner);
             overrides.get(&team).copied().unwrap_or(self.default)
         };
-        let limiter = {
-            let mut teams = self.teams.lock().unwrap_or_else(PoisonError::into_inner);
-            let entry = teams.entry(team).or_insert_with(|| TeamLimit {
-                rate,
-                limiter: Arc::new(limiter(rate, &self.clock)),
-            });
-            if entry.rate != rate {
-                // The team's limit changed: start it afresh with the new quota.
-                *entry = TeamLimit {
-                    rate,
-                    limiter: Arc::new(limiter(rate, &self.clock)),
-                };
-            }
-            Arc::clone(&entry.limiter)
-        };
         let window = rate.per.as_secs().max(1);
         let refill = refill_interval(rate);
-        match limiter.check() {
-            Ok(snapshot) => {
-                let remaining = snapshot.remaining_burst_capacity();
+        match self.state.take(team, rate) {
+            Take::Allowed { remaining } => {
                 let used = rate.count.saturating_sub(remaining);
                 Decision {
                     allowed: true,
@@ -128,48 +105,20 @@ impl<K: std::hash::Hash + Eq + Copy> RateLimits<K> {
                     window,
                 }
             }
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(ClockAdapter(self.clock.clone()).now());
-                Decision {
-                    allowed: false,
-                    limit: rate.count,
-                    remaining: 0,
-                    reset: ceil_secs(refill * rate.count.saturating_sub(1) + wait),
-                    retry_after: Some(ceil_secs(wait).max(1)),
-                    window,
-                }
-            }
+            Take::Refused { wait } => Decision {
+                allowed: false,
+                limit: rate.count,
+                remaining: 0,
+                reset: ceil_secs(refill * rate.count.saturating_sub(1) + wait),
+                retry_after: Some(ceil_secs(wait).max(1)),
+                window,
+            },
         }
     }
 }
 
-fn refill_interval(rate: Rate) -> Duration {
-    (rate.per / rate.count.max(1)).max(Duration::from_nanos(1))
-}
-
-fn limiter(rate: Rate, clock: &SharedClock) -> Limiter {
-    let burst = NonZeroU32::new(rate.count).unwrap_or(NonZeroU32::MIN);
-    // `with_period` fails only for a zero period; `refill_interval` is at least 1 ns.
-    let quota = Quota::with_period(refill_interval(rate))
-        .unwrap_or_else(|| Quota::per_second(burst))
-        .allow_burst(burst);
-    RateLimiter::direct_with_clock(quota, ClockAdapter(clock.clone())).with_middleware::<StateInformationMiddleware>()
-}
-
 fn ceil_secs(duration: Duration) -> u64 {
     duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
-}
-
-/// governor's view of herald's clock: time since the epoch as a `Duration`.
-#[derive(Debug, Clone)]
-struct ClockAdapter(SharedClock);
-
-impl GovernorClock for ClockAdapter {
-    type Instant = Duration;
-
-    fn now(&self) -> Duration {
-        Duration::from_millis(self.0.now().as_millis())
-    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
+use crate::limits::{DestinationLimits, LocalDestinations};
 use crate::outbound::Outbound;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
@@ -44,6 +45,8 @@ pub struct Services {
     webhooks: Box<dyn WebhookStore>,
     /// Suppressed addresses.
     suppressions: Box<dyn SuppressionStore>,
+    /// Per-destination pacing and connection leases.
+    destinations: Box<dyn DestinationLimits>,
     /// Teams and API keys.
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
@@ -81,15 +84,16 @@ impl Services {
     ) -> Services {
         Services {
             accounts: Box::new(RocksAccounts::new(store.clone())),
+            idempotency: Idempotency::new(store.clone()),
             domains: Box::new(RocksDomains::new(store.clone())),
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
+            destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             config,
             store,
             spool,
             auth: Authenticator::new(operator_team),
             verifier: Verifier::default(),
-            idempotency: Idempotency::default(),
             outbound,
             delivery_wake,
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -109,6 +113,11 @@ impl Services {
     /// Suppressed addresses.
     pub fn suppressions(&self) -> &dyn SuppressionStore {
         &*self.suppressions
+    }
+
+    /// Per-destination pacing and connection leases.
+    pub fn destination_limits(&self) -> &dyn DestinationLimits {
+        &*self.destinations
     }
 
     /// Teams and API keys.
