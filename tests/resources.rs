@@ -179,6 +179,53 @@ fn strings(items: &[&str]) -> Vec<String> {
 // Teams and keys.
 
 #[test]
+fn a_sending_only_key_is_refused_every_operation_but_sending() {
+    let world = World::new();
+    let sending = Caller {
+        permission: Permission::SendingAccess,
+        ..member(world.team)
+    };
+    let page = first_page();
+    assert_refused!(keys::list(&world.services, &sending, &page), Error::Restricted);
+    assert_refused!(
+        keys::create(
+            &world.services,
+            &sending,
+            NewKey {
+                name: Some("escalate".into()),
+                ..NewKey::default()
+            }
+        ),
+        Error::Restricted
+    );
+    assert_refused!(teams::get(&world.services, &sending, world.team), Error::Restricted);
+    assert_refused!(domains::list(&world.services, &sending, &page), Error::Restricted);
+    assert_refused!(
+        domains::create(&world.services, &sending, new_domain("new.example.test")),
+        Error::Restricted
+    );
+    assert_refused!(webhooks::list(&world.services, &sending, &page), Error::Restricted);
+    assert_refused!(
+        suppressions::add(&world.services, &sending, Some("a@example.org".into())),
+        Error::Restricted
+    );
+    assert_refused!(
+        suppressions::list(&world.services, &sending, &page, None),
+        Error::Restricted
+    );
+    assert_refused!(emails::list(&world.services, &sending, &page), Error::Restricted);
+    let id = world.accept(Some("in 1 hour"));
+    assert_refused!(emails::cancel(&world.services, &sending, id), Error::Restricted);
+    assert_eq!(
+        emails::get(&world.services, &member(world.team), id)
+            .expect("still there")
+            .last_event,
+        EmailState::Scheduled,
+        "nothing changed"
+    );
+}
+
+#[test]
 fn only_the_operator_creates_lists_and_updates_teams() {
     let world = World::new();
     let services = &world.services;

@@ -38,6 +38,16 @@ impl Caller {
     pub fn has_full_access(&self) -> bool {
         self.permission == Permission::FullAccess
     }
+
+    /// Refuses a key that may only send: every operation but sending asks this first,
+    /// whichever adapter calls it.
+    pub fn require_full_access(&self) -> Result<(), crate::services::Error> {
+        if self.has_full_access() {
+            Ok(())
+        } else {
+            Err(crate::services::Error::Restricted)
+        }
+    }
 }
 
 /// Why a token authenticates no one.

@@ -45,6 +45,7 @@ fn permission(text: Option<&str>) -> Result<Permission, Error> {
 /// Creates a key of the caller's team; returns it with its token, which is not stored
 /// and cannot be shown again.
 pub fn create(services: &Services, caller: &Caller, new: NewKey) -> Result<(ApiKey, Token), Error> {
+    caller.require_full_access()?;
     let name = required_text(new.name, "name", NAME_MAX)?;
     let permission = permission(new.permission.as_deref())?;
     let domain_id = match (permission, new.domain_id) {
@@ -90,6 +91,7 @@ pub(super) fn issue(
 
 /// One page of the caller's team's keys, newest first, and whether more lie beyond it.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<ListedKey>, bool), Error> {
+    caller.require_full_access()?;
     let accounts = services.accounts();
     let (keys, has_more) = accounts.keys(caller.team_id, page)?;
     let listed = keys
@@ -116,6 +118,7 @@ fn lock<'a>(services: &'a Services, caller: &Caller, id: Id) -> std::sync::Mutex
 
 /// Renames the caller's key `id`.
 pub fn rename(services: &Services, caller: &Caller, id: Id, name: Option<String>) -> Result<(), Error> {
+    caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
     let _guard = lock(services, caller, id);
     let mut key = services
@@ -129,6 +132,7 @@ pub fn rename(services: &Services, caller: &Caller, id: Id, name: Option<String>
 
 /// Deletes the caller's key `id`: its token stops working at once.
 pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
+    caller.require_full_access()?;
     let _guard = lock(services, caller, id);
     let key = services
         .accounts()

@@ -30,6 +30,7 @@ pub struct TeamChange {
 
 /// Refuses a caller that is not the operator's full-access key: only it manages teams.
 pub fn require_operator(caller: &Caller) -> Result<(), Error> {
+    caller.require_full_access()?;
     if caller.operator {
         Ok(())
     } else {
@@ -78,6 +79,7 @@ pub fn list(services: &Services, caller: &Caller) -> Result<Vec<Team>, Error> {
 
 /// The team `id`: the operator reads any team, others their own.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Team, Error> {
+    caller.require_full_access()?;
     if id != caller.team_id && !caller.operator {
         return Err(Error::NotFound("Team not found"));
     }

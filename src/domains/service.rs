@@ -130,6 +130,7 @@ fn domain_name(name: Option<String>) -> Result<String, Error> {
 
 /// Creates a domain of the caller's team with a new DKIM key.
 pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Domain, Error> {
+    caller.require_full_access()?;
     let name = domain_name(new.name)?;
     check_capabilities(new.capabilities.as_ref())?;
     let tracking_subdomain = tracking_subdomain(new.tracking_subdomain)?;
@@ -204,11 +205,13 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
 
 /// One page of the caller's team's domains, newest first, and whether more lie beyond it.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Domain>, bool), Error> {
+    caller.require_full_access()?;
     Ok(services.domains().list(caller.team_id, page)?)
 }
 
 /// The caller's domain `id`.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Domain, Error> {
+    caller.require_full_access()?;
     services
         .domains()
         .get(caller.team_id, id)?
@@ -240,6 +243,7 @@ pub fn save(services: &Services, domain: &Domain, changed: bool) -> Result<(), h
 
 /// Changes the caller's domain `id`: tracking and TLS policy.
 pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange) -> Result<(), Error> {
+    caller.require_full_access()?;
     check_capabilities(change.capabilities.as_ref())?;
     let tracking = change.tracking_subdomain.map(tracking_subdomain).transpose()?;
     let _guard = lock(services, caller.team_id, id);
@@ -256,6 +260,7 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange
 
 /// Deletes the caller's domain `id`; mail already accepted from it is still delivered.
 pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
+    caller.require_full_access()?;
     let _guard = lock(services, caller.team_id, id);
     let domain = get(services, caller, id)?;
     let event = events::new(&services.store, domain.team_id, EventKind::DomainDeleted, || {
@@ -268,6 +273,7 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
 /// Starts verification of the caller's domain `id` now, in the background. With
 /// `skip_dns` the operator marks it verified without DNS.
 pub fn verify(services: &Services, caller: &Caller, id: Id, skip_dns: bool) -> Result<(), Error> {
+    caller.require_full_access()?;
     if skip_dns && !caller.operator {
         return Err(Error::Forbidden(
             "Only the operator's full-access API key can skip DNS verification".to_owned(),

@@ -20,6 +20,7 @@ fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, (
 
 /// The caller's email `id` with its delivery status.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
+    caller.require_full_access()?;
     let store = &services.store;
     let key = EmailRecord::key(caller.team_id, id);
     let mut record = store
@@ -31,6 +32,7 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, 
 
 /// One page of the caller's team's emails with their delivery status, newest first.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<EmailRecord>, bool), Error> {
+    caller.require_full_access()?;
     let store = &services.store;
     let (mut emails, has_more) = page.load::<EmailRecord>(store, caller.team_id.as_bytes())?;
     for email in &mut emails {
@@ -75,6 +77,7 @@ pub fn reschedule(
     id: Id,
     scheduled_at: Option<String>,
 ) -> Result<Timestamp, Error> {
+    caller.require_full_access()?;
     let text = scheduled_at.ok_or(Error::MissingField("scheduled_at"))?;
     let store = &services.store;
     let at = schedule::parse(&text, store.now()).map_err(Error::invalid)?;
@@ -97,6 +100,7 @@ pub fn reschedule(
 /// Cancels the caller's scheduled email `id`: it leaves the queue with its `canceled`
 /// state and event in the same write.
 pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
+    caller.require_full_access()?;
     let store = &services.store;
     let _guard = lock(services, caller.team_id, id);
     let mut record = get(services, caller, id)?;

@@ -162,6 +162,7 @@ impl From<crate::services::Error> for ApiError {
             Error::MissingField(field) => ApiError::missing_field(field),
             Error::NotFound(message) => ApiError::not_found(message),
             Error::Forbidden(message) => ApiError::forbidden(message),
+            Error::Restricted => ApiError::restricted_api_key(),
             Error::Conflict(message) => ApiError::conflict(message),
             Error::Store(error) => error.into(),
             other => ApiError::internal(&other),

@@ -24,6 +24,9 @@ pub enum Error {
     /// The caller may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// The caller's key may only send email.
+    #[error("This API key is restricted to only send emails")]
+    Restricted,
     /// The resource already exists.
     #[error("{0}")]
     Conflict(String),

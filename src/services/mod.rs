@@ -19,6 +19,7 @@ use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::limits::{DestinationLimits, LocalDestinations};
 use crate::outbound::Outbound;
+use crate::runner::Wake;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
 
@@ -32,7 +33,7 @@ pub struct Services {
     /// The spool.
     pub spool: Spool,
     /// API key authentication.
-    pub auth: Authenticator,
+    auth: Authenticator,
     /// Wakes the domain verifier.
     pub verifier: Verifier,
     /// Idempotency keys in flight.
@@ -47,6 +48,8 @@ pub struct Services {
     suppressions: Box<dyn SuppressionStore>,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
+    /// Wakes the webhook dispatcher's due runner (a message armed to be sent now).
+    webhook_wake: Wake,
     /// Teams and API keys.
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
@@ -89,6 +92,7 @@ impl Services {
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
+            webhook_wake: Wake::default(),
             config,
             store,
             spool,
@@ -118,6 +122,11 @@ impl Services {
     /// Per-destination pacing and connection leases.
     pub fn destination_limits(&self) -> &dyn DestinationLimits {
         &*self.destinations
+    }
+
+    /// Wakes the webhook dispatcher's due runner.
+    pub fn webhook_wake(&self) -> &Wake {
+        &self.webhook_wake
     }
 
     /// Teams and API keys.

@@ -50,6 +50,7 @@ fn address(text: &str) -> Result<String, String> {
 /// Suppresses `email` by hand. An address already suppressed keeps its entry (and
 /// origin), and its id is the answer.
 pub fn add(services: &Services, caller: &Caller, email: Option<String>) -> Result<Id, Error> {
+    caller.require_full_access()?;
     let Some(text) = email.filter(|text| !text.trim().is_empty()) else {
         return Err(Error::MissingField("email"));
     };
@@ -61,6 +62,7 @@ pub fn add(services: &Services, caller: &Caller, email: Option<String>) -> Resul
 /// Suppresses every address of `emails` in one write: the ids, one per distinct address
 /// in the order first given. Every address is checked before anything is written.
 pub fn add_many(services: &Services, caller: &Caller, emails: Option<Vec<String>>) -> Result<Vec<Id>, Error> {
+    caller.require_full_access()?;
     let emails = bounded(emails, "emails")?;
     let mut addresses = Vec::with_capacity(emails.len());
     for (at, text) in emails.iter().enumerate() {
@@ -116,11 +118,13 @@ pub fn list(
     page: &PageRequest,
     origin: Option<Origin>,
 ) -> Result<(Vec<Suppression>, bool), Error> {
+    caller.require_full_access()?;
     Ok(services.suppressions().page(caller.team_id, page, origin)?)
 }
 
 /// The caller's entry named `target`: a UUID is an id, anything with an `@` an address.
 pub fn get(services: &Services, caller: &Caller, target: &str) -> Result<Suppression, Error> {
+    caller.require_full_access()?;
     let found = if let Ok(id) = target.parse::<Id>() {
         services.suppressions().find_by_id(caller.team_id, id)?
     } else if target.contains('@') {
@@ -136,6 +140,7 @@ pub fn get(services: &Services, caller: &Caller, target: &str) -> Result<Suppres
 
 /// Removes the caller's entry named `target`: mail to the address is sent again.
 pub fn remove(services: &Services, caller: &Caller, target: &str) -> Result<Suppression, Error> {
+    caller.require_full_access()?;
     let _guard = lock(services, caller);
     let suppression = get(services, caller, target)?;
     remove_entries(services, std::slice::from_ref(&suppression))?;
@@ -145,6 +150,7 @@ pub fn remove(services: &Services, caller: &Caller, target: &str) -> Result<Supp
 /// Removes the entries named by `targets` (addresses or ids, not both) in one write; the
 /// entries that existed, each once. Every target is checked before anything is written.
 pub fn remove_many(services: &Services, caller: &Caller, targets: RemoveTargets) -> Result<Vec<Suppression>, Error> {
+    caller.require_full_access()?;
     let found = match (targets.emails, targets.ids) {
         (Some(_), Some(_)) => {
             return Err(Error::invalid("The `emails` and `ids` fields cannot be used together"));

@@ -36,11 +36,10 @@ const FAN_OUT_BATCH: usize = 256;
 /// How long fan-out leaves the outbox alone after a scan that found less than a batch:
 /// every part of herald pushes events without a wake, so the outbox is polled.
 const OUTBOX_POLL: Duration = Duration::from_millis(100);
-/// Longest the due runner sleeps without looking at the index. Replays (`POST
-/// /webhooks/{id}/events/{event_id}/replay`) arm a message without waking it, and were
-/// sent within this time when one loop polled both the outbox and the due messages;
-/// the runner keeps that promise.
-const DUE_IDLE_MAX: Duration = Duration::from_millis(100);
+/// Longest the due runner sleeps without looking at the index. Everything that arms a
+/// message earlier than the runner sleeps wakes it (fan-out, replays, released claims);
+/// this bounds the wait should the clock jump.
+const DUE_IDLE_MAX: Duration = Duration::from_secs(1);
 /// Pending messages by their next attempt: big-endian due time, then team, webhook and
 /// event ids (the message's key).
 const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
@@ -183,6 +182,7 @@ pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMe
     DUE.arm(&mut batch, message.next_attempt, &key);
     batch.put(key, &message)?;
     store.commit(batch).wait()?;
+    state.webhook_wake().wake();
     Ok(message)
 }
 
@@ -193,7 +193,7 @@ pub async fn run(state: Arc<Services>, shutdown: Shutdown) {
         state.store.clone(),
         DUE,
         runner::Limits::new(DUE_IDLE_MAX),
-        Wake::default(),
+        state.webhook_wake().clone(),
     );
     let wake = runner.waker();
     let senders = Senders {

@@ -25,12 +25,14 @@ pub fn messages(
     id: Id,
     page: &PageRequest,
 ) -> Result<(Vec<WebhookMessage>, bool), Error> {
+    caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
     Ok(dispatch::messages(&services.store, caller.team_id, webhook, page)?)
 }
 
 /// The message of event `event` for the caller's webhook `id`.
 pub fn message(services: &Services, caller: &Caller, id: Id, event: Id) -> Result<WebhookMessage, Error> {
+    caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
     dispatch::message(&services.store, caller.team_id, webhook, event)?
         .ok_or(Error::NotFound("Webhook event not found"))
@@ -54,6 +56,7 @@ pub fn attempts(
     id: Id,
     page: &PageRequest,
 ) -> Result<(Vec<WebhookAttempt>, bool), Error> {
+    caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
     Ok(dispatch::attempts(&services.store, caller.team_id, webhook, page)?)
 }
@@ -61,6 +64,7 @@ pub fn attempts(
 /// Sends the message of event `event` to the caller's webhook `id` again now, with a
 /// fresh retry schedule, whether it succeeded, failed or is still being retried.
 pub fn replay_event(services: &Services, caller: &Caller, id: Id, event: Id) -> Result<WebhookMessage, Error> {
+    caller.require_full_access()?;
     let _guard = super::service::lock(services, caller);
     let message = message(services, caller, id, event)?;
     Ok(dispatch::replay(services, message)?)
@@ -68,6 +72,7 @@ pub fn replay_event(services: &Services, caller: &Caller, id: Id, event: Id) -> 
 
 /// Sends the message of the caller's webhook `id`'s attempt `delivery` again now.
 pub fn replay_delivery(services: &Services, caller: &Caller, id: Id, delivery: Id) -> Result<WebhookMessage, Error> {
+    caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
     let attempt = dispatch::attempt(&services.store, caller.team_id, webhook, delivery)?
         .ok_or(Error::NotFound("Delivery not found"))?;

@@ -56,6 +56,7 @@ pub fn lock<'a>(services: &'a Services, caller: &Caller) -> std::sync::MutexGuar
 
 /// Creates a webhook of the caller's team with a new signing secret.
 pub fn create(services: &Services, caller: &Caller, new: NewWebhook) -> Result<Webhook, Error> {
+    caller.require_full_access()?;
     let endpoint = endpoint(services, new.endpoint)?;
     let Some(events) = new.events else {
         return Err(Error::MissingField("events"));
@@ -85,11 +86,13 @@ pub fn create(services: &Services, caller: &Caller, new: NewWebhook) -> Result<W
 
 /// One page of the caller's team's webhooks, newest first, and whether more lie beyond.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Webhook>, bool), Error> {
+    caller.require_full_access()?;
     Ok(services.webhooks().list(caller.team_id, page)?)
 }
 
 /// The caller's webhook `id`.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Webhook, Error> {
+    caller.require_full_access()?;
     services
         .webhooks()
         .get(caller.team_id, id)?
@@ -98,6 +101,7 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Webhook, Erro
 
 /// Changes the caller's webhook `id`; the fields not given keep their values.
 pub fn update(services: &Services, caller: &Caller, id: Id, change: WebhookChange) -> Result<Webhook, Error> {
+    caller.require_full_access()?;
     // Checked before the lock: the endpoint check may wait on DNS.
     let endpoint = change.endpoint.map(|text| endpoint(services, Some(text))).transpose()?;
     let events = change.events.map(subscriptions).transpose()?;
@@ -112,6 +116,7 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: WebhookChang
 
 /// Deletes the caller's webhook `id`.
 pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<Webhook, Error> {
+    caller.require_full_access()?;
     let _guard = lock(services, caller);
     let webhook = get(services, caller, id)?;
     services.webhooks().delete(&webhook)?;
@@ -122,6 +127,7 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<Webhook, E
 /// signing alongside it for [`ROTATION_OVERLAP`], so that receivers can switch without
 /// dropping events: each request carries a signature by both.
 pub fn rotate_secret(services: &Services, caller: &Caller, id: Id) -> Result<Webhook, Error> {
+    caller.require_full_access()?;
     let signing_secret = SigningSecret::generate().map_err(|_| Error::Internal("the random generator failed"))?;
     let _guard = lock(services, caller);
     let mut webhook = get(services, caller, id)?;
