@@ -53,7 +53,7 @@ async fn phase(endpoints: usize, events: usize) {
         let reply = post(running.http_addr, "/webhooks", &body).await;
         assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
     }
-    let store = running.state.store.clone();
+    let store = running.state.store().clone();
     let started = Instant::now();
     let mut batch = herald_queue::Batch::new();
     for n in 0..events {

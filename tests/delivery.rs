@@ -110,7 +110,7 @@ impl World {
         let email_id: herald_queue::Id = id.parse().expect("id");
         self.running
             .state
-            .store
+            .store()
             .scan::<EmailEvent>(Scan::prefix(email_id.as_bytes()))
             .expect("scan timeline")
             .into_iter()
@@ -511,7 +511,7 @@ async fn shutdown_lets_the_transaction_in_flight_finish_and_records_it() {
     )
     .await;
     assert_eq!(email.json()["last_event"], "delivered");
-    assert_eq!(running.state.spool.depth(), 0, "nothing left to send again");
+    assert_eq!(running.state.spool().depth(), 0, "nothing left to send again");
     assert_eq!(sink.received().len(), 1);
     assert!(running.shutdown().await);
 }

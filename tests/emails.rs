@@ -21,7 +21,7 @@ async fn send(addr: std::net::SocketAddr, key: &str, body: Value) -> util::HttpR
 fn spooled(running: &herald::server::Running, id: &str) -> (herald_queue::Envelope, Vec<u8>) {
     running
         .state
-        .spool
+        .spool()
         .load(id.parse().expect("id"))
         .expect("load")
         .expect("in the spool")
@@ -331,7 +331,7 @@ async fn invalid_emails_get_precise_errors_and_nothing_is_sent() {
         .await
         .json();
     assert_eq!(list["data"].as_array().map(Vec::len), Some(0), "nothing was sent");
-    assert_eq!(running.state.spool.depth(), 0);
+    assert_eq!(running.state.spool().depth(), 0);
     running.shutdown().await;
 }
 
@@ -464,7 +464,7 @@ async fn batches_are_strict_or_permissive_and_written_once() {
         "{}",
         strict.text()
     );
-    assert_eq!(running.state.spool.depth(), 0, "strict: nothing sent");
+    assert_eq!(running.state.spool().depth(), 0, "strict: nothing sent");
 
     let batch: Vec<Value> = (0..100).map(good).collect();
     let ok = call(
@@ -477,12 +477,12 @@ async fn batches_are_strict_or_permissive_and_written_once() {
     .await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.text());
     assert_eq!(ok.json()["data"].as_array().map(Vec::len), Some(100));
-    assert_eq!(running.state.spool.depth(), 100);
+    assert_eq!(running.state.spool().depth(), 100);
 
     let response = herald_permissive(addr, json!([good(1), bad, good(3)])).await;
     assert_eq!(response["data"].as_array().map(Vec::len), Some(2));
     assert_eq!(response["errors"][0]["index"], 1);
-    assert_eq!(running.state.spool.depth(), 102);
+    assert_eq!(running.state.spool().depth(), 102);
 
     let too_many: Vec<Value> = (0..101).map(good).collect();
     let refused = call(
@@ -532,7 +532,7 @@ async fn scheduled_emails_can_be_moved_and_canceled_until_they_are_due() {
     assert_eq!(record["last_event"], "scheduled");
     assert_eq!(record["scheduled_at"], "2026-11-22 09:00:00.000000+00");
     assert!(
-        running.state.spool.claim_due(10).expect("claim").is_empty(),
+        running.state.spool().claim_due(10).expect("claim").is_empty(),
         "not due yet"
     );
 
@@ -560,7 +560,7 @@ async fn scheduled_emails_can_be_moved_and_canceled_until_they_are_due() {
     assert!(
         running
             .state
-            .spool
+            .spool()
             .load(id.parse().expect("id"))
             .expect("load")
             .is_none(),
@@ -649,7 +649,7 @@ async fn emails_list_newest_first_without_bodies() {
     assert!(list["data"][0].get("html").is_none());
     let records = running
         .state
-        .store
+        .store()
         .scan::<EmailRecord>(Scan::prefix(b""))
         .expect("scan");
     assert_eq!(records.len(), 3);

@@ -77,7 +77,7 @@ impl World {
             input["scheduled_at"] = json!(at);
         }
         let input: SendEmail = serde_json::from_value(input).expect("input");
-        validate(input, self.services.store.now(), &mut |_| Err("no downloads".into())).expect("valid")
+        validate(input, self.services.store().now(), &mut |_| Err("no downloads".into())).expect("valid")
     }
 
     /// The operator's team as it sends over the API.
@@ -130,7 +130,7 @@ fn first_page() -> PageRequest {
 
 /// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
 fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
-    let store = &services.store;
+    let store = services.store();
     let domain = Domain {
         id: store.next_id(),
         team_id: team,
@@ -418,7 +418,7 @@ fn listing_keys_reports_when_each_was_last_used() {
     let (used, token) = keys::create(services, &caller, named("used")).expect("created");
     let (unused, _) = keys::create(services, &caller, named("unused")).expect("created");
     world.clock.advance(Duration::from_secs(30));
-    let at = services.store.now();
+    let at = services.store().now();
     services.authenticate(token.expose()).expect("works");
     // The use is written without waiting for it; it lands within the next commit.
     let mut listed = Vec::new();
@@ -547,7 +547,7 @@ fn verifying_a_domain_through_dns_makes_it_pending_and_due_for_a_check() {
     let (services, caller) = (&world.services, member(world.team));
     let domain = domains::create(services, &caller, new_domain("mail.example.org")).expect("created");
     world.clock.advance(Duration::from_secs(60));
-    let now = services.store.now();
+    let now = services.store().now();
     domains::verify(services, &caller, domain.id, false).expect("verifying");
     let stored = domains::get(services, &caller, domain.id).expect("get");
     assert_eq!(stored.status, DomainStatus::Pending);
@@ -691,9 +691,9 @@ async fn rotating_a_webhook_secret_keeps_the_old_one_signing_until_the_overlap_e
                 .collect::<Vec<_>>()
         };
         let new = rotated.signing_secret.expose().to_owned();
-        assert_eq!(secrets(services.store.now()), vec![new.clone(), old]);
+        assert_eq!(secrets(services.store().now()), vec![new.clone(), old]);
         world.clock.advance(ROTATION_OVERLAP + Duration::from_secs(1));
-        assert_eq!(secrets(services.store.now()), vec![new]);
+        assert_eq!(secrets(services.store().now()), vec![new]);
         assert_refused!(
             webhooks::rotate_secret(services, &other_team(), webhook.id),
             Error::NotFound(_)
@@ -820,7 +820,7 @@ fn adding_many_suppressions_dedupes_addresses_in_the_order_given() {
 fn suppressions_are_listed_by_origin_and_found_by_id_or_address_within_the_team() {
     let world = World::new();
     let (services, caller) = (&world.services, member(world.team));
-    let bounced = Suppression::new(&services.store, world.team, "Gone@Example.org", Origin::Bounce, None);
+    let bounced = Suppression::new(services.store(), world.team, "Gone@Example.org", Origin::Bounce, None);
     services
         .suppressions()
         .apply(std::slice::from_ref(&bounced), &[], &[])
@@ -952,22 +952,22 @@ fn a_scheduled_email_is_rescheduled_then_canceled_and_then_left_alone() {
     let later = emails::reschedule(services, &caller, id, Some("in 2 hours".into())).expect("rescheduled");
     assert_eq!(
         later,
-        services.store.now().saturating_add(Duration::from_secs(2 * 3600))
+        services.store().now().saturating_add(Duration::from_secs(2 * 3600))
     );
     assert_eq!(
         emails::get(services, &caller, id).expect("get").scheduled_at,
         Some(later)
     );
-    let (envelope, _) = services.spool.load(id).expect("load").expect("queued");
+    let (envelope, _) = services.spool().load(id).expect("load").expect("queued");
     assert_eq!(envelope.due, later);
-    assert!(!services.spool.is_claimed(id), "the reschedule released its claim");
+    assert!(!services.spool().is_claimed(id), "the reschedule released its claim");
 
     emails::cancel(services, &caller, id).expect("canceled");
     let email = emails::get(services, &caller, id).expect("get");
     assert_eq!(email.last_event, EmailState::Canceled);
-    assert!(services.spool.load(id).expect("load").is_none(), "it left the queue");
+    assert!(services.spool().load(id).expect("load").is_none(), "it left the queue");
     let events = services
-        .store
+        .store()
         .scan::<EmailEvent>(Scan::prefix(id.as_bytes()))
         .expect("events");
     let kinds: Vec<_> = events.iter().map(|(_, event)| event.kind).collect();
@@ -1005,8 +1005,8 @@ fn an_email_due_now_cannot_be_canceled_or_rescheduled() {
         emails::get(services, &caller, id).expect("get").last_event,
         EmailState::Sent
     );
-    assert!(services.spool.load(id).expect("load").is_some(), "still queued");
-    assert!(!services.spool.is_claimed(id));
+    assert!(services.spool().load(id).expect("load").is_some(), "still queued");
+    assert!(!services.spool().is_claimed(id));
 }
 
 #[test]
@@ -1027,5 +1027,5 @@ fn rescheduling_needs_a_time_and_another_teams_email_is_not_found() {
     );
     let email = emails::get(services, &caller, id).expect("get");
     assert_eq!(email.last_event, EmailState::Scheduled);
-    assert!(!services.spool.is_claimed(id));
+    assert!(!services.spool().is_claimed(id));
 }

@@ -101,7 +101,7 @@ async fn first_start_creates_a_private_bootstrap_key_and_restarts_keep_it() {
     assert!(token.expose().starts_with("re_"));
     let found: ApiKeyDigest = running
         .state
-        .store
+        .store()
         .get(token.digest())
         .expect("get")
         .expect("key indexed by digest");

@@ -66,7 +66,7 @@ impl World {
             "from": "App <app@example.test>", "to": to, "subject": "hi", "text": "Hello."
         }))
         .expect("input");
-        let email = validate(input, self.services.store.now(), &mut |_| Err("no downloads".into())).expect("valid");
+        let email = validate(input, self.services.store().now(), &mut |_| Err("no downloads".into())).expect("valid");
         let domain = submit::authorize(&self.services, &self.sender(), &email).expect("verified");
         submit::prepare(&self.services, &self.sender(), &email, &domain, Source::Api).expect("prepared")
     }
@@ -74,7 +74,7 @@ impl World {
 
 /// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
 fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
-    let store = &services.store;
+    let store = services.store();
     let domain = Domain {
         id: store.next_id(),
         team_id: team,
@@ -103,9 +103,9 @@ fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
 fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
     let world = World::new();
     let services = &world.services;
-    let store = &services.store;
+    let store = services.store();
     let Outcome::Fresh(in_flight) = services
-        .idempotency
+        .idempotency()
         .begin(store, world.team, "order-1", "hash-1".into())
         .expect("begin")
     else {
@@ -128,7 +128,7 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
     .expect("accepted");
     drop(in_flight);
     assert_eq!(ids, vec![id]);
-    assert_eq!(services.spool.depth(), 1);
+    assert_eq!(services.spool().depth(), 1);
     assert!(world.wake.try_recv().is_ok(), "delivery was woken");
     let record = store
         .get::<EmailRecord>(EmailRecord::key(world.team, id))
@@ -137,14 +137,14 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
     assert_eq!((record.last_event, record.source), (EmailState::Sent, Source::Api));
 
     let again = services
-        .idempotency
+        .idempotency()
         .begin(store, world.team, "order-1", "hash-1".into());
     assert!(
         matches!(again, Ok(Outcome::Replay(ref replayed)) if *replayed == answer),
         "{again:?}"
     );
     let other = services
-        .idempotency
+        .idempotency()
         .begin(store, world.team, "order-1", "hash-2".into());
     assert!(matches!(other, Ok(Outcome::Mismatch)), "{other:?}");
 }
@@ -153,9 +153,9 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
 fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
     let world = World::new();
     let services = &world.services;
-    let store = &services.store;
+    let store = services.store();
     let Outcome::Fresh(in_flight) = services
-        .idempotency
+        .idempotency()
         .begin(store, world.team, "smtp-key", "bytes".into())
         .expect("begin")
     else {
@@ -179,7 +179,7 @@ fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
         .expect("accepted");
     drop(in_flight);
     let Ok(Outcome::Replay(replayed)) = services
-        .idempotency
+        .idempotency()
         .begin(store, world.team, "smtp-key", "bytes".into())
     else {
         panic!("replayed");
@@ -226,9 +226,9 @@ fn the_queue_service_lists_counts_and_deletes_within_its_scope() {
     assert!(mailqueue::delete(services, Scope::Team(Id::from_bytes([9; 16])), first_id).is_err());
     let deleted = mailqueue::delete(services, team, first_id).expect("delete");
     assert_eq!(deleted.canceled, 1);
-    assert_eq!(services.spool.depth(), 1);
+    assert_eq!(services.spool().depth(), 1);
     let status = services
-        .store
+        .store()
         .get::<EmailStatus>(EmailRecord::key(world.team, first_id))
         .expect("read")
         .expect("status");

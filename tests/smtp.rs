@@ -14,7 +14,7 @@ use util::{OPERATOR_KEY, call, start_api};
 fn spooled(running: &herald::server::Running, id: &str) -> (herald_queue::Envelope, Vec<u8>) {
     running
         .state
-        .spool
+        .spool()
         .load(id.parse().expect("id"))
         .expect("load")
         .expect("spooled")
@@ -132,7 +132,7 @@ async fn bad_credentials_unverified_domains_and_plaintext_auth_are_refused() {
         "{transcript}"
     );
     assert!(transcript.ends_with("221 2.0.0 Bye\r\n"), "{transcript}");
-    assert_eq!(running.state.spool.depth(), 0);
+    assert_eq!(running.state.spool().depth(), 0);
     running.shutdown().await;
 }
 
@@ -188,7 +188,7 @@ async fn resend_idempotency_key_sends_a_message_once() {
         .expect_err("another message under the same key is refused")
         .to_string();
     assert!(error.contains("554") || error.contains("5.7.1"), "{error}");
-    assert_eq!(running.state.spool.depth(), 1);
+    assert_eq!(running.state.spool().depth(), 1);
     running.shutdown().await;
 }
 
@@ -262,7 +262,7 @@ async fn data_that_is_not_a_message_is_refused_and_nothing_is_spooled() {
         "{transcript}"
     );
     assert!(transcript.ends_with("221 2.0.0 Bye\r\n"), "{transcript}");
-    assert_eq!(running.state.spool.depth(), 0);
+    assert_eq!(running.state.spool().depth(), 0);
     running.shutdown().await;
 }
 
@@ -298,7 +298,7 @@ async fn bdat_chunks_over_smtps_make_one_message_and_mix_with_data() {
 
     let (_, raw) = running
         .state
-        .spool
+        .spool()
         .load(accepted[0].parse().expect("id"))
         .expect("load")
         .expect("spooled");

@@ -73,7 +73,7 @@ pub(super) fn issue(
     permission: Permission,
     domain_id: Option<Id>,
 ) -> Result<(ApiKey, Token), Error> {
-    let store = &services.store;
+    let store = services.store();
     let token = Token::generate();
     let key = ApiKey {
         id: store.next_id(),

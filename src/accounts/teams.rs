@@ -56,7 +56,7 @@ pub fn create(
     require_operator(caller)?;
     let name = required_text(new.name, "name", NAME_MAX)?;
     let rate = rate_limit(new.rate_limit.as_deref())?;
-    let store = &services.store;
+    let store = services.store();
     let team = Team {
         id: store.next_id(),
         name,

@@ -37,7 +37,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         dkim_algorithm: body.dkim_algorithm,
     };
     let domain = service::create(ctx.state, ctx.caller, new)?;
-    Ok(Reply::created(domain.to_json(&ctx.state.config)))
+    Ok(Reply::created(domain.to_json(ctx.state.config())))
 }
 
 /// `GET /domains`.
@@ -53,7 +53,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 /// `GET /domains/{id}`.
 pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let domain = service::get(ctx.state, ctx.caller, format::id(id, "domain")?)?;
-    Ok(Reply::ok(domain.to_json(&ctx.state.config)))
+    Ok(Reply::ok(domain.to_json(ctx.state.config())))
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -64,7 +64,7 @@ fn sender(ctx: &Ctx<'_>) -> Sender {
 
 /// Validates one email, downloading `path` attachments through the outbound client.
 fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiError> {
-    let outbound = &ctx.state.outbound;
+    let outbound = ctx.state.outbound();
     let runtime = tokio::runtime::Handle::current();
     let mut fetch = |url: &str| -> Result<(Vec<u8>, Option<String>), String> {
         // Handlers run on the blocking pool, where waiting on the runtime is allowed.
@@ -73,7 +73,7 @@ fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiErr
             .map_err(|e| e.to_string())?;
         Ok((response.body.to_vec(), response.content_type))
     };
-    Ok(validate(input, ctx.state.store.now(), &mut fetch)?)
+    Ok(validate(input, ctx.state.store().now(), &mut fetch)?)
 }
 
 /// `POST /emails`.
@@ -198,10 +198,10 @@ fn with_idempotency(
             message: format!("The Idempotency-Key must be 1 to {} characters", idempotency::KEY_MAX),
         });
     }
-    let store = &ctx.state.store;
+    let store = ctx.state.store();
     match ctx
         .state
-        .idempotency
+        .idempotency()
         .begin(store, ctx.caller.team_id, key, idempotency::body_hash(body))?
     {
         Outcome::Replay(Answer::Http { status, response }) => Ok(Reply {

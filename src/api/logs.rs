@@ -11,7 +11,7 @@ const DEFAULT_LIMIT: usize = 20;
 /// `GET /logs`.
 pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
-    let (logs, has_more) = page.load::<RequestLog>(&ctx.state.store, ctx.caller.team_id.as_bytes())?;
+    let (logs, has_more) = page.load::<RequestLog>(ctx.state.store(), ctx.caller.team_id.as_bytes())?;
     Ok(Reply::ok(envelope(
         logs.iter().map(RequestLog::summary_json).collect(),
         has_more,
@@ -23,7 +23,7 @@ pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let id = format::id(id, "log")?;
     let log = ctx
         .state
-        .store
+        .store()
         .get::<RequestLog>(RequestLog::key(ctx.caller.team_id, id))?
         .ok_or_else(|| ApiError::not_found("Log not found"))?;
     Ok(Reply::ok(log.to_json()))

@@ -60,11 +60,11 @@ impl Destinations {
         let destination = {
             let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.len() >= PRUNE_AT {
-                let now = shared.state.store.now();
+                let now = shared.state.store().now();
                 map.retain(|_, d| !d.is_idle(now));
             }
             Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
-                let limits = shared.state.config.delivery.limits_for(domain);
+                let limits = shared.state.config().delivery.limits_for(domain);
                 let key = format!("{domain}/{}", if tls_required { "tls" } else { "any" });
                 let pacer = limits
                     .rate
@@ -82,7 +82,7 @@ impl Destinations {
         };
         let mut state = destination.lock();
         if let Some((until, reply)) = &state.backoff {
-            if *until > shared.state.store.now() {
+            if *until > shared.state.store().now() {
                 let reply = reply.clone();
                 drop(state);
                 piece.complete_all(&reply, None);
@@ -242,7 +242,7 @@ impl Destination {
     /// ends the task (and counts it out under the same lock, so a piece queued at that
     /// moment starts a new task instead of waiting for this one).
     async fn next(&self, shared: &Shared, open: bool) -> Option<Piece> {
-        let idle_timeout = shared.state.config.delivery.idle_timeout;
+        let idle_timeout = shared.state.config().delivery.idle_timeout;
         let deadline = tokio::time::Instant::now() + idle_timeout;
         loop {
             // Registered before the stop flag is read, so a stop in between still wakes it.
@@ -281,7 +281,7 @@ impl Destination {
 
     /// Connects to the first MX address that answers, in preference order.
     async fn connect(&self, shared: &Shared) -> Result<Connection, NoRoute> {
-        let config = &shared.state.config;
+        let config = shared.state.config();
         let route = route::resolve(&shared.dns, &config.delivery, &self.domain).await?;
         let tls = TlsChoice {
             required: self.tls_required,
@@ -369,7 +369,7 @@ impl Destination {
     fn back_off(&self, shared: &Shared, reply: &Reply) {
         let wait = shared
             .state
-            .config
+            .config()
             .delivery
             .retry_intervals
             .first()
@@ -380,7 +380,7 @@ impl Destination {
         metrics::counter!("herald_delivery_backoffs_total").increment(1);
         let queued = {
             let mut state = self.lock();
-            state.backoff = Some((shared.state.store.now().saturating_add(wait), reply.clone()));
+            state.backoff = Some((shared.state.store().now().saturating_add(wait), reply.clone()));
             std::mem::take(&mut state.queue)
         };
         for piece in queued {

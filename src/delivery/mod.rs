@@ -88,7 +88,7 @@ impl Delivery {
     /// drives outbound sessions. The scheduler waits on `wake` between looks at the due
     /// index ([`crate::services::Services::wake_delivery`] sends to it).
     pub fn start(state: Arc<Services>, wake: crossbeam_channel::Receiver<()>) -> anyhow::Result<Delivery> {
-        let config = &state.config.delivery;
+        let config = &state.config().delivery;
         let dns = Dns::new(&config.nameservers, true)?;
         let tls = TlsChoice {
             opportunistic: herald_tls::client_config(Verification::Opportunistic, None)?,
@@ -118,7 +118,7 @@ impl Delivery {
             state,
         });
         let mut workers = Vec::new();
-        for n in 0..shared.state.config.delivery.workers {
+        for n in 0..shared.state.config().delivery.workers {
             let shared = Arc::clone(&shared);
             let (receiver, finished) = (receiver.clone(), finished_receiver.clone());
             workers.push(
@@ -188,8 +188,8 @@ impl Drop for Delivery {
 
 /// The scheduler thread: claims due messages while there is room in flight.
 fn schedule(shared: &Shared, wake: &crossbeam_channel::Receiver<()>) {
-    let spool = &shared.state.spool;
-    let in_flight_max = shared.state.config.delivery.in_flight_max;
+    let spool = shared.state.spool();
+    let in_flight_max = shared.state.config().delivery.in_flight_max;
     // New and retried mail always sorts after what was claimed before it (due times and
     // ids only grow), so each pass starts where the last one stopped; a full pass now and
     // then finds claims that were given back unchanged.
@@ -224,7 +224,7 @@ fn schedule(shared: &Shared, wake: &crossbeam_channel::Receiver<()>) {
         }
         // Due mail that is not claimed now is in flight (or waits for room): a finishing
         // message wakes the scheduler, so only future due times shorten the wait.
-        let now = shared.state.store.now();
+        let now = shared.state.store().now();
         let wait = match spool.next_due() {
             Ok(Some(due)) if due > now => due.saturating_since(now).clamp(Duration::from_millis(5), POLL_MAX),
             _ => POLL_MAX,
@@ -251,9 +251,9 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>
             Job::Prepare(claim) => prepare::prepare(shared, claim),
             Job::Finish(job) => {
                 outcome::write(
-                    &shared.state.store,
-                    &shared.state.spool,
-                    &shared.state.config.delivery,
+                    shared.state.store(),
+                    shared.state.spool(),
+                    &shared.state.config().delivery,
                     &job,
                 );
                 // Wake the scheduler: room in flight, and a retry may be due soon.

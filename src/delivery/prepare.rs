@@ -14,7 +14,7 @@ use crate::suppressions;
 
 /// Prepares `claim` (on a worker thread).
 pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
-    let spool = &shared.state.spool;
+    let spool = shared.state.spool();
     if shared.is_stopping() {
         release(shared, claim.id);
         return;
@@ -27,7 +27,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
             return retry_later(shared, claim.id);
         }
     };
-    let store = &shared.state.store;
+    let store = shared.state.store();
     let now = store.now();
     let due: Vec<usize> = envelope.due_recipients(now).map(|(i, _)| i).collect();
     let Some(team_id) = envelope.team.parse::<Id>().ok().filter(|_| !due.is_empty()) else {
@@ -107,8 +107,8 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
 /// again on the scheduler's next pass, a second later, with the same error; when even
 /// that write fails it is released as it was.
 fn retry_later(shared: &Shared, id: Id) {
-    let at = shared.state.store.now().saturating_add(STORAGE_RETRY);
-    match shared.state.spool.reschedule(id, at) {
+    let at = shared.state.store().now().saturating_add(STORAGE_RETRY);
+    match shared.state.spool().reschedule(id, at) {
         Ok(_) => {
             shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
         }
@@ -123,7 +123,7 @@ fn retry_later(shared: &Shared, id: Id) {
 const STORAGE_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn release(shared: &Shared, id: Id) {
-    shared.state.spool.release(id);
+    shared.state.spool().release(id);
     shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
 }
 

@@ -154,7 +154,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         ));
     }
     let algorithm = match new.dkim_algorithm.as_deref() {
-        None => services.config.domains.dkim_algorithm,
+        None => services.config().domains.dkim_algorithm,
         Some("rsa") => DkimAlgorithm::Rsa,
         Some("ed25519") => DkimAlgorithm::Ed25519,
         Some(other) => {
@@ -164,7 +164,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         }
     };
     let team_id = caller.team_id;
-    let store = &services.store;
+    let store = services.store();
     // Key generation happens before the lock: it is the slow part and needs no record.
     let dkim = super::generate_dkim_key(algorithm).map_err(|_| Error::Internal("DKIM key generation failed"))?;
     // The name is what must stay unique: creations of one name wait for each other.
@@ -197,7 +197,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         failed_checks: 0,
     };
     let event = events::new(store, team_id, EventKind::DomainCreated, || {
-        domain.event_json(&services.config)
+        domain.event_json(services.config())
     })?;
     services.domains().insert(&domain, event.as_ref())?;
     Ok(domain)
@@ -232,8 +232,8 @@ pub fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'
 /// of every change of a domain, and only of changes). The caller holds its [`lock`].
 pub fn save(services: &Services, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
     let event = if changed {
-        events::new(&services.store, domain.team_id, EventKind::DomainUpdated, || {
-            domain.event_json(&services.config)
+        events::new(services.store(), domain.team_id, EventKind::DomainUpdated, || {
+            domain.event_json(services.config())
         })?
     } else {
         None
@@ -263,8 +263,8 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     caller.require_full_access()?;
     let _guard = lock(services, caller.team_id, id);
     let domain = get(services, caller, id)?;
-    let event = events::new(&services.store, domain.team_id, EventKind::DomainDeleted, || {
-        domain.event_json(&services.config)
+    let event = events::new(services.store(), domain.team_id, EventKind::DomainDeleted, || {
+        domain.event_json(services.config())
     })?;
     services.domains().delete(&domain, event.as_ref())?;
     Ok(())
@@ -281,7 +281,7 @@ pub fn verify(services: &Services, caller: &Caller, id: Id, skip_dns: bool) -> R
     }
     let _guard = lock(services, caller.team_id, id);
     let mut domain = get(services, caller, id)?;
-    let now = services.store.now();
+    let now = services.store().now();
     let before = domain.status;
     if skip_dns {
         domain.dns_verification_skipped = true;
@@ -297,6 +297,6 @@ pub fn verify(services: &Services, caller: &Caller, id: Id, skip_dns: bool) -> R
     }
     // A status stored by an older build as `temporary_failure` was answered as `pending`.
     save(services, &domain, domain.status.wire() != before.wire())?;
-    services.verifier.wake();
+    services.verifier().wake();
     Ok(())
 }

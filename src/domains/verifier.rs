@@ -54,7 +54,7 @@ impl Verifier {
     /// Runs the verifier until shutdown; the first run after an upgrade first indexes
     /// the domains stored before the index existed.
     pub async fn run(self, state: Arc<Services>, dns: Dns, shutdown: Shutdown) {
-        let store = state.store.clone();
+        let store = state.store().clone();
         match tokio::task::spawn_blocking(move || index_unindexed(&store)).await {
             Ok(Ok(0)) => {}
             Ok(Ok(indexed)) => tracing::info!(indexed, "indexed the domains' next checks"),
@@ -69,7 +69,7 @@ impl Verifier {
         };
         let runner = Runner::new(
             "domains",
-            state.store.clone(),
+            state.store().clone(),
             CHECKS,
             limits,
             Wake::from_notify(self.wake),
@@ -98,7 +98,7 @@ impl Checker {
     /// Checks the domain of a due entry and records the result, which re-arms or
     /// disarms it; an entry whose domain was deleted or rescheduled since is removed.
     async fn check(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
-        let (store, key) = (self.state.store.clone(), claimed.key().to_vec());
+        let (store, key) = (self.state.store().clone(), claimed.key().to_vec());
         let found = tokio::task::spawn_blocking(move || domain_at(&store, &key))
             .await
             .map_err(|_| herald_queue::Error::InvalidMessage("verifier read task failed"))?;
@@ -112,7 +112,7 @@ impl Checker {
             }
             Err(error) => return Err(error),
         };
-        let checks = check(&self.dns, &domain, &self.state.config).await;
+        let checks = check(&self.dns, &domain, self.state.config()).await;
         let state = Arc::clone(&self.state);
         tokio::task::spawn_blocking(move || record(&state, &domain, checks))
             .await
@@ -123,7 +123,7 @@ impl Checker {
     async fn disarm(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
         let mut batch = Batch::new();
         CHECKS.disarm(&mut batch, claimed.at(), claimed.key());
-        self.state.store.commit(batch).await
+        self.state.store().commit(batch).await
     }
 }
 
@@ -134,7 +134,7 @@ fn record(
     checked: &Domain,
     checks: super::model::RecordChecks,
 ) -> Result<Option<Timestamp>, herald_queue::Error> {
-    let (store, config) = (&state.store, &state.config);
+    let (store, config) = (state.store(), state.config());
     let _guard = super::service::lock(state, checked.team_id, checked.id);
     let Some(mut domain) = state.domains().get(checked.team_id, checked.id)? else {
         return Ok(None);

@@ -31,7 +31,7 @@ pub fn accept<'a>(
     let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
     let mut records = Batch::new();
     if let Some((in_flight, answer)) = remember {
-        in_flight.record(&mut records, answer, state.store.now())?;
+        in_flight.record(&mut records, answer, state.store().now())?;
     }
     let messages = prepared
         .into_iter()
@@ -44,7 +44,7 @@ pub fn accept<'a>(
         state,
         ids,
         source,
-        enqueue: state.spool.enqueue_many(messages, records),
+        enqueue: state.spool().enqueue_many(messages, records),
     })
 }
 

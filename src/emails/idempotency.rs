@@ -442,7 +442,7 @@ fn in_pages<'k>(
 /// and the index still expires everything written since).
 pub async fn expire(state: Arc<Services>, shutdown: crate::shutdown::Shutdown) {
     let backfill = Arc::clone(&state);
-    match tokio::task::spawn_blocking(move || index_unindexed(&backfill.store, &backfill.idempotency)).await {
+    match tokio::task::spawn_blocking(move || index_unindexed(backfill.store(), backfill.idempotency())).await {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => tracing::warn!(%error, "idempotency expiry failed"),
         Err(error) => tracing::warn!(%error, "idempotency expiry task failed"),
@@ -453,7 +453,7 @@ pub async fn expire(state: Arc<Services>, shutdown: crate::shutdown::Shutdown) {
         delay: RETENTION,
         ..runner::Limits::new(EXPIRY_IDLE_MAX)
     };
-    let runner = Runner::new("idempotency", state.store.clone(), EXPIRY, limits, Wake::default());
+    let runner = Runner::new("idempotency", state.store().clone(), EXPIRY, limits, Wake::default());
     runner.run(Expirer { state }, shutdown).await;
 }
 
@@ -467,7 +467,7 @@ impl Handler for Expirer {
         let state = Arc::clone(&self.state);
         // The claims are dropped with `due`, after the write.
         let expired = tokio::task::spawn_blocking(move || {
-            expire_entries(&state.store, &state.idempotency, due.iter().map(Claimed::due))
+            expire_entries(state.store(), state.idempotency(), due.iter().map(Claimed::due))
         });
         match expired.await {
             Ok(Ok(_)) => {}

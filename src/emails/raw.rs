@@ -49,10 +49,10 @@ pub fn prepare(
     if envelope_from.domain() != header_from.domain() {
         authorize_domain(state, sender, envelope_from.domain())?;
     }
-    let store = &state.store;
+    let store = state.store();
     let now = store.now();
     let id = store.next_id();
-    let hostname = &state.config.server.hostname;
+    let hostname = &state.config().server.hostname;
     // The email's id in the trace, as MTAs put their queue id there: a message found in a
     // mailbox leads straight to its record and events.
     let mut added = format!("Received: {received} id {id};\r\n\t{}\r\n", rfc2822(now));

@@ -21,7 +21,7 @@ fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, (
 /// The caller's email `id` with its delivery status.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
     caller.require_full_access()?;
-    let store = &services.store;
+    let store = services.store();
     let key = EmailRecord::key(caller.team_id, id);
     let mut record = store
         .get::<EmailRecord>(&key)?
@@ -33,7 +33,7 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, 
 /// One page of the caller's team's emails with their delivery status, newest first.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<EmailRecord>, bool), Error> {
     caller.require_full_access()?;
-    let store = &services.store;
+    let store = services.store();
     let (mut emails, has_more) = page.load::<EmailRecord>(store, caller.team_id.as_bytes())?;
     for email in &mut emails {
         email.merge(store.get::<EmailStatus>(EmailRecord::key(email.team_id, email.id))?);
@@ -51,12 +51,12 @@ fn still_scheduled(services: &Services, record: &EmailRecord, verb: &str) -> Res
             record.last_event
         ));
     }
-    let spool = &services.spool;
+    let spool = services.spool();
     let Some((envelope, _)) = spool.load(record.id)? else {
         return refused("it has left the queue");
     };
     let begun = spool.is_claimed(record.id)
-        || envelope.due <= services.store.now()
+        || envelope.due <= services.store().now()
         || envelope
             .recipients
             .iter()
@@ -79,12 +79,12 @@ pub fn reschedule(
 ) -> Result<Timestamp, Error> {
     caller.require_full_access()?;
     let text = scheduled_at.ok_or(Error::MissingField("scheduled_at"))?;
-    let store = &services.store;
+    let store = services.store();
     let at = schedule::parse(&text, store.now()).map_err(Error::invalid)?;
     let _guard = lock(services, caller.team_id, id);
     let mut record = get(services, caller, id)?;
     still_scheduled(services, &record, "rescheduled")?;
-    match services.spool.reschedule(record.id, at)? {
+    match services.spool().reschedule(record.id, at)? {
         Updated::Kept { .. } => {}
         Updated::Missing | Updated::Removed => {
             return Err(Error::invalid("The email cannot be rescheduled: it has left the queue"));
@@ -101,13 +101,13 @@ pub fn reschedule(
 /// state and event in the same write.
 pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
     caller.require_full_access()?;
-    let store = &services.store;
+    let store = services.store();
     let _guard = lock(services, caller.team_id, id);
     let mut record = get(services, caller, id)?;
     still_scheduled(services, &record, "canceled")?;
     let now = store.now();
     record.last_event = EmailState::Canceled;
-    let outcome = services.spool.cancel(record.id, |_, batch| {
+    let outcome = services.spool().cancel(record.id, |_, batch| {
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
         batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
         submit::append_event(batch, store, &record, EmailState::Canceled, now)

@@ -97,10 +97,10 @@ pub fn prepare(
     domain: &Domain,
     source: Source,
 ) -> Result<Prepared, SendError> {
-    let store = &state.store;
+    let store = state.store();
     let now = store.now();
     let id = store.next_id();
-    let hostname = &state.config.server.hostname;
+    let hostname = &state.config().server.hostname;
     let raw = mime::build(email, id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
     let (kind, last_event) = match email.scheduled_at {

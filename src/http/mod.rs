@@ -36,7 +36,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Serves HTTP on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Shutdown) {
     let graceful = GracefulShutdown::new();
-    let connections = Arc::new(tokio::sync::Semaphore::new(state.config.http.connections_max));
+    let connections = Arc::new(tokio::sync::Semaphore::new(state.config().http.connections_max));
     loop {
         let (stream, peer) = tokio::select! {
             // A shutdown wins over a connection waiting at the same moment.

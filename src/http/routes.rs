@@ -164,7 +164,7 @@ fn log(
     response_body: &str,
     started: Instant,
 ) {
-    let store = &state.store;
+    let store = state.store();
     let entry = RequestLog {
         id: store.next_id(),
         team_id: caller.team_id,
@@ -185,8 +185,8 @@ fn log(
 /// `200` with the spool's state when herald can accept mail; `503` when storage refuses
 /// new mail, so a load balancer sends traffic elsewhere.
 fn healthz(state: &AppState) -> Response<Full<Bytes>> {
-    let health = state.store.health();
-    let admission = state.store.admit();
+    let health = state.store().health();
+    let admission = state.store().admit();
     let (status, label, reason) = match &admission {
         Ok(()) => (StatusCode::OK, "ok", None),
         Err(refusal) => (
@@ -201,7 +201,7 @@ fn healthz(state: &AppState) -> Response<Full<Bytes>> {
             "status": label,
             "reason": reason,
             "version": env!("CARGO_PKG_VERSION"),
-            "spool": { "messages": state.spool.depth() },
+            "spool": { "messages": state.spool().depth() },
             "storage": {
                 "disk_available_bytes": health.disk_available,
                 "disk_minimum_bytes": health.disk_minimum,

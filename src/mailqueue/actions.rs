@@ -59,7 +59,7 @@ pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Ret
     let (domain, ids) = match target {
         RetryTarget::Message(id) => {
             let envelope = load(state, scope, *id)?;
-            let now = state.store.now();
+            let now = state.store().now();
             if !envelope
                 .recipients
                 .iter()
@@ -75,17 +75,17 @@ pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Ret
         RetryTarget::All => (None, deferred_ids(state, scope, None)?),
     };
     for id in ids {
-        if !state.spool.try_claim(id) {
+        if !state.spool().try_claim(id) {
             if matches!(target, RetryTarget::Message(_)) {
                 return Err(QueueError::InFlight(id));
             }
             retried.in_flight += 1;
             continue;
         }
-        let now = state.store.now();
+        let now = state.store().now();
         let mut recipients = 0;
         // `update` releases the claim taken above, whatever happens.
-        state.spool.update(id, |envelope, _| {
+        state.spool().update(id, |envelope, _| {
             for recipient in &mut envelope.recipients {
                 let here = domain.as_deref().is_none_or(|d| destination(&recipient.address) == d);
                 let earliest = match (scope, recipient.last_attempt_at) {
@@ -117,7 +117,7 @@ pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Ret
 fn deferred_ids(state: &Services, scope: Scope, domain: Option<&str>) -> Result<Vec<Id>, QueueError> {
     let domain = domain.map(destination);
     let mut ids = Vec::new();
-    state.spool.walk(None, |id, envelope| {
+    state.spool().walk(None, |id, envelope| {
         let deferred = envelope.recipients.iter().any(|r| {
             matches!(r.state, RecipientState::Deferred { .. })
                 && domain.as_deref().is_none_or(|d| destination(&r.address) == d)
@@ -152,13 +152,13 @@ impl Deleted {
 /// attempt holds the message, whose outcome would otherwise contradict the record.
 pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueError> {
     load(state, scope, id)?;
-    if !state.spool.try_claim(id) {
+    if !state.spool().try_claim(id) {
         return Err(QueueError::InFlight(id));
     }
-    let store = &state.store;
+    let store = state.store();
     let now = store.now();
     let mut canceled = 0;
-    let updated = state.spool.update(id, |envelope, batch| {
+    let updated = state.spool().update(id, |envelope, batch| {
         let team = envelope.team.parse::<Id>().ok();
         let mut status = match team {
             Some(team) => store.get::<EmailStatus>(EmailRecord::key(team, id))?,
@@ -197,7 +197,7 @@ fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), herald_queu
 
 /// The envelope of message `id`, if it is in `scope`.
 fn load(state: &Services, scope: Scope, id: Id) -> Result<Envelope, QueueError> {
-    match state.spool.load(id)? {
+    match state.spool().load(id)? {
         Some((envelope, _)) if scope.sees(&envelope) => Ok(envelope),
         _ => Err(QueueError::NotFound(id)),
     }

@@ -78,16 +78,16 @@ pub fn list(
 ) -> Result<(Vec<QueuedMessage>, bool), QueueError> {
     let (wanted, domain) = filter;
     let domain = domain.map(destination);
-    let now = state.store.now();
+    let now = state.store().now();
     let mut found = Vec::new();
     let mut more = false;
-    state.spool.walk(after, |id, envelope| {
+    state.spool().walk(after, |id, envelope| {
         if !scope.sees(&envelope) {
             return Ok(true);
         }
         let message = QueuedMessage {
             id,
-            state: QueueState::of(&envelope, state.spool.is_claimed(id), now),
+            state: QueueState::of(&envelope, state.spool().is_claimed(id), now),
             envelope,
             now,
         };
@@ -110,24 +110,24 @@ pub fn list(
 /// `herald queue show ID` (`GET /queue/{id}`): the envelope, each recipient's state and
 /// the attempt log.
 pub fn show(state: &Services, scope: Scope, id: Id) -> Result<Value, QueueError> {
-    let Some((envelope, _)) = state.spool.load(id)? else {
+    let Some((envelope, _)) = state.spool().load(id)? else {
         return Err(QueueError::NotFound(id));
     };
     if !scope.sees(&envelope) {
         return Err(QueueError::NotFound(id));
     }
-    let now = state.store.now();
+    let now = state.store().now();
     let team = envelope.team.parse::<Id>().ok();
     let status = match team {
-        Some(team) => state.store.get::<EmailStatus>(EmailRecord::key(team, id))?,
+        Some(team) => state.store().get::<EmailStatus>(EmailRecord::key(team, id))?,
         None => None,
     };
     let expires_at = envelope
         .first_due
-        .saturating_add(state.config.delivery.message_lifetime);
+        .saturating_add(state.config().delivery.message_lifetime);
     let message = QueuedMessage {
         id,
-        state: QueueState::of(&envelope, state.spool.is_claimed(id), now),
+        state: QueueState::of(&envelope, state.spool().is_claimed(id), now),
         envelope,
         now,
     };
@@ -264,7 +264,7 @@ impl Stats {
 /// Counts the messages in `scope` by state and by destination domain. Walks the whole
 /// spool, one envelope at a time.
 pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
-    let now = state.store.now();
+    let now = state.store().now();
     let mut stats = Stats {
         by_state: HashMap::new(),
         by_domain: HashMap::new(),
@@ -272,11 +272,11 @@ pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
         oldest: None,
         now,
     };
-    state.spool.walk(None, |id, envelope| {
+    state.spool().walk(None, |id, envelope| {
         if !scope.sees(&envelope) {
             return Ok(true);
         }
-        let queue_state = QueueState::of(&envelope, state.spool.is_claimed(id), now);
+        let queue_state = QueueState::of(&envelope, state.spool().is_claimed(id), now);
         *stats.by_state.entry(queue_state).or_default() += 1;
         if stats.oldest.is_none_or(|(_, at)| envelope.created_at < at) {
             stats.oldest = Some((id, envelope.created_at));

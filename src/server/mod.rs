@@ -103,7 +103,7 @@ impl Running {
     /// Stops accepting, lets connections finish within `[server] shutdown_grace`, then
     /// closes the store. Returns whether everything finished in time.
     pub async fn shutdown(mut self) -> bool {
-        let grace = self.state.config.server.shutdown_grace;
+        let grace = self.state.config().server.shutdown_grace;
         // One grace period for everything: connections draining and deliveries in flight
         // share it, so a stop takes at most `grace` (plus closing the store).
         let deadline = std::time::Instant::now() + grace;
@@ -186,7 +186,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
     tasks.spawn(
         state
-            .verifier
+            .verifier()
             .clone()
             .run(Arc::clone(&state.services), dns, controller.handle()),
     );
@@ -199,11 +199,11 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         controller.handle(),
     ));
     tasks.spawn(http::request_log::expire(
-        state.store.clone(),
-        state.config.api.log_retention,
+        state.store().clone(),
+        state.config().api.log_retention,
         controller.handle(),
     ));
-    let delivery = if state.config.delivery.enabled {
+    let delivery = if state.config().delivery.enabled {
         Some(Delivery::start(Arc::clone(&state.services), delivery_wake).context("cannot start delivery")?)
     } else {
         tracing::warn!("delivery is disabled (`delivery.enabled = false`): mail stays in the spool");
@@ -212,7 +212,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let context = smtp::ListenerContext {
         state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
-        guard: smtp::Guard::new(state.config.smtp.limits.clone(), clock),
+        guard: smtp::Guard::new(state.config().smtp.limits.clone(), clock),
     };
     let mut smtp_addrs = Vec::new();
     for (listener, socket) in bound.listeners {
@@ -223,7 +223,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         http = %http_addr,
         smtp = %smtp_addrs.iter().map(|(_, a)| a.to_string()).collect::<Vec<_>>().join(", "),
         data_dir = %data_dir.display(),
-        hostname = %state.config.server.hostname,
+        hostname = %state.config().server.hostname,
         "herald is ready"
     );
     Ok(Running {

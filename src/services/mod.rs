@@ -27,19 +27,19 @@ use crate::webhooks::{RocksWebhooks, WebhookStore};
 #[derive(Debug)]
 pub struct Services {
     /// The validated config.
-    pub config: Config,
+    config: Config,
     /// The store (records and spool share it).
-    pub store: Store,
+    store: Store,
     /// The spool.
-    pub spool: Spool,
+    spool: Spool,
     /// API key authentication.
     auth: Authenticator,
     /// Wakes the domain verifier.
-    pub verifier: Verifier,
+    verifier: Verifier,
     /// Idempotency keys in flight.
-    pub idempotency: Idempotency,
+    idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
-    pub outbound: Outbound,
+    outbound: Outbound,
     /// Sending domains.
     domains: Box<dyn DomainStore>,
     /// Webhook endpoints.
@@ -102,6 +102,36 @@ impl Services {
             delivery_wake,
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// The validated config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The store (records and spool share it).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The spool.
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    /// Wakes the domain verifier; its `run` is the verifier itself.
+    pub fn verifier(&self) -> &Verifier {
+        &self.verifier
+    }
+
+    /// Idempotency keys in flight and remembered.
+    pub fn idempotency(&self) -> &Idempotency {
+        &self.idempotency
+    }
+
+    /// The outbound HTTP client (attachment downloads, webhooks).
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 
     /// Sending domains.

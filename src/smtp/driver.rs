@@ -56,9 +56,9 @@ pub async fn connection(
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
-    let configured = &context.state.config.smtp.limits;
+    let configured = &context.state.config().smtp.limits;
     let settings = Settings {
-        hostname: context.state.config.server.hostname.clone(),
+        hostname: context.state.config().server.hostname.clone(),
         limits: Limits {
             line_max: configured.line_length_max,
             size_max: usize::try_from(configured.message_size_max).unwrap_or(usize::MAX),
@@ -198,7 +198,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let mut buffer: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     // Two timers for the whole session, not two per read: the session's end, and the
     // idle timeout, moved forward before each read.
-    let idle_timeout = context.state.config.smtp.limits.idle_timeout;
+    let idle_timeout = context.state.config().smtp.limits.idle_timeout;
     let session_end = tokio::time::sleep_until(deadline);
     let idle = tokio::time::sleep(idle_timeout);
     tokio::pin!(session_end, idle);
@@ -298,7 +298,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
 fn authenticate(context: &ListenerContext, username: &str, password: &str) -> Option<Caller> {
     let state = &context.state;
     let name_ok =
-        aws_lc_rs::constant_time::verify_slices_are_equal(username.as_bytes(), state.config.smtp.username.as_bytes())
+        aws_lc_rs::constant_time::verify_slices_are_equal(username.as_bytes(), state.config().smtp.username.as_bytes())
             .is_ok();
     let caller = state.authenticate(password).ok().filter(|_| name_ok);
     metrics::counter!("herald_smtp_auth_total", "outcome" => if caller.is_some() { "ok" } else { "failed" })
@@ -356,7 +356,7 @@ async fn deliver(
     let state = &context.state;
     let submission = Arc::new(Submission {
         sender: sender_of(caller),
-        received: received_from(&envelope.helo, peer, &state.config.server.hostname),
+        received: received_from(&envelope.helo, peer, &state.config().server.hostname),
         envelope,
     });
     let key = mail_parser::MessageParser::default()
@@ -375,8 +375,8 @@ async fn deliver(
     }
     let hash = idempotency::bytes_hash(&submission.envelope.message);
     let outcome = state
-        .idempotency
-        .begin(&state.store, caller.team_id, &key, hash)
+        .idempotency()
+        .begin(state.store(), caller.team_id, &key, hash)
         .map_err(|e| failure_reply(RawError::Send(e.into())))?;
     match outcome {
         Outcome::Replay(answer) => Ok(answer.email_id().map(|id| id.to_string()).unwrap_or_default()),

@@ -77,7 +77,7 @@ pub fn add_many(services: &Services, caller: &Caller, emails: Option<Vec<String>
 /// The entry ids of `addresses` (distinct, lower case): existing entries, and new
 /// `manual` ones written at once with their `suppression.added` events.
 fn add_addresses(services: &Services, caller: &Caller, addresses: &[String]) -> Result<Vec<Id>, Error> {
-    let store = &services.store;
+    let store = services.store();
     let team_id = caller.team_id;
     let _guard = lock(services, caller);
     let mut ids = Vec::with_capacity(addresses.len());
@@ -210,7 +210,7 @@ fn remove_entries(services: &Services, entries: &[Suppression]) -> Result<(), Er
     let mut removed_events = Vec::new();
     for suppression in entries {
         removed_events.extend(events::new(
-            &services.store,
+            services.store(),
             suppression.team_id,
             EventKind::SuppressionRemoved,
             || suppression.event_json(),

@@ -170,7 +170,7 @@ impl WebhookAttempt {
 /// /webhooks/{id}/events/{event_id}/replay` and the deliveries' replay). The caller holds
 /// the team's webhooks lock.
 pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, herald_queue::Error> {
-    let store = &state.store;
+    let store = state.store();
     let mut batch = Batch::new();
     let key = message.key();
     if message.state == MessageState::Pending {
@@ -190,7 +190,7 @@ pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMe
 pub async fn run(state: Arc<Services>, shutdown: Shutdown) {
     let runner = Runner::new(
         "webhooks",
-        state.store.clone(),
+        state.store().clone(),
         DUE,
         runner::Limits::new(DUE_IDLE_MAX),
         state.webhook_wake().clone(),
@@ -217,7 +217,7 @@ async fn fan_out_loop(state: Arc<Services>, due: Wake, mut shutdown: Shutdown) {
         let (fan_state, fan_cursor) = (Arc::clone(&state), Arc::clone(&cursor));
         let fanned = tokio::task::spawn_blocking(move || {
             let mut cursor = fan_cursor.lock().unwrap_or_else(PoisonError::into_inner);
-            fan_out(&fan_state.store, &mut cursor)
+            fan_out(fan_state.store(), &mut cursor)
         })
         .await
         .unwrap_or(Ok(0))
@@ -252,7 +252,7 @@ impl Handler for Senders {
         for claimed in due {
             let Some(webhook) = WebhookMessage::webhook_of(claimed.key()) else {
                 tracing::warn!(key_len = claimed.key().len(), "removing a malformed webhook due entry");
-                disarm(&self.state.store, &claimed).await;
+                disarm(self.state.store(), &claimed).await;
                 continue;
             };
             match lock(&self.queues).entry(webhook) {
@@ -295,7 +295,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// message's own entry, under its own time). The claim is released once the outcome is
 /// written.
 async fn send(state: &Services, claimed: Claimed) {
-    let store = &state.store;
+    let store = state.store();
     match store.get::<WebhookMessage>(claimed.key()) {
         Ok(Some(message)) if message.state == MessageState::Pending && message.next_attempt == claimed.at() => {
             deliver(state, message).await;
@@ -427,8 +427,8 @@ impl FanOutCursor {
 
 /// One attempt at `message`, pending and due, and its outcome written.
 async fn deliver(state: &Services, mut message: WebhookMessage) {
-    let store = &state.store;
-    let config = &state.config.webhooks;
+    let store = state.store();
+    let config = &state.config().webhooks;
     let (key, old_due) = (message.key(), message.next_attempt);
     let webhook = state.webhooks().get(message.team_id, message.webhook_id).ok().flatten();
     let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
@@ -476,7 +476,7 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     ));
     let started = Instant::now();
     let result = state
-        .outbound
+        .outbound()
         .send(
             Method::POST,
             &webhook.endpoint,

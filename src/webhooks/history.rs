@@ -27,14 +27,14 @@ pub fn messages(
 ) -> Result<(Vec<WebhookMessage>, bool), Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    Ok(dispatch::messages(&services.store, caller.team_id, webhook, page)?)
+    Ok(dispatch::messages(services.store(), caller.team_id, webhook, page)?)
 }
 
 /// The message of event `event` for the caller's webhook `id`.
 pub fn message(services: &Services, caller: &Caller, id: Id, event: Id) -> Result<WebhookMessage, Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    dispatch::message(&services.store, caller.team_id, webhook, event)?
+    dispatch::message(services.store(), caller.team_id, webhook, event)?
         .ok_or(Error::NotFound("Webhook event not found"))
 }
 
@@ -42,7 +42,7 @@ pub fn message(services: &Services, caller: &Caller, id: Id, event: Id) -> Resul
 pub fn attempts_of(services: &Services, message: &WebhookMessage, ids: &[Id]) -> Result<Vec<WebhookAttempt>, Error> {
     let mut found = Vec::with_capacity(ids.len());
     for id in ids {
-        if let Some(attempt) = dispatch::attempt(&services.store, message.team_id, message.webhook_id, *id)? {
+        if let Some(attempt) = dispatch::attempt(services.store(), message.team_id, message.webhook_id, *id)? {
             found.push(attempt);
         }
     }
@@ -58,7 +58,7 @@ pub fn attempts(
 ) -> Result<(Vec<WebhookAttempt>, bool), Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    Ok(dispatch::attempts(&services.store, caller.team_id, webhook, page)?)
+    Ok(dispatch::attempts(services.store(), caller.team_id, webhook, page)?)
 }
 
 /// Sends the message of event `event` to the caller's webhook `id` again now, with a
@@ -74,10 +74,10 @@ pub fn replay_event(services: &Services, caller: &Caller, id: Id, event: Id) -> 
 pub fn replay_delivery(services: &Services, caller: &Caller, id: Id, delivery: Id) -> Result<WebhookMessage, Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    let attempt = dispatch::attempt(&services.store, caller.team_id, webhook, delivery)?
+    let attempt = dispatch::attempt(services.store(), caller.team_id, webhook, delivery)?
         .ok_or(Error::NotFound("Delivery not found"))?;
     let _guard = super::service::lock(services, caller);
-    let message = dispatch::message(&services.store, caller.team_id, webhook, attempt.event_id)?
+    let message = dispatch::message(services.store(), caller.team_id, webhook, attempt.event_id)?
         .ok_or(Error::NotFound("The delivery's message no longer exists"))?;
     Ok(dispatch::replay(services, message)?)
 }

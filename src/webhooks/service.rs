@@ -63,7 +63,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewWebhook) -> Result<W
     };
     let events = subscriptions(events)?;
     let signing_secret = SigningSecret::generate().map_err(|_| Error::Internal("the random generator failed"))?;
-    let (store, team_id) = (&services.store, caller.team_id);
+    let (store, team_id) = (&services.store(), caller.team_id);
     let _guard = lock(services, caller);
     if services.webhooks().for_team(team_id)?.len() >= WEBHOOKS_PER_TEAM_MAX {
         return Err(Error::invalid(format!(
@@ -134,7 +134,7 @@ pub fn rotate_secret(services: &Services, caller: &Caller, id: Id) -> Result<Web
     let old = std::mem::replace(&mut webhook.signing_secret, signing_secret);
     webhook.previous_secret = Some(PreviousSecret {
         secret: old,
-        until: services.store.now().saturating_add(ROTATION_OVERLAP),
+        until: services.store().now().saturating_add(ROTATION_OVERLAP),
     });
     services.webhooks().put(&webhook)?;
     Ok(webhook)
@@ -153,7 +153,7 @@ fn endpoint(services: &Services, text: Option<String>) -> Result<String, Error> 
             "The `endpoint` field must be at most {ENDPOINT_MAX} bytes long"
         )));
     }
-    let check = services.outbound.check(&text);
+    let check = services.outbound().check(&text);
     // Called on a blocking thread, where waiting on the runtime is allowed.
     let checked = tokio::runtime::Handle::current().block_on(tokio::time::timeout(ENDPOINT_CHECK_TIMEOUT, check));
     match checked {

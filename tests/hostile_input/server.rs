@@ -64,7 +64,7 @@ impl Server {
                 _ => break,
             }
         }
-        (ids, self.running.state.spool.depth())
+        (ids, self.running.state.spool().depth())
     }
 
     /// Fails unless herald holds exactly the messages it should.
