@@ -560,6 +560,45 @@ fn verifying_a_domain_through_dns_makes_it_pending_and_due_for_a_check() {
 }
 
 #[test]
+fn a_domain_update_is_reported_to_webhooks_only_when_something_changed() {
+    let world = World::new();
+    let (services, caller) = (&world.services, member(world.team));
+    let domain = domains::create(services, &caller, new_domain("mail.example.org")).expect("created");
+    let webhook = herald::webhooks::Webhook {
+        id: services.store().next_id(),
+        team_id: world.team,
+        endpoint: "https://hooks.example.com/h".into(),
+        events: strings(&["domain.updated"]),
+        status: WebhookStatus::Enabled,
+        signing_secret: herald::webhooks::SigningSecret::generate().expect("random"),
+        previous_secret: None,
+        created_at: services.store().now(),
+    };
+    services.webhooks().put(&webhook).expect("webhook");
+    let updates = || {
+        services
+            .store()
+            .scan::<herald::events::Event>(Scan::prefix(b""))
+            .expect("outbox")
+            .into_iter()
+            .filter(|(_, event)| event.kind == herald::events::EventKind::DomainUpdated)
+            .count()
+    };
+    let same = DomainChange {
+        open_tracking: Some(domain.open_tracking),
+        ..DomainChange::default()
+    };
+    domains::update(services, &caller, domain.id, same).expect("updated");
+    assert_eq!(updates(), 0, "nothing changed, nothing to report");
+    let change = DomainChange {
+        click_tracking: Some(!domain.click_tracking),
+        ..DomainChange::default()
+    };
+    domains::update(services, &caller, domain.id, change).expect("updated");
+    assert_eq!(updates(), 1);
+}
+
+#[test]
 fn a_domain_update_changes_tracking_and_clears_the_tracking_subdomain() {
     let world = World::new();
     let (services, caller) = (&world.services, member(world.team));

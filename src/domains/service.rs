@@ -248,13 +248,15 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange
     let tracking = change.tracking_subdomain.map(tracking_subdomain).transpose()?;
     let _guard = lock(services, caller.team_id, id);
     let mut domain = get(services, caller, id)?;
+    let before = domain.clone();
     domain.open_tracking = change.open_tracking.unwrap_or(domain.open_tracking);
     domain.click_tracking = change.click_tracking.unwrap_or(domain.click_tracking);
     domain.tls = change.tls.unwrap_or(domain.tls);
     if let Some(tracking) = tracking {
         domain.tracking_subdomain = tracking;
     }
-    save(services, &domain, true)?;
+    // Webhooks hear of changes only: a change to what the domain already is is none.
+    save(services, &domain, domain != before)?;
     Ok(())
 }
 
