@@ -3,64 +3,32 @@
 //! an adapter calls it, on a real RocksDB in a temp directory with the injected clock.
 //! The refusals are checked by their exact error, and the effects by what is stored.
 
-use std::sync::Arc;
+mod util;
+
 use std::time::Duration;
 
 use herald::accounts::keys::{self, NewKey};
 use herald::accounts::teams::{self, NewTeam, TeamChange};
 use herald::accounts::{AuthError, Caller, Permission};
-use herald::config::{Config, DkimAlgorithm};
 use herald::domains::service::{self as domains, Capabilities, Capability, DomainChange, NewDomain};
-use herald::domains::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+use herald::domains::{DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 use herald::emails::accept::accept;
 use herald::emails::input::SendEmail;
 use herald::emails::record::EmailEvent;
 use herald::emails::service as emails;
 use herald::emails::submit::{self, Sender};
 use herald::emails::{Email, EmailState, Source, validate};
-use herald::outbound::Outbound;
+use herald::services::Error;
 use herald::services::page::{Cursor, PageRequest};
-use herald::services::{Error, Services};
 use herald::suppressions::service::{self as suppressions, BATCH_MAX, RemoveTargets};
 use herald::suppressions::{Origin, Suppression};
 use herald::webhooks::WebhookStatus;
 use herald::webhooks::service::{self as webhooks, NewWebhook, ROTATION_OVERLAP, WebhookChange};
-use herald_queue::{Id, ManualClock, Scan, Spool, Store, StoreOptions, Timestamp};
+use herald_queue::{Id, Scan, Timestamp};
 use serde_json::json;
-
-struct World {
-    services: Services,
-    clock: Arc<ManualClock>,
-    /// The operator's team.
-    team: Id,
-    _wake: crossbeam_channel::Receiver<()>,
-    _dir: tempfile::TempDir,
-}
+use util::world::{World, verified_domain};
 
 impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
-        let mut options = StoreOptions::new(dir.path().join("spool"));
-        options.min_free_space = 0;
-        options.clock = clock.clone();
-        let store = Store::open(options).expect("open the store");
-        let (spool, _) = Spool::open(store.clone()).expect("open the spool");
-        let team = store.next_id();
-        let (sender, wake) = crossbeam_channel::bounded(1);
-        // As `[webhooks] allow_private_endpoints` defaults: private endpoints are refused.
-        let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-        let services = Services::new(Config::defaults(), store, spool, team, outbound, sender);
-        verified_domain(&services, team, "example.test");
-        World {
-            services,
-            clock,
-            team,
-            _wake: wake,
-            _dir: dir,
-        }
-    }
-
     /// The operator's full-access key.
     fn operator(&self) -> Caller {
         Caller {
@@ -126,33 +94,6 @@ fn first_page() -> PageRequest {
         limit: 100,
         cursor: Cursor::Start,
     }
-}
-
-/// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
-fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
-    let store = services.store();
-    let domain = Domain {
-        id: store.next_id(),
-        team_id: team,
-        name: name.to_owned(),
-        region: "us-east-1".into(),
-        custom_return_path: "send".into(),
-        open_tracking: false,
-        click_tracking: false,
-        tls: TlsPolicy::Opportunistic,
-        tracking_subdomain: None,
-        dkim: herald::domains::generate_dkim_key(DkimAlgorithm::Ed25519).expect("key"),
-        checks: RecordChecks::all(RecordStatus::Verified),
-        status: DomainStatus::Verified,
-        dns_verification_skipped: true,
-        created_at: store.now(),
-        verification_started_at: None,
-        last_checked_at: None,
-        next_check_at: None,
-        failed_checks: 0,
-    };
-    services.domains().insert(&domain, None).expect("insert");
-    domain
 }
 
 fn new_domain(name: &str) -> NewDomain {
@@ -420,15 +361,14 @@ fn listing_keys_reports_when_each_was_last_used() {
     world.clock.advance(Duration::from_secs(30));
     let at = services.store().now();
     services.authenticate(token.expose()).expect("works");
-    // The use is written without waiting for it; it lands within the next commit.
-    let mut listed = Vec::new();
-    for _ in 0..500 {
-        listed = keys::list(services, &caller, &first_page()).expect("list").0;
-        if listed.iter().any(|k| k.last_used_at.is_some()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // The use is written without waiting for it. Commits are applied in order, so once a
+    // later one is durable, so is the use.
+    services
+        .store()
+        .commit(herald_queue::Batch::new())
+        .wait()
+        .expect("a later commit");
+    let listed = keys::list(services, &caller, &first_page()).expect("list").0;
     let uses: Vec<_> = listed.iter().map(|k| (k.key.id, k.last_used_at)).collect();
     assert_eq!(uses, vec![(unused.id, None), (used.id, Some(at))], "newest first");
 }

@@ -2,12 +2,12 @@
 //! and the operations the adapters call (acceptance from both doors with idempotency,
 //! the queue's views and actions), with no listener, HTTP request or SMTP session.
 
+mod util;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use herald::accounts::Permission;
-use herald::config::{Config, DkimAlgorithm};
-use herald::domains::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 use herald::emails::accept::accept;
 use herald::emails::idempotency::{Answer, Outcome};
 use herald::emails::input::SendEmail;
@@ -15,42 +15,11 @@ use herald::emails::record::{EmailRecord, EmailStatus};
 use herald::emails::submit::{self, Sender};
 use herald::emails::{EmailState, Source, raw, validate};
 use herald::mailqueue::{self, QueueState, Scope};
-use herald::outbound::Outbound;
-use herald::services::Services;
-use herald_queue::{Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
+use herald_queue::Id;
 use serde_json::json;
-
-struct World {
-    services: Services,
-    wake: crossbeam_channel::Receiver<()>,
-    clock: Arc<ManualClock>,
-    team: Id,
-    _dir: tempfile::TempDir,
-}
+use util::world::World;
 
 impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
-        let mut options = StoreOptions::new(dir.path().join("spool"));
-        options.min_free_space = 0;
-        options.clock = clock.clone();
-        let store = Store::open(options).expect("open the store");
-        let (spool, _) = Spool::open(store.clone()).expect("open the spool");
-        let team = store.next_id();
-        let (sender, wake) = crossbeam_channel::bounded(1);
-        let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-        let services = Services::new(Config::defaults(), store, spool, team, outbound, sender);
-        verified_domain(&services, team, "example.test");
-        World {
-            services,
-            wake,
-            clock,
-            team,
-            _dir: dir,
-        }
-    }
-
     fn sender(&self) -> Sender {
         Sender {
             team_id: self.team,
@@ -70,33 +39,6 @@ impl World {
         let domain = submit::authorize(&self.services, &self.sender(), &email).expect("verified");
         submit::prepare(&self.services, &self.sender(), &email, &domain, Source::Api).expect("prepared")
     }
-}
-
-/// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
-fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
-    let store = services.store();
-    let domain = Domain {
-        id: store.next_id(),
-        team_id: team,
-        name: name.to_owned(),
-        region: "us-east-1".into(),
-        custom_return_path: "send".into(),
-        open_tracking: false,
-        click_tracking: false,
-        tls: TlsPolicy::Opportunistic,
-        tracking_subdomain: None,
-        dkim: herald::domains::generate_dkim_key(DkimAlgorithm::Ed25519).expect("key"),
-        checks: RecordChecks::all(RecordStatus::Verified),
-        status: DomainStatus::Verified,
-        dns_verification_skipped: true,
-        created_at: store.now(),
-        verification_started_at: None,
-        last_checked_at: None,
-        next_check_at: None,
-        failed_checks: 0,
-    };
-    services.domains().insert(&domain, None).expect("insert");
-    domain
 }
 
 #[test]

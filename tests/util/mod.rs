@@ -8,6 +8,7 @@ pub mod process;
 pub mod real;
 pub mod sink;
 pub mod webhook_receiver;
+pub mod world;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -1,0 +1,76 @@
+//! Services without sockets: a real store and spool in a temp directory on the manual
+//! clock, the operator's team, and a verified domain `example.test` to send from.
+
+use std::sync::Arc;
+
+use herald::config::{Config, DkimAlgorithm};
+use herald::domains::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+use herald::outbound::Outbound;
+use herald::services::Services;
+use herald_queue::{Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
+
+/// The services and what a test drives them with.
+pub struct World {
+    /// The services.
+    pub services: Services,
+    /// What the services send to wake delivery.
+    pub wake: crossbeam_channel::Receiver<()>,
+    /// The clock, moved only by the test.
+    pub clock: Arc<ManualClock>,
+    /// The operator's team.
+    pub team: Id,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    /// A fresh world with `example.test` verified for the operator's team.
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
+        let mut options = StoreOptions::new(dir.path().join("spool"));
+        options.min_free_space = 0;
+        options.clock = clock.clone();
+        let store = Store::open(options).expect("open the store");
+        let (spool, _) = Spool::open(store.clone()).expect("open the spool");
+        let team = store.next_id();
+        let (sender, wake) = crossbeam_channel::bounded(1);
+        // As `[webhooks] allow_private_endpoints` defaults: private endpoints are refused.
+        let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
+        let services = Services::new(Config::defaults(), store, spool, team, outbound, sender);
+        verified_domain(&services, team, "example.test");
+        World {
+            services,
+            wake,
+            clock,
+            team,
+            _dir: dir,
+        }
+    }
+}
+
+/// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
+pub fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
+    let store = services.store();
+    let domain = Domain {
+        id: store.next_id(),
+        team_id: team,
+        name: name.to_owned(),
+        region: "us-east-1".into(),
+        custom_return_path: "send".into(),
+        open_tracking: false,
+        click_tracking: false,
+        tls: TlsPolicy::Opportunistic,
+        tracking_subdomain: None,
+        dkim: herald::domains::generate_dkim_key(DkimAlgorithm::Ed25519).expect("key"),
+        checks: RecordChecks::all(RecordStatus::Verified),
+        status: DomainStatus::Verified,
+        dns_verification_skipped: true,
+        created_at: store.now(),
+        verification_started_at: None,
+        last_checked_at: None,
+        next_check_at: None,
+        failed_checks: 0,
+    };
+    services.domains().insert(&domain, None).expect("insert");
+    domain
+}
