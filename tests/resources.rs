@@ -16,7 +16,7 @@ use herald::emails::accept::accept;
 use herald::emails::input::SendEmail;
 use herald::emails::record::EmailEvent;
 use herald::emails::service as emails;
-use herald::emails::submit::{self, Sender};
+use herald::emails::submit::{self};
 use herald::emails::{Email, EmailState, Source, validate};
 use herald::services::Error;
 use herald::services::page::{Cursor, PageRequest};
@@ -46,16 +46,6 @@ impl World {
         }
         let input: SendEmail = serde_json::from_value(input).expect("input");
         validate(input, self.services.store().now(), &mut |_| Err("no downloads".into())).expect("valid")
-    }
-
-    /// The operator's team as it sends over the API.
-    fn sender(&self) -> Sender {
-        Sender {
-            team_id: self.team,
-            api_key_id: None,
-            permission: Permission::FullAccess,
-            domain_id: None,
-        }
     }
 
     /// Accepts an email from the operator's team, scheduled at `scheduled_at` if given.

@@ -7,12 +7,11 @@ mod util;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald::accounts::Permission;
 use herald::emails::accept::accept;
 use herald::emails::idempotency::{Answer, Outcome};
 use herald::emails::input::SendEmail;
 use herald::emails::record::{EmailRecord, EmailStatus};
-use herald::emails::submit::{self, Sender};
+use herald::emails::submit::{self};
 use herald::emails::{EmailState, Source, raw, validate};
 use herald::mailqueue::{self, QueueState, Scope};
 use herald_queue::Id;
@@ -20,15 +19,6 @@ use serde_json::json;
 use util::world::World;
 
 impl World {
-    fn sender(&self) -> Sender {
-        Sender {
-            team_id: self.team,
-            api_key_id: None,
-            permission: Permission::FullAccess,
-            domain_id: None,
-        }
-    }
-
     /// An email from the API, prepared.
     fn prepared(&self, to: &str) -> submit::Prepared {
         let input: SendEmail = serde_json::from_value(json!({

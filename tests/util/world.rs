@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use herald::accounts::Permission;
 use herald::config::{Config, DkimAlgorithm};
 use herald::domains::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
+use herald::emails::submit::Sender;
 use herald::outbound::Outbound;
 use herald::services::Services;
 use herald_queue::{Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
@@ -44,6 +46,16 @@ impl World {
             clock,
             team,
             _dir: dir,
+        }
+    }
+
+    /// The operator's team as it sends over the API, with a full-access key.
+    pub fn sender(&self) -> Sender {
+        Sender {
+            team_id: self.team,
+            api_key_id: None,
+            permission: Permission::FullAccess,
+            domain_id: None,
         }
     }
 }
