@@ -1,8 +1,8 @@
 //! The due-time runner: one loop for everything in herald that waits for a time.
 //!
-//! A user keeps a [`DueIndex`] beside its records (webhook retries, domain re-checks,
-//! expiry of idempotency records and request logs; the spool's index has its own
-//! scheduler thread) and gives the runner a [`Handler`]. The runner sleeps until the
+//! A user keeps a [`DueIndex`] beside its records (the spool's scheduled sends and
+//! delivery retries, webhook retries, domain re-checks, expiry of idempotency records)
+//! and gives the runner a [`Handler`]. The runner sleeps until the
 //! earliest entry is due (capped by [`Limits::idle_max`]), until a [`Wake`] says earlier
 //! work was armed, or until shutdown; then it claims the entries due by now and hands
 //! them to the handler, earliest first. The handler does the work and, in the same batch
@@ -50,16 +50,25 @@ pub struct Limits {
     /// due time; an expiry index keyed by creation time sets the retention here, so a
     /// changed retention applies to what is already stored.
     pub delay: Duration,
+    /// `Some(every)`: a pass starts after the last entry the previous pass looked at,
+    /// not at the earliest, and starts at the earliest again at least this often. For an
+    /// index whose new entries sort after everything claimed before them (the spool: due
+    /// times and ids only grow) and that holds many claims at once, so a pass does not
+    /// walk past all of them. An entry given back still due before the cursor waits for
+    /// the next full pass. `None`: every pass starts at the earliest entry.
+    pub resume: Option<Duration>,
 }
 
 impl Limits {
-    /// Limits with `idle_max`, 1024 claims, pages of 256 entries and no delay.
+    /// Limits with `idle_max`, 1024 claims, pages of 256 entries, no delay, and every
+    /// pass from the earliest entry.
     pub const fn new(idle_max: Duration) -> Self {
         Limits {
             idle_max,
             claims_max: 1_024,
             page: 256,
             delay: Duration::ZERO,
+            resume: None,
         }
     }
 }
@@ -81,7 +90,8 @@ impl Wake {
         self.0.notify_one();
     }
 
-    async fn woken(&self) {
+    /// Completes at the next wake, at once if one came since the last wait.
+    pub async fn woken(&self) {
         self.0.notified().await;
     }
 }
@@ -142,6 +152,16 @@ impl Claims {
     }
 }
 
+/// Where the next pass starts, for a runner that resumes ([`Limits::resume`]).
+#[derive(Debug)]
+struct Cursor {
+    /// The last entry a pass looked at; `None` starts at the earliest.
+    after: Option<Due>,
+    /// When the next pass starts at the earliest entry again. Real time: this paces
+    /// reads, it decides nothing.
+    full_pass_at: std::time::Instant,
+}
+
 /// What one pass found.
 struct Pass {
     claimed: Vec<Claimed>,
@@ -158,6 +178,7 @@ pub struct Runner {
     index: DueIndex,
     limits: Limits,
     claims: Arc<Claims>,
+    cursor: Mutex<Cursor>,
 }
 
 impl Runner {
@@ -175,6 +196,10 @@ impl Runner {
             claims: Arc::new(Claims {
                 held: Mutex::default(),
                 wake,
+            }),
+            cursor: Mutex::new(Cursor {
+                after: None,
+                full_pass_at: std::time::Instant::now(),
             }),
         }
     }
@@ -236,37 +261,66 @@ impl Runner {
         // Entries indexed at or before the horizon are due now.
         let horizon = Timestamp::from_millis(now.as_millis().saturating_sub(millis(delay)));
         let mut claimed = Vec::new();
-        let mut after: Option<Due> = None;
-        loop {
+        let mut after = self.start_after();
+        // The last entry looked at, claimed now or held already: where a resuming
+        // runner's next pass starts.
+        let mut looked_at = None;
+        'pages: loop {
             let room = self.limits.claims_max.saturating_sub(self.claims.lock().len());
             if room == 0 {
                 break;
             }
             let page = self.index.due(&self.store, horizon, after.as_ref(), self.limits.page)?;
             let last_page = page.len() < self.limits.page;
-            after = page.last().cloned();
             let mut held = self.claims.lock();
             for due in page {
                 if held.len() >= self.limits.claims_max {
-                    break;
+                    break 'pages;
                 }
                 if held.insert(due.key.clone()) {
                     claimed.push(Claimed {
-                        due,
+                        due: due.clone(),
                         claims: Arc::clone(&self.claims),
                     });
                 }
+                looked_at = Some(due);
             }
             drop(held);
             if last_page {
                 break;
             }
+            after.clone_from(&looked_at);
+        }
+        if self.limits.resume.is_some()
+            && let Some(last) = looked_at
+        {
+            self.lock_cursor().after = Some(last);
         }
         let next = self
             .index
             .next_due_after(&self.store, horizon)?
             .map(|at| at.saturating_add(delay));
         Ok(Pass { claimed, next })
+    }
+}
+
+impl Runner {
+    /// Where this pass starts: after the cursor for a resuming runner, unless a full pass
+    /// is due.
+    fn start_after(&self) -> Option<Due> {
+        let every = self.limits.resume?;
+        let mut cursor = self.lock_cursor();
+        let now = std::time::Instant::now();
+        if now >= cursor.full_pass_at {
+            cursor.full_pass_at = now + every;
+            cursor.after = None;
+        }
+        cursor.after.clone()
+    }
+
+    fn lock_cursor(&self) -> MutexGuard<'_, Cursor> {
+        // Reads and writes are single assignments: the cursor is whole after a panic.
+        self.cursor.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -497,5 +551,43 @@ mod tests {
         assert_eq!(keys(&runner.pass().expect("pass")), [b"b".to_vec()]);
         drop(second);
         assert_eq!(runner.claims.lock().len(), 0, "every claim released");
+    }
+
+    #[test]
+    fn a_resuming_runner_starts_after_its_last_pass_and_a_full_pass_finds_what_was_given_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let arm = |key: &[u8]| {
+            let mut batch = Batch::new();
+            INDEX.arm(&mut batch, store.now(), key);
+            store.commit(batch).wait().expect("commit");
+        };
+        for key in [b"a", b"b", b"c"] {
+            arm(key);
+        }
+        let limits = Limits {
+            claims_max: 2,
+            resume: Some(ASLEEP),
+            ..Limits::new(ASLEEP)
+        };
+        let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
+        let keys = |pass: &Pass| pass.claimed.iter().map(|c| c.key().to_vec()).collect::<Vec<_>>();
+        let mut first = runner.pass().expect("pass");
+        assert_eq!(keys(&first), [b"a".to_vec(), b"b".to_vec()]);
+        // a is given back still due: it sorts before the cursor.
+        drop(first.claimed.remove(0));
+        arm(b"d");
+        let second = runner.pass().expect("pass");
+        assert_eq!(
+            keys(&second),
+            [b"c".to_vec()],
+            "resumes after b; b is held, a is behind"
+        );
+        drop((first, second));
+        assert_eq!(keys(&runner.pass().expect("pass")), [b"d".to_vec()]);
+        // Time for a full pass: what was given back is found again.
+        runner.lock_cursor().full_pass_at = std::time::Instant::now();
+        let full = runner.pass().expect("pass");
+        assert_eq!(keys(&full), [b"a".to_vec(), b"b".to_vec()], "from the earliest");
     }
 }

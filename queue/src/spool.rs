@@ -1,7 +1,8 @@
 //! The spool: messages waiting for delivery, their envelopes and the due index.
 //!
 //! A message enters with [`Spool::enqueue`] (one synced write batch with whatever records
-//! the caller adds), is handed to delivery by [`Spool::claim_due`], changes state through
+//! the caller adds), is handed to delivery when its entry in [`Spool::DUE`] falls due
+//! and [`Spool::try_claim`] gives it to one worker, changes state through
 //! [`Spool::update`], and leaves the spool in the same write that gives its last recipient
 //! a final outcome. Nothing here knows SMTP or HTTP.
 
@@ -114,6 +115,11 @@ struct Inner {
 }
 
 impl Spool {
+    /// The due index: one entry per message with recipients to try, at the time the
+    /// earliest of them is due. The spool arms, re-arms and disarms it in the same batch
+    /// as the envelope; delivery's due-time runner reads it.
+    pub const DUE: DueIndex = DUE;
+
     /// Opens the spool over `store`, checking the due index against the envelopes so
     /// that delivery resumes after a crash.
     pub fn open(store: Store) -> Result<(Spool, Recovery), Error> {
@@ -255,21 +261,10 @@ impl Spool {
     /// Hands out up to `limit` messages due now that are not already claimed, earliest
     /// first.
     pub fn claim_due(&self, limit: usize) -> Result<Vec<Claim>, Error> {
-        self.claim_due_from(limit, None).map(|(claims, _)| claims)
-    }
-
-    /// Like [`Spool::claim_due`], starting at the due-index key `from` (the cursor a
-    /// previous call returned) instead of the earliest entry, so a scheduler with many
-    /// messages in flight does not walk past all of them on every pass. Returns the claims
-    /// and the cursor for the next call: the last due entry visited. Entries that become
-    /// due before the cursor (a released claim) are only found by a call without one, which
-    /// the caller should make now and then.
-    pub fn claim_due_from(&self, limit: usize, from: Option<&[u8]>) -> Result<(Vec<Claim>, Option<Vec<u8>>), Error> {
         let now = self.inner.store.now();
         let mut claims = Vec::new();
-        let mut cursor = None;
         let mut in_flight = self.lock_in_flight();
-        self.inner.store.for_each_raw_from(DUE.table(), from, |key, _| {
+        self.inner.store.for_each_raw(DUE.table(), |key, _| {
             let Some((due, id)) = parse_due_key(key) else {
                 return Err(Error::Corrupt {
                     table: DUE.table().name(),
@@ -282,10 +277,9 @@ impl Spool {
             if in_flight.insert(id) {
                 claims.push(Claim { id, due });
             }
-            cursor = Some(key.to_vec());
             Ok(true)
         })?;
-        Ok((claims, cursor))
+        Ok(claims)
     }
 
     /// The earliest due time in the index, claimed or not.

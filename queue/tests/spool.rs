@@ -153,36 +153,6 @@ fn claims_are_exclusive_until_released() {
 }
 
 #[test]
-fn claims_resume_from_a_cursor_and_a_full_pass_finds_released_ones() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (store, spool, _) = open(dir.path());
-    let ids: Vec<_> = (0..5).map(|_| accept(&spool, &store, 100)).collect();
-    let (first, cursor) = spool.claim_due_from(2, None).expect("claim");
-    assert_eq!(first.iter().map(|c| c.id).collect::<Vec<_>>(), ids[..2]);
-    let cursor = cursor.expect("a cursor after claims");
-    spool.release(first[0].id);
-    let (rest, _) = spool.claim_due_from(10, Some(&cursor)).expect("claim");
-    assert_eq!(
-        rest.iter().map(|c| c.id).collect::<Vec<_>>(),
-        ids[2..],
-        "resumes after the cursor"
-    );
-    let later = accept(&spool, &store, 100);
-    let (next, _) = spool.claim_due_from(10, Some(&cursor)).expect("claim");
-    assert_eq!(
-        next.iter().map(|c| c.id).collect::<Vec<_>>(),
-        vec![later],
-        "new mail sorts after it"
-    );
-    let (full, _) = spool.claim_due_from(10, None).expect("claim");
-    assert_eq!(
-        full.iter().map(|c| c.id).collect::<Vec<_>>(),
-        vec![ids[0]],
-        "the released one"
-    );
-}
-
-#[test]
 fn reschedule_and_cancel() {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = Arc::new(ManualClock::new(Timestamp::from_millis(9_000_000)));

@@ -14,6 +14,8 @@ use crossbeam_channel::Sender;
 use herald_queue::{Id, Spool};
 
 use super::reply::Reply;
+use super::schedule::Held;
+use crate::runner::Claimed;
 use crate::suppressions::Origin;
 
 /// Where an attempt went.
@@ -47,7 +49,7 @@ pub enum Outcome {
 /// Work for the delivery worker threads.
 pub enum Job {
     /// Load, check, sign and route a claimed message.
-    Prepare(herald_queue::Claim),
+    Prepare(Held),
     /// Write the outcomes of a message whose pieces are all done.
     Finish(Arc<MessageJob>),
     /// Stop the thread.
@@ -55,14 +57,14 @@ pub enum Job {
 }
 
 /// Where a job reports back: the worker queue, the spool that holds its claim, and the
-/// engine's count of messages in flight.
+/// scheduler's claim, which makes room in flight when the job is dropped.
 pub struct Links {
     /// The workers' queue of finished messages.
     pub jobs: Sender<Job>,
     /// The spool.
     pub spool: Spool,
-    /// Messages in flight.
-    pub in_flight: Arc<AtomicUsize>,
+    /// The scheduler's claim.
+    pub entry: Claimed,
 }
 
 /// A claimed message in delivery.
@@ -82,7 +84,8 @@ pub struct MessageJob {
     finished: AtomicBool,
     jobs: Sender<Job>,
     spool: Spool,
-    in_flight: Arc<AtomicUsize>,
+    /// Dropped after the spool claim is released (fields drop after [`Drop::drop`]).
+    _entry: Claimed,
 }
 
 impl MessageJob {
@@ -96,7 +99,7 @@ impl MessageJob {
         message: Arc<Vec<u8>>,
         links: Links,
     ) -> Arc<MessageJob> {
-        let Links { jobs, spool, in_flight } = links;
+        let Links { jobs, spool, entry } = links;
         let count = recipients.len();
         Arc::new(MessageJob {
             id,
@@ -109,7 +112,7 @@ impl MessageJob {
             finished: AtomicBool::new(false),
             jobs,
             spool,
-            in_flight,
+            _entry: entry,
         })
     }
 
@@ -158,7 +161,6 @@ impl Drop for MessageJob {
         if !self.finished.load(Ordering::Acquire) {
             self.spool.release(self.id);
         }
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -1,8 +1,8 @@
 //! The delivery engine: drains the spool's due index to recipients' MX hosts.
 //!
 //! ```text
-//! scheduler thread ──crossbeam──> worker threads ──> destinations (async, on the
-//!   (claim_due)                   load, suppressions,     delivery runtime's threads):
+//! scheduler (due-time ──crossbeam──> worker threads ──> destinations (async, on the
+//!   runner, spool index)          load, suppressions,     delivery runtime's threads):
 //!                                 DKIM sign once,         MX, connections, throttling
 //!                                 split by domain               │
 //!                                        ^                      │ last piece done
@@ -22,6 +22,7 @@ mod outcome;
 mod prepare;
 pub mod reply;
 mod route;
+mod schedule;
 mod sign;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
+use herald_queue::Spool;
 use herald_tls::Verification;
 use tokio::sync::Notify;
 
@@ -38,18 +40,11 @@ use self::destination::Destinations;
 use self::job::Job;
 use self::sign::Signers;
 use crate::dns::Dns;
+use crate::runner::Runner;
 use crate::services::Services;
+use crate::shutdown::Controller;
 
 pub use self::decide::retry_wait;
-
-/// Claims taken from the spool at once.
-const CLAIM_BATCH: usize = 256;
-/// The longest the scheduler sleeps between looks at the due index; submissions wake it
-/// sooner.
-const POLL_MAX: Duration = Duration::from_millis(250);
-
-/// How often the scheduler looks at the whole due index instead of from its cursor.
-const FULL_PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// What the scheduler, the workers and the connection tasks share.
 pub(crate) struct Shared {
@@ -62,7 +57,6 @@ pub(crate) struct Shared {
     jobs: Sender<Job>,
     /// Finished messages, whose outcomes workers write before preparing anything new.
     finished: Sender<Job>,
-    in_flight: Arc<AtomicUsize>,
     /// Connection tasks running.
     sessions: AtomicUsize,
     stopping: AtomicBool,
@@ -79,15 +73,16 @@ impl Shared {
 pub struct Delivery {
     shared: Arc<Shared>,
     runtime: Option<tokio::runtime::Runtime>,
-    scheduler: Option<JoinHandle<()>>,
+    /// Stops the scheduler (the due-time runner, a task on the runtime).
+    scheduler: Option<Controller>,
     workers: Vec<JoinHandle<()>>,
 }
 
 impl Delivery {
     /// Starts the scheduler, `[delivery] workers` worker threads and the runtime that
-    /// drives outbound sessions. The scheduler waits on `wake` between looks at the due
-    /// index ([`crate::services::Services::wake_delivery`] sends to it).
-    pub fn start(state: Arc<Services>, wake: crossbeam_channel::Receiver<()>) -> anyhow::Result<Delivery> {
+    /// drives outbound sessions. The scheduler is woken between looks at the due index by
+    /// [`crate::services::Services::wake_delivery`] and by messages finishing.
+    pub fn start(state: Arc<Services>) -> anyhow::Result<Delivery> {
         let config = &state.config().delivery;
         let dns = Dns::new(&config.nameservers, true)?;
         let tls = TlsChoice {
@@ -111,7 +106,6 @@ impl Delivery {
             runtime: runtime.handle().clone(),
             jobs,
             finished,
-            in_flight: Arc::new(AtomicUsize::new(0)),
             sessions: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             stop: Notify::new(),
@@ -127,12 +121,18 @@ impl Delivery {
                     .spawn(move || work(&shared, &receiver, &finished))?,
             );
         }
-        let scheduler = {
-            let shared = Arc::clone(&shared);
-            std::thread::Builder::new()
-                .name("herald-scheduler".into())
-                .spawn(move || schedule(&shared, &wake))?
+        let scheduler = Controller::default();
+        let runner = Runner::new(
+            "delivery",
+            shared.state.store().clone(),
+            Spool::DUE,
+            schedule::limits(shared.state.config().delivery.in_flight_max),
+            shared.state.delivery_wake().clone(),
+        );
+        let handler = schedule::Scheduler {
+            shared: Arc::clone(&shared),
         };
+        runtime.spawn(runner.run(handler, scheduler.handle()));
         Ok(Delivery {
             shared,
             runtime: Some(runtime),
@@ -147,8 +147,9 @@ impl Delivery {
     pub fn stop(mut self, grace: Duration) {
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.stop.notify_waiters();
-        if let Some(scheduler) = self.scheduler.take() {
-            let _ = scheduler.join();
+        if let (Some(scheduler), Some(runtime)) = (self.scheduler.take(), &self.runtime) {
+            // The runner stops between passes; a pass reads the index and hands out jobs.
+            runtime.block_on(scheduler.shutdown(SCHEDULER_STOP));
         }
         self.shared.destinations.clear();
         // Connection tasks finish the transaction they are in, then see the stop and quit.
@@ -186,52 +187,8 @@ impl Drop for Delivery {
     }
 }
 
-/// The scheduler thread: claims due messages while there is room in flight.
-fn schedule(shared: &Shared, wake: &crossbeam_channel::Receiver<()>) {
-    let spool = shared.state.spool();
-    let in_flight_max = shared.state.config().delivery.in_flight_max;
-    // New and retried mail always sorts after what was claimed before it (due times and
-    // ids only grow), so each pass starts where the last one stopped; a full pass now and
-    // then finds claims that were given back unchanged.
-    let mut cursor: Option<Vec<u8>> = None;
-    let mut last_full_pass = std::time::Instant::now();
-    while !shared.is_stopping() {
-        if last_full_pass.elapsed() >= FULL_PASS_EVERY {
-            cursor = None;
-            last_full_pass = std::time::Instant::now();
-        }
-        let room = in_flight_max.saturating_sub(shared.in_flight.load(Ordering::Acquire));
-        let mut full = false;
-        if room > 0 {
-            match spool.claim_due_from(room.min(CLAIM_BATCH), cursor.as_deref()) {
-                Ok((claims, next)) => {
-                    if next.is_some() {
-                        cursor = next;
-                    }
-                    full = claims.len() == room.min(CLAIM_BATCH);
-                    shared.in_flight.fetch_add(claims.len(), Ordering::AcqRel);
-                    for claim in claims {
-                        if shared.jobs.send(Job::Prepare(claim)).is_err() {
-                            return;
-                        }
-                    }
-                }
-                Err(error) => tracing::error!(%error, "cannot read the due index"),
-            }
-        }
-        if full {
-            continue;
-        }
-        // Due mail that is not claimed now is in flight (or waits for room): a finishing
-        // message wakes the scheduler, so only future due times shorten the wait.
-        let now = shared.state.store().now();
-        let wait = match spool.next_due() {
-            Ok(Some(due)) if due > now => due.saturating_since(now).clamp(Duration::from_millis(5), POLL_MAX),
-            _ => POLL_MAX,
-        };
-        let _ = wake.recv_timeout(wait);
-    }
-}
+/// How long stopping waits for the scheduler to finish its pass.
+const SCHEDULER_STOP: Duration = Duration::from_secs(5);
 
 /// A worker thread: prepares claimed messages and writes finished ones.
 ///
@@ -248,7 +205,7 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>
         });
         let Ok(job) = received else { return };
         match job {
-            Job::Prepare(claim) => prepare::prepare(shared, claim),
+            Job::Prepare(held) => prepare::prepare(shared, held),
             Job::Finish(job) => {
                 outcome::write(
                     shared.state.store(),
@@ -256,8 +213,7 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>
                     &shared.state.config().delivery,
                     &job,
                 );
-                // Wake the scheduler: room in flight, and a retry may be due soon.
-                shared.state.wake_delivery();
+                // Dropping the job drops its runner claim, which wakes the scheduler.
             }
             Job::Stop => return,
         }

@@ -5,15 +5,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herald_queue::{Claim, Id};
+use herald_queue::Id;
 
 use super::Shared;
 use super::job::{Links, MessageJob, Outcome};
+use super::schedule::Held;
 use crate::domains::TlsPolicy;
 use crate::suppressions;
 
-/// Prepares `claim` (on a worker thread).
-pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
+/// Prepares `held` (on a worker thread). Its runner claim goes with the job, or is
+/// dropped here when there is nothing to send.
+pub fn prepare(shared: &Arc<Shared>, held: Held) {
+    let Held { claim, entry } = held;
     let spool = shared.state.spool();
     if shared.is_stopping() {
         release(shared, claim.id);
@@ -82,10 +85,10 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
         Links {
             jobs: shared.finished.clone(),
             spool: spool.clone(),
-            in_flight: Arc::clone(&shared.in_flight),
+            entry,
         },
     );
-    // The job now owns the claim and the in-flight count.
+    // The job now owns both claims.
     for (index, origin) in suppressed {
         job.record(index, Outcome::Suppressed(origin));
     }
@@ -109,9 +112,7 @@ pub fn prepare(shared: &Arc<Shared>, claim: Claim) {
 fn retry_later(shared: &Shared, id: Id) {
     let at = shared.state.store().now().saturating_add(STORAGE_RETRY);
     match shared.state.spool().reschedule(id, at) {
-        Ok(_) => {
-            shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-        }
+        Ok(_) => {}
         Err(error) => {
             tracing::error!(%id, %error, "cannot put off a message after a storage error");
             release(shared, id);
@@ -124,7 +125,6 @@ const STORAGE_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn release(shared: &Shared, id: Id) {
     shared.state.spool().release(id);
-    shared.in_flight.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
 }
 
 /// The lower-cased domain of an address (IDNA names stay as given, lower-cased).

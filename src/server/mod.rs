@@ -156,15 +156,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let http_addr = http_listener.local_addr()?;
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
-    let (delivery_wake_sender, delivery_wake) = crossbeam_channel::bounded(1);
-    let services = Arc::new(Services::new(
-        config,
-        store,
-        spool,
-        operator_team,
-        outbound,
-        delivery_wake_sender,
-    ));
+    let services = Arc::new(Services::new(config, store, spool, operator_team, outbound));
     for team in services.accounts().teams()? {
         if let Some(rate) = team
             .rate_limit
@@ -204,7 +196,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         controller.handle(),
     ));
     let delivery = if state.config().delivery.enabled {
-        Some(Delivery::start(Arc::clone(&state.services), delivery_wake).context("cannot start delivery")?)
+        Some(Delivery::start(Arc::clone(&state.services)).context("cannot start delivery")?)
     } else {
         tracing::warn!("delivery is disabled (`delivery.enabled = false`): mail stays in the spool");
         None

@@ -52,9 +52,8 @@ pub struct Services {
     webhook_wake: Wake,
     /// Teams and API keys.
     accounts: Box<dyn AccountStore>,
-    /// Wakes the delivery scheduler (new mail, room in flight); the engine holds the
-    /// receiving end.
-    delivery_wake: crossbeam_channel::Sender<()>,
+    /// Wakes the delivery scheduler (new mail, a message released by the operator).
+    delivery_wake: Wake,
     /// Serialises read-modify-write of one resource record at a time: a change locks
     /// the record it reads and rewrites (see [`Services::lock_record`]).
     records: Vec<Mutex<()>>,
@@ -75,16 +74,8 @@ pub struct RecordName<'a> {
 }
 
 impl Services {
-    /// Services over `store` and `spool`, whose operator team is `operator_team`;
-    /// `delivery_wake` tells the delivery engine that mail may be due.
-    pub fn new(
-        config: Config,
-        store: Store,
-        spool: Spool,
-        operator_team: Id,
-        outbound: Outbound,
-        delivery_wake: crossbeam_channel::Sender<()>,
-    ) -> Services {
+    /// Services over `store` and `spool`, whose operator team is `operator_team`.
+    pub fn new(config: Config, store: Store, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
         Services {
             accounts: Box::new(RocksAccounts::new(store.clone())),
             idempotency: Idempotency::new(store.clone()),
@@ -99,7 +90,7 @@ impl Services {
             auth: Authenticator::new(operator_team),
             verifier: Verifier::default(),
             outbound,
-            delivery_wake,
+            delivery_wake: Wake::default(),
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
@@ -171,7 +162,12 @@ impl Services {
 
     /// Tells the delivery scheduler that mail may be due now.
     pub fn wake_delivery(&self) {
-        let _ = self.delivery_wake.try_send(());
+        self.delivery_wake.wake();
+    }
+
+    /// The handle that wakes the delivery scheduler, for the engine's runner.
+    pub fn delivery_wake(&self) -> &Wake {
+        &self.delivery_wake
     }
 
     /// Locks `record` for a read-modify-write: another change of the same record waits

@@ -15,8 +15,6 @@ use herald_queue::{Id, ManualClock, Spool, Store, StoreOptions, Timestamp};
 pub struct World {
     /// The services.
     pub services: Services,
-    /// What the services send to wake delivery.
-    pub wake: crossbeam_channel::Receiver<()>,
     /// The clock, moved only by the test.
     pub clock: Arc<ManualClock>,
     /// The operator's team.
@@ -25,6 +23,18 @@ pub struct World {
 }
 
 impl World {
+    /// Whether something woke the delivery scheduler since the last look (and takes the
+    /// wake).
+    pub fn delivery_was_woken(&self) -> bool {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        // `timeout` polls the wait first: a wake already given completes it.
+        let woken = self.services.delivery_wake().woken();
+        runtime.block_on(async { tokio::time::timeout(std::time::Duration::ZERO, woken).await.is_ok() })
+    }
+
     /// A fresh world with `example.test` verified for the operator's team.
     pub fn new() -> World {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -35,14 +45,12 @@ impl World {
         let store = Store::open(options).expect("open the store");
         let (spool, _) = Spool::open(store.clone()).expect("open the spool");
         let team = store.next_id();
-        let (sender, wake) = crossbeam_channel::bounded(1);
         // As `[webhooks] allow_private_endpoints` defaults: private endpoints are refused.
         let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-        let services = Services::new(Config::defaults(), store, spool, team, outbound, sender);
+        let services = Services::new(Config::defaults(), store, spool, team, outbound);
         verified_domain(&services, team, "example.test");
         World {
             services,
-            wake,
             clock,
             team,
             _dir: dir,
