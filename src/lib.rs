@@ -58,6 +58,7 @@ pub mod http;
 pub mod limits;
 pub mod mailqueue;
 pub mod outbound;
+pub mod retention;
 pub mod runner;
 pub mod server;
 pub mod services;

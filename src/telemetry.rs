@@ -63,8 +63,29 @@ fn describe() {
         "Write batches merged into one synced commit."
     );
     metrics::describe_counter!("herald_http_requests_total", "HTTP requests by route and status.");
+    metrics::describe_gauge!(
+        "herald_store_table_bytes",
+        "Bytes a store table takes, on disk (SST and blob files) and in memtables."
+    );
+    metrics::describe_gauge!("herald_store_table_keys", "RocksDB's estimate of a store table's keys.");
+    metrics::describe_counter!(
+        "herald_expired_total",
+        "Records removed by retention, by kind (emails, content, webhook_messages, request_logs)."
+    );
     metrics::describe_counter!(
         "herald_smtp_connections_total",
         "SMTP connections accepted, by listener."
     );
+}
+
+/// Sets the gauges of every store table's size, read from RocksDB now (cheap estimates),
+/// before `/metrics` renders them.
+pub fn record_table_sizes(store: &herald_queue::Store) {
+    for size in store.table_sizes() {
+        let table = size.table.name();
+        metrics::gauge!("herald_store_table_bytes", "table" => table, "where" => "disk").set(size.disk_bytes as f64);
+        metrics::gauge!("herald_store_table_bytes", "table" => table, "where" => "memory")
+            .set(size.memory_bytes as f64);
+        metrics::gauge!("herald_store_table_keys", "table" => table).set(size.keys as f64);
+    }
 }

@@ -18,6 +18,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "limits.rs",
     "mailqueue",
     "outbound.rs",
+    "retention.rs",
     "runner.rs",
     "services",
     "suppressions",

@@ -51,5 +51,5 @@ pub use envelope::{Envelope, Recipient, RecipientState};
 pub use error::{Error, Refusal};
 pub use id::{Id, IdGenerator};
 pub use spool::{Admission, Claim, Enqueue, NewMessage, RECIPIENTS_MAX, Recovery, Spool, Updated};
-pub use store::{Health, RawEntry, Scan, Store, StoreOptions};
+pub use store::{Health, RawEntry, Scan, Store, StoreOptions, TableSize};
 pub use table::{Record, Table, decode_record};

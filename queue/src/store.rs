@@ -81,6 +81,19 @@ pub struct Health {
     pub disk_minimum: u64,
 }
 
+/// The room one table takes (see [`Store::table_sizes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSize {
+    /// The table.
+    pub table: Table,
+    /// Bytes in its files on disk (SST and blob files).
+    pub disk_bytes: u64,
+    /// Bytes in its memtables.
+    pub memory_bytes: u64,
+    /// RocksDB's estimate of its keys.
+    pub keys: u64,
+}
+
 /// A handle to the store. Cloning is cheap; the database closes when the last handle is
 /// dropped, after the commit thread has written everything queued.
 #[derive(Clone)]
@@ -164,6 +177,40 @@ impl Store {
         Health {
             disk_available: self.inner.disk.available(),
             disk_minimum: self.inner.disk.minimum(),
+        }
+    }
+
+    /// How much room each table takes now: on-disk files (SST and blob) and memtables, and
+    /// an estimate of its keys. RocksDB's own estimates, cheap to read.
+    pub fn table_sizes(&self) -> Vec<TableSize> {
+        Table::ALL
+            .iter()
+            .filter_map(|&table| {
+                let cf = self.inner.db.cf_handle(table.name())?;
+                let int = |name: &str| {
+                    self.inner
+                        .db
+                        .property_int_value_cf(&cf, name)
+                        .ok()
+                        .flatten()
+                        .unwrap_or(0)
+                };
+                Some(TableSize {
+                    table,
+                    disk_bytes: int("rocksdb.total-sst-files-size") + int("rocksdb.total-blob-file-size"),
+                    memory_bytes: int("rocksdb.size-all-mem-tables"),
+                    keys: int("rocksdb.estimate-num-keys"),
+                })
+            })
+            .collect()
+    }
+
+    /// Compacts all of `table` now, so that deleted records give their space back at once
+    /// instead of when RocksDB next compacts their files. Blocks while it runs; for tools
+    /// and benchmarks (RocksDB compacts files dense with deletions by itself).
+    pub fn compact(&self, table: Table) {
+        if let Some(cf) = self.inner.db.cf_handle(table.name()) {
+            self.inner.db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
         }
     }
 
@@ -322,6 +369,25 @@ fn open_db(path: &Path) -> Result<DB, Error> {
     })
 }
 
+/// Tables whose records are deleted in bulk: queues, due indexes, and what retention
+/// expires.
+const EXPIRING: &[Table] = &[
+    Table::DUE,
+    Table::OUTBOX,
+    Table::LOG_EXPIRY,
+    Table::LOG_DUE,
+    Table::LOGS,
+    Table::IDEMPOTENCY_EXPIRY,
+    Table::EMAILS,
+    Table::EMAIL_STATUS,
+    Table::EVENTS,
+    Table::EMAIL_EXPIRY,
+    Table::CONTENT_EXPIRY,
+    Table::WEBHOOK_MESSAGES,
+    Table::WEBHOOK_ATTEMPTS,
+    Table::WEBHOOK_EXPIRY,
+];
+
 fn table_options(name: &str) -> Options {
     let mut options = Options::default();
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
@@ -333,12 +399,10 @@ fn table_options(name: &str) -> Options {
         options.set_min_blob_size(4096);
         options.set_enable_blob_gc(true);
     }
-    if [Table::DUE, Table::OUTBOX, Table::LOG_EXPIRY, Table::IDEMPOTENCY_EXPIRY]
-        .iter()
-        .any(|table| table.name() == name)
-    {
-        // Queues are read from the front and deleted from the front; compact files dense
-        // with tombstones early so scans from the start do not wade through them.
+    if EXPIRING.iter().any(|table| table.name() == name) {
+        // Queues are read from the front and deleted from the front, and expiry deletes
+        // records in runs: compact files dense with tombstones early, so scans do not wade
+        // through them and the space comes back.
         options.add_compact_on_deletion_collector_factory(1_000, 500, 0.5);
     }
     options

@@ -79,6 +79,16 @@ impl Table {
     pub const SUPPRESSION_IDS: Table = Table::new("suppression_ids");
     /// Webhook endpoints by team and webhook id.
     pub const WEBHOOKS: Table = Table::new("webhooks");
+    /// Email records to expire: a due index of `(final outcome, team and email id)`.
+    pub const EMAIL_EXPIRY: Table = Table::new("email_expiry");
+    /// Email contents to expire: a due index of `(final outcome, team and email id)`.
+    pub const CONTENT_EXPIRY: Table = Table::new("content_expiry");
+    /// Webhook messages and attempts to expire: a due index of `(final outcome or attempt
+    /// time, tagged key)`.
+    pub const WEBHOOK_EXPIRY: Table = Table::new("webhook_expiry");
+    /// Request logs to expire: a due index of `(request time, team and log id)`. Replaces
+    /// [`Table::LOG_EXPIRY`], whose entries are moved here at start.
+    pub const LOG_DUE: Table = Table::new("log_due");
 
     /// Every table this build knows. The store creates the missing ones at open.
     pub const ALL: &'static [Table] = &[
@@ -107,6 +117,10 @@ impl Table {
         Table::SUPPRESSIONS,
         Table::SUPPRESSION_IDS,
         Table::WEBHOOKS,
+        Table::EMAIL_EXPIRY,
+        Table::CONTENT_EXPIRY,
+        Table::WEBHOOK_EXPIRY,
+        Table::LOG_DUE,
     ];
 }
 

@@ -210,6 +210,25 @@ fn print_stats(stats: &Value) {
             number(domain, "deferred")
         );
     }
+    let tables = stats["tables"].as_array().map_or(&[][..], Vec::as_slice);
+    if !tables.is_empty() {
+        println!();
+        println!("{:<24} {:>12} {:>12} {:>12}", "TABLE", "DISK", "MEMORY", "KEYS (EST.)");
+        for table in tables {
+            println!(
+                "{:<24} {:>12} {:>12} {:>12}",
+                text(table, "table"),
+                bytes(number(table, "disk_bytes")),
+                bytes(number(table, "memory_bytes")),
+                number(table, "keys")
+            );
+        }
+    }
+}
+
+/// `count` bytes in binary units: `0 B`, `12.3 KiB`, `4.0 GiB`.
+fn bytes(count: u64) -> String {
+    bytesize::ByteSize::b(count).display().iec().to_string()
 }
 
 /// `seconds` as the largest whole unit or two: `45s`, `12m`, `3h05m`, `2d04h`.

@@ -121,8 +121,9 @@ pub fn render(config: &Config) -> String {
         },
         api: RawApi {
             rate_limit: Some(config.api.rate_limit.to_string()),
-            log_retention: Some(human(config.api.log_retention)),
+            log_retention: None,
         },
+        retention: super::retention::render(&config.retention),
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),
             allowed_networks: Some(
@@ -153,10 +154,13 @@ pub fn render(config: &Config) -> String {
             level: Some(config.log.level.clone()),
         },
     };
-    let source = match &config.file {
+    let mut source = match &config.file {
         Some(file) => format!("# effective configuration, from {}\n", file.display()),
         None => "# effective configuration, from the built-in defaults\n".to_owned(),
     };
+    for warning in &config.warnings {
+        source.push_str(&format!("# warning: {warning}\n"));
+    }
     // Every field is a plain string, number, bool or table, which TOML always represents;
     // a failure would be a bug in the raw structs, shown in place of the config.
     let body = toml::to_string_pretty(&raw).unwrap_or_else(|e| format!("# cannot render the configuration: {e}\n"));

@@ -7,12 +7,14 @@
 
 mod effective;
 mod raw;
+mod retention;
 pub mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use retention::RetentionConfig;
 pub use values::Rate;
 
 use raw::{RawConfig, RawDkimAlgorithm, RawLogFormat, RawTlsMode};
@@ -67,8 +69,13 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     /// `[spool]`.
     pub spool: SpoolConfig,
+    /// `[retention]`.
+    pub retention: RetentionConfig,
     /// `[log]`.
     pub log: LogConfig,
+    /// What the file asks for in a way that still works but should change (a key's old
+    /// name): logged at start and printed by `herald config`.
+    pub warnings: Vec<String>,
 }
 
 /// `[server]`: identity and storage.
@@ -295,8 +302,6 @@ pub enum DkimAlgorithm {
 pub struct ApiConfig {
     /// Requests per team; a team may have its own.
     pub rate_limit: Rate,
-    /// How long API request logs are kept.
-    pub log_retention: Duration,
 }
 
 /// `[webhooks]`: event delivery to applications.
@@ -455,6 +460,8 @@ impl Validator<'_> {
 
     fn config(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let server = self.server(raw.server)?;
+        let mut warnings = Vec::new();
+        let retention = self.retention(&raw.retention, &raw.api, &mut warnings)?;
         let spf = raw.domains.spf.unwrap_or_else(|| format!("a:{}", server.hostname));
         if spf.trim().is_empty() || spf.contains(char::is_whitespace) {
             return Err(self.error(
@@ -499,10 +506,6 @@ impl Validator<'_> {
                 rate_limit: self.check(
                     "api.rate_limit",
                     values::rate(raw.api.rate_limit.as_deref().unwrap_or("50/s")),
-                )?,
-                log_retention: self.check(
-                    "api.log_retention",
-                    values::duration(raw.api.log_retention.as_deref().unwrap_or("7d")),
                 )?,
             },
             webhooks: WebhooksConfig {
@@ -553,6 +556,8 @@ impl Validator<'_> {
                 },
                 level: self.log_level(raw.log.level)?,
             },
+            retention,
+            warnings,
             server,
         })
     }

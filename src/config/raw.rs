@@ -18,6 +18,7 @@ pub struct RawConfig {
     pub api: RawApi,
     pub webhooks: RawWebhooks,
     pub spool: RawSpool,
+    pub retention: RawRetention,
     pub log: RawLog,
 }
 
@@ -136,7 +137,19 @@ pub enum RawDkimAlgorithm {
 #[serde(deny_unknown_fields, default)]
 pub struct RawApi {
     pub rate_limit: Option<String>,
+    /// The old name of `retention.request_logs`, still read.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log_retention: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawRetention {
+    pub emails: Option<String>,
+    pub content: Option<String>,
+    pub webhook_messages: Option<String>,
+    pub request_logs: Option<String>,
+    pub metrics: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -125,6 +125,11 @@ fn apply(
         record.attempts.drain(..excess);
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
     }
+    if envelope.next_due().is_none() {
+        // Every recipient is final: the message leaves the spool in this write, and its
+        // record's retention starts.
+        crate::emails::retention::arm_final(batch, job.team_id, job.id, now);
+    }
     Ok(())
 }
 

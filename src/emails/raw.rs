@@ -101,6 +101,7 @@ pub fn prepare(
         size: message.len() as u64,
         source: Source::Smtp,
         attempts: Vec::new(),
+        content_expired: false,
     };
     let mut records = Batch::new();
     records

@@ -70,6 +70,10 @@ pub struct EmailRecord {
     /// [`EmailRecord::ATTEMPTS_KEPT`]).
     #[serde(default)]
     pub attempts: Vec<AttemptLog>,
+    /// Whether `html` and `text` were removed by `[retention] content` (the record stays
+    /// until `[retention] emails`).
+    #[serde(default)]
+    pub content_expired: bool,
 }
 
 /// A summary of one delivery attempt to one destination.
@@ -123,6 +127,8 @@ impl EmailRecord {
             map.insert("html".into(), json!(self.html));
             map.insert("text".into(), json!(self.text));
             map.insert("tags".into(), json!(self.tags));
+            // herald's own field: `html` and `text` are null because retention removed them.
+            map.insert("content_expired".into(), json!(self.content_expired));
         }
         value
     }

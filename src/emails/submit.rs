@@ -127,6 +127,7 @@ pub fn prepare(
         size: raw.len() as u64,
         source,
         attempts: Vec::new(),
+        content_expired: false,
     };
     let mut records = Batch::new();
     records.put(EmailRecord::key(sender.team_id, id), &record)?;

@@ -1,13 +1,14 @@
 //! API request logs: every authenticated request and its response, kept for
-//! `[api] log_retention`, listed by `GET /logs`. Bodies are stored with secrets redacted
+//! `[retention] request_logs`, listed by `GET /logs`. Bodies are stored with secrets redacted
 //! and capped in size.
 
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Batch, Due, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
 use super::format;
+use crate::retention::{self, Expiry};
 use crate::shutdown::Shutdown;
 
 /// Bytes of a request or response body kept in a log at most.
@@ -27,11 +28,11 @@ const SECRET_FIELDS: &[&str] = &[
 /// Fields whose values are bulky payloads (attachment content), replaced by their size.
 const BULK_FIELDS: &[&str] = &["content"];
 
-/// Logs deleted per expiry batch, so one sweep never builds a huge write.
-const EXPIRY_BATCH: usize = 1_000;
+/// Old expiry entries moved per batch at start.
+const MIGRATE_BATCH: usize = 1_000;
 
-/// How often expired logs are swept.
-const EXPIRY_INTERVAL: Duration = Duration::from_secs(60);
+/// Logs by the time of their request, for `[retention] request_logs`.
+const EXPIRY: DueIndex = DueIndex::new(Table::LOG_DUE);
 
 /// One logged request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -99,25 +100,13 @@ impl Record for RequestLog {
     const TABLE: Table = Table::LOGS;
 }
 
-/// The expiry index: log id then team id, empty value.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-struct LogExpiry {}
-
-impl Record for LogExpiry {
-    const TABLE: Table = Table::LOG_EXPIRY;
-}
-
-/// Queues `log` for writing. Nobody waits for it: a log lost in a crash is acceptable,
-/// slowing every request down by a durable write is not.
+/// Queues `log` for writing, with its expiry entry. Nobody waits for it: a log lost in a
+/// crash is acceptable, slowing every request down by a durable write is not.
 pub fn record(store: &Store, log: &RequestLog) {
     let mut batch = Batch::new();
-    let written = batch.put(RequestLog::key(log.team_id, log.id), log).and_then(|()| {
-        batch.put(
-            [log.id.as_bytes().as_slice(), log.team_id.as_bytes()].concat(),
-            &LogExpiry {},
-        )
-    });
-    match written {
+    let key = RequestLog::key(log.team_id, log.id);
+    EXPIRY.arm(&mut batch, log.created_at, &key);
+    match batch.put(key, log) {
         Ok(()) => drop(store.commit(batch)),
         Err(error) => tracing::warn!(%error, "cannot encode a request log"),
     }
@@ -219,65 +208,65 @@ fn cap(body: &[u8]) -> String {
     text
 }
 
-/// Deletes logs older than `retention` every minute until shutdown.
-pub async fn expire(store: Store, retention: Duration, mut shutdown: Shutdown) {
-    loop {
-        let sweep = {
-            let store = store.clone();
-            tokio::task::spawn_blocking(move || sweep(&store, retention))
-        };
-        match sweep.await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(deleted)) => tracing::debug!(deleted, "expired request logs"),
-            Ok(Err(error)) => tracing::warn!(%error, "request log expiry failed"),
-            Err(error) => tracing::warn!(%error, "request log expiry task failed"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(EXPIRY_INTERVAL) => {}
-            () = shutdown.triggered() => return,
-        }
+/// Deletes logs older than `retention` until shutdown, on the due-time runner; first
+/// moves the entries of the index older builds kept ([`Table::LOG_EXPIRY`]).
+pub async fn expire(store: Store, retention: Option<Duration>, shutdown: Shutdown) {
+    let old = store.clone();
+    match tokio::task::spawn_blocking(move || migrate(&old)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(moved)) => tracing::info!(moved, "request log expiry entries moved to the new index"),
+        Ok(Err(error)) => tracing::warn!(%error, "cannot move old request log expiry entries"),
+        Err(error) => tracing::warn!(%error, "moving old request log expiry entries failed"),
+    }
+    retention::run(store, Logs, retention, shutdown).await;
+}
+
+/// `[retention] request_logs`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Logs;
+
+impl Expiry for Logs {
+    const KIND: &'static str = "request_logs";
+    const INDEX: DueIndex = EXPIRY;
+
+    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), herald_queue::Error> {
+        batch.delete::<RequestLog>(&due.key);
+        Ok(())
     }
 }
 
-/// Deletes every log older than `retention`; returns how many.
-pub fn sweep(store: &Store, retention: Duration) -> Result<usize, herald_queue::Error> {
-    let cutoff = Timestamp::from_millis(store.now().as_millis().saturating_sub(millis(retention)));
-    let mut deleted = 0;
+/// Moves the entries of [`Table::LOG_EXPIRY`] (log id, then team) into the due index, a
+/// batch at a time; returns how many. Safe to stop and run again: each batch moves its
+/// entries whole.
+pub fn migrate(store: &Store) -> Result<usize, herald_queue::Error> {
+    let mut moved = 0;
     loop {
         let entries = store.scan_raw(
             Table::LOG_EXPIRY,
             Scan {
-                limit: EXPIRY_BATCH,
+                limit: MIGRATE_BATCH,
                 ..Scan::prefix(b"")
             },
         )?;
         let mut batch = Batch::new();
-        let mut reached_cutoff = false;
         for (key, _) in &entries {
-            let (Some(id), Some(team)) = (Id::from_slice(key), key.get(16..).and_then(Id::from_slice)) else {
-                batch.delete_raw(Table::LOG_EXPIRY, key.clone());
-                continue;
-            };
-            if id.timestamp().is_some_and(|at| at >= cutoff) {
-                reached_cutoff = true;
-                break;
+            if let (Some(id), Some(team)) = (
+                key.get(..16).and_then(Id::from_slice),
+                key.get(16..).and_then(Id::from_slice),
+            ) {
+                let at = id.timestamp().unwrap_or_else(|| store.now());
+                EXPIRY.arm(&mut batch, at, &RequestLog::key(team, id));
+                moved += 1;
             }
             batch.delete_raw(Table::LOG_EXPIRY, key.clone());
-            batch.delete::<RequestLog>(RequestLog::key(team, id));
-            deleted += 1;
         }
-        let done = reached_cutoff || entries.len() < EXPIRY_BATCH;
         if !batch.is_empty() {
             store.commit(batch).wait()?;
         }
-        if done {
-            return Ok(deleted);
+        if entries.len() < MIGRATE_BATCH {
+            return Ok(moved);
         }
     }
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -316,53 +305,59 @@ mod tests {
     }
 
     #[test]
-    fn logs_older_than_the_retention_are_swept() {
+    fn logs_expire_after_the_retention_and_old_index_entries_are_moved_first() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
         let team = store.next_id();
-        let write = |store: &Store| {
-            let log = RequestLog {
-                id: store.next_id(),
-                team_id: team,
-                api_key_id: team,
-                method: "GET".into(),
-                path: "/domains".into(),
-                query: None,
-                status: 200,
-                user_agent: None,
-                duration_ms: 1,
-                request_body: None,
-                response_body: None,
-                created_at: store.now(),
-            };
-            let mut batch = Batch::new();
-            batch.put(RequestLog::key(team, log.id), &log).expect("encode");
-            batch
-                .put([log.id.as_bytes().as_slice(), team.as_bytes()].concat(), &LogExpiry {})
-                .expect("encode");
-            store.commit(batch).wait().expect("commit");
+        let log = |store: &Store| RequestLog {
+            id: store.next_id(),
+            team_id: team,
+            api_key_id: team,
+            method: "GET".into(),
+            path: "/domains".into(),
+            query: None,
+            status: 200,
+            user_agent: None,
+            duration_ms: 1,
+            request_body: None,
+            response_body: None,
+            created_at: store.now(),
         };
-        for _ in 0..3 {
-            write(&store);
+        // Two logs as an older build wrote them: the expiry entry is log id then team.
+        for _ in 0..2 {
+            let old = log(&store);
+            let mut batch = Batch::new();
+            batch.put(RequestLog::key(team, old.id), &old).expect("encode");
+            batch.put_raw(
+                Table::LOG_EXPIRY,
+                [old.id.as_bytes().as_slice(), team.as_bytes()].concat(),
+                Vec::new(),
+            );
+            store.commit(batch).wait().expect("commit");
         }
+        record(&store, &log(&store));
         clock.advance(Duration::from_secs(3600));
-        write(&store);
-        assert_eq!(sweep(&store, Duration::from_secs(7200)).expect("sweep"), 0);
-        clock.advance(Duration::from_secs(3600));
-        assert_eq!(
-            sweep(&store, Duration::from_secs(5400)).expect("sweep"),
-            3,
-            "only the old three"
-        );
-        let left = store.scan::<RequestLog>(Scan::prefix(team.as_bytes())).expect("scan");
-        assert_eq!(left.len(), 1);
-        assert_eq!(
+        record(&store, &log(&store));
+        // `record` does not wait; a synced commit after it flushes the queue in order.
+        store.commit(Batch::new()).wait().expect("commit");
+        assert_eq!(migrate(&store).expect("migrate"), 2);
+        assert!(
             store
                 .scan_raw(Table::LOG_EXPIRY, Scan::prefix(b""))
                 .expect("scan")
-                .len(),
-            1
+                .is_empty()
         );
+
+        // With a 90-minute retention, an hour and a half later the first three are due.
+        clock.advance(Duration::from_secs(1800));
+        let horizon = Timestamp::from_millis(store.now().as_millis() - 5_400_000);
+        let due = EXPIRY.due(&store, horizon, None, 100).expect("due");
+        assert_eq!(due.len(), 3);
+        let entries: Vec<&Due> = due.iter().collect();
+        assert_eq!(retention::expire_now(&store, &Logs, &entries).expect("expire"), 3);
+        let left = store.scan::<RequestLog>(Scan::prefix(team.as_bytes())).expect("scan");
+        assert_eq!(left.len(), 1, "only the newest");
+        assert_eq!(EXPIRY.due(&store, store.now(), None, 100).expect("due").len(), 1);
     }
 
     #[test]

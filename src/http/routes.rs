@@ -29,7 +29,7 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
             "healthz",
             ApiError::method_not_allowed("/healthz supports GET only").into_response(),
         ),
-        (&Method::GET, "/metrics") => ("metrics", metrics()),
+        (&Method::GET, "/metrics") => ("metrics", metrics(state.store())),
         (_, "/metrics") => (
             "metrics",
             ApiError::method_not_allowed("/metrics supports GET only").into_response(),
@@ -210,7 +210,8 @@ fn healthz(state: &AppState) -> Response<Full<Bytes>> {
     )
 }
 
-fn metrics() -> Response<Full<Bytes>> {
+fn metrics(store: &herald_queue::Store) -> Response<Full<Bytes>> {
+    crate::telemetry::record_table_sizes(store);
     let handle = crate::telemetry::metrics();
     handle.run_upkeep();
     response::text(

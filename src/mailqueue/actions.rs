@@ -183,6 +183,9 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             status.last_event = EmailState::Canceled;
             put_status(batch, status)?;
         }
+        if let Some(team) = team {
+            crate::emails::retention::arm_final(batch, team, id, now);
+        }
         Ok(())
     })?;
     match updated {

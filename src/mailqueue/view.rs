@@ -200,6 +200,9 @@ pub struct Stats {
     pub oldest: Option<(Id, Timestamp)>,
     /// When the queue was looked at.
     pub now: Timestamp,
+    /// The room each store table takes, largest first: how retention keeps the disk
+    /// bounded.
+    pub tables: Vec<herald_queue::TableSize>,
 }
 
 /// One destination domain's share of the queue.
@@ -257,6 +260,12 @@ impl Stats {
                 "created_at": wire::timestamp(at),
                 "age_seconds": self.now.saturating_since(at).as_secs(),
             })),
+            "tables": self.tables.iter().map(|size| json!({
+                "table": size.table.name(),
+                "disk_bytes": size.disk_bytes,
+                "memory_bytes": size.memory_bytes,
+                "keys": size.keys,
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -271,7 +280,14 @@ pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
         recipients: 0,
         oldest: None,
         now,
+        tables: Vec::new(),
     };
+    // Table sizes are the host's, not a team's: the operator's view only.
+    if scope == Scope::All {
+        let mut tables = state.store().table_sizes();
+        tables.sort_by_key(|size| std::cmp::Reverse(size.disk_bytes + size.memory_bytes));
+        stats.tables = tables;
+    }
     state.spool().walk(None, |id, envelope| {
         if !scope.sees(&envelope) {
             return Ok(true);

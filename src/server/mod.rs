@@ -135,6 +135,9 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     // Install the metrics recorder before anything records: counters incremented
     // without one are lost.
     let _ = crate::telemetry::metrics();
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
     let data_dir = config.server.data_dir.clone();
     data_dir::prepare(&data_dir)?;
 
@@ -190,9 +193,28 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Arc::clone(&state.services),
         controller.handle(),
     ));
+    let retention = state.config().retention;
     tasks.spawn(http::request_log::expire(
         state.store().clone(),
-        state.config().api.log_retention,
+        retention.request_logs,
+        controller.handle(),
+    ));
+    tasks.spawn(crate::retention::run(
+        state.store().clone(),
+        crate::emails::retention::Records,
+        retention.emails,
+        controller.handle(),
+    ));
+    tasks.spawn(crate::retention::run(
+        state.store().clone(),
+        crate::emails::retention::Content,
+        retention.content,
+        controller.handle(),
+    ));
+    tasks.spawn(crate::retention::run(
+        state.store().clone(),
+        crate::webhooks::retention::Messages,
+        retention.webhook_messages,
         controller.handle(),
     ));
     let delivery = if state.config().delivery.enabled {

@@ -83,6 +83,9 @@ pub struct WebhookMessage {
     /// Its attempts in the request log, oldest first (the latest [`ATTEMPT_IDS_MAX`]).
     #[serde(default)]
     pub attempt_ids: Vec<Id>,
+    /// When it became final (delivered or failed): what its retention counts from.
+    #[serde(default)]
+    pub finished_at: Option<Timestamp>,
 }
 
 impl Record for WebhookMessage {
@@ -177,6 +180,7 @@ pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMe
         DUE.disarm(&mut batch, message.next_attempt, &key);
     }
     message.state = MessageState::Pending;
+    message.finished_at = None;
     message.attempts = 0;
     message.next_attempt = store.now();
     DUE.arm(&mut batch, message.next_attempt, &key);
@@ -361,6 +365,7 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
                 state: MessageState::Pending,
                 next_attempt: now,
                 attempt_ids: Vec::new(),
+                finished_at: None,
             };
             let key = message.key();
             DUE.arm(&mut batch, message.next_attempt, &key);
@@ -448,8 +453,8 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         // Only a damaged record gets here: the message cannot be signed, so it fails
         // rather than coming due again on every pass.
         tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
-        message.state = MessageState::Failed;
         let mut batch = Batch::new();
+        super::retention::finish(&mut batch, &mut message, MessageState::Failed, store.now());
         DUE.disarm(&mut batch, old_due, &key);
         if batch.put(&key, &message).is_ok() {
             let _ = store.commit(batch).await;
@@ -536,19 +541,18 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     let mut batch = Batch::new();
     DUE.disarm(&mut batch, old_due, &key);
     if ok {
-        message.state = MessageState::Delivered;
+        super::retention::finish(&mut batch, &mut message, MessageState::Delivered, now);
     } else if let Some(wait) = config.retry_intervals.get(message.attempts as usize - 1) {
         message.next_attempt = now.saturating_add(*wait);
         DUE.arm(&mut batch, message.next_attempt, &key);
     } else {
-        message.state = MessageState::Failed;
+        super::retention::finish(&mut batch, &mut message, MessageState::Failed, now);
     }
-    let written = batch.put(&key, &message).and_then(|()| {
-        batch.put(
-            WebhookAttempt::key(message.team_id, message.webhook_id, attempt.id),
-            &attempt,
-        )
-    });
+    let attempt_key = WebhookAttempt::key(message.team_id, message.webhook_id, attempt.id);
+    super::retention::arm_attempt(&mut batch, &attempt_key, now);
+    let written = batch
+        .put(&key, &message)
+        .and_then(|()| batch.put(attempt_key, &attempt));
     if let Err(error) = written {
         tracing::error!(%error, "cannot record a webhook attempt");
         return;

@@ -9,6 +9,7 @@
 pub mod dispatch;
 pub mod history;
 mod model;
+pub mod retention;
 mod secret;
 pub mod service;
 pub mod signature;
