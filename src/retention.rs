@@ -21,12 +21,10 @@ use crate::shutdown::Shutdown;
 /// Entries handled per pass: one write batch of at most this many items' deletions.
 const BATCH: usize = 256;
 
-/// Longest sleep between looks at an index. Shorter for short retentions, so that an
-/// entry armed just after a pass is still removed close to its time.
-const IDLE_MAX: Duration = Duration::from_secs(60);
-
-/// Shortest sleep between looks when nothing is due.
-const IDLE_MIN: Duration = Duration::from_millis(50);
+/// Longest sleep between looks at an index: an entry armed just after a pass (no write
+/// wakes a sweep) is removed at most this late, which keeps retentions of a few seconds
+/// exact enough; a look when nothing is due is one seek.
+const IDLE_MAX: Duration = Duration::from_secs(1);
 
 /// One kind of expiring record.
 pub trait Expiry: Send + Sync + 'static {
@@ -54,7 +52,7 @@ pub async fn run<E: Expiry>(store: Store, expiry: E, retention: Option<Duration>
         claims_max: BATCH,
         page: BATCH,
         delay: retention,
-        ..Limits::new((retention / 4).clamp(IDLE_MIN, IDLE_MAX))
+        ..Limits::new(IDLE_MAX)
     };
     let runner = Runner::new(E::KIND, store.clone(), E::INDEX, limits, Wake::default());
     let sweep = Sweep {

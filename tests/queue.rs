@@ -222,11 +222,27 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
         json!({ "domain": "example.net", "messages": 4, "recipients": 4, "deferred": 3 })
     );
     assert_eq!(stats["oldest"]["id"], deferred.as_str());
+    // The operator also sees the room each store table takes; every table is listed.
+    let tables = stats["tables"].as_array().expect("tables");
+    assert_eq!(tables.len(), herald_queue::Table::ALL.len(), "{stats}");
+    let emails = tables
+        .iter()
+        .find(|t| t["table"] == "emails")
+        .expect("the emails table");
+    assert!(
+        emails["disk_bytes"].as_u64().unwrap_or(0) + emails["memory_bytes"].as_u64().unwrap_or(0) > 0,
+        "{emails}"
+    );
 
     // A team sees, counts and changes only its own mail; the operator's is not there.
     assert_eq!(world.ids(&team_key, "").await, vec![theirs.clone()]);
     let team_stats = world.call(&team_key, Method::GET, "/queue/stats", None).await.json();
     assert_eq!(team_stats["messages"], 1, "{team_stats}");
+    assert_eq!(
+        team_stats["tables"],
+        json!([]),
+        "the host's tables are the operator's to see"
+    );
     for (method, path) in [
         (Method::GET, format!("/queue/{deferred}")),
         (Method::POST, format!("/queue/{deferred}/retry")),

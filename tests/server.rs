@@ -33,6 +33,11 @@ async fn healthz_and_metrics_answer_without_a_key() {
     let text = metrics.text();
     assert!(text.contains("herald_http_requests_total"), "{text}");
     assert!(text.contains("route=\"healthz\""), "{text}");
+    assert!(
+        text.contains("herald_store_table_bytes{table=\"emails\",where=\"memory\"}"),
+        "{text}"
+    );
+    assert!(text.contains("herald_store_table_keys{table=\"due\"}"), "{text}");
     assert!(running.shutdown().await);
 }
 

@@ -269,3 +269,44 @@ fn bad_delivery_limits_name_their_key() {
         assert_eq!(err.key, key, "{text}");
     }
 }
+
+#[test]
+fn retention_has_a_default_per_kind_and_zero_keeps_for_ever() {
+    const DAY: Duration = Duration::from_secs(86_400);
+    let defaults = Config::from_toml("", None).expect("defaults").retention;
+    assert_eq!(defaults.emails, Some(30 * DAY));
+    assert_eq!(defaults.content, Some(7 * DAY));
+    assert_eq!(defaults.webhook_messages, Some(30 * DAY));
+    assert_eq!(defaults.request_logs, Some(7 * DAY));
+    assert_eq!(defaults.metrics, Some(400 * DAY));
+    let config = parse("[retention]\nemails = \"0\"\ncontent = \"5s\"\n").expect("valid");
+    assert_eq!(config.retention.emails, None);
+    assert_eq!(config.retention.content, Some(Duration::from_secs(5)));
+    assert!(config.warnings.is_empty());
+    assert!(config.to_toml().contains("emails = \"0\""), "{}", config.to_toml());
+    let err = parse("[retention]\nwebhook_messages = \"soon\"\n").expect_err("invalid");
+    assert_eq!(err.key, "retention.webhook_messages");
+    assert!(err.message.contains("or 0 to keep for ever"), "{}", err.message);
+}
+
+#[test]
+fn the_old_request_log_key_is_still_read_with_a_warning_naming_the_new_one() {
+    let config = parse("[api]\nlog_retention = \"2d\"\n").expect("valid");
+    assert_eq!(config.retention.request_logs, Some(Duration::from_secs(2 * 86_400)));
+    assert_eq!(config.warnings.len(), 1);
+    assert!(
+        config.warnings[0].contains("`request_logs` in `[retention]`"),
+        "{:?}",
+        config.warnings
+    );
+    assert!(config.to_toml().contains("# warning:"), "herald config shows it");
+    let both = parse("[api]\nlog_retention = \"2d\"\n[retention]\nrequest_logs = \"1d\"\n").expect("valid");
+    assert_eq!(
+        both.retention.request_logs,
+        Some(Duration::from_secs(86_400)),
+        "the new key wins"
+    );
+    assert!(both.warnings[0].contains("is ignored"));
+    let err = parse("[api]\nlog_retention = \"x\"\n").expect_err("invalid");
+    assert_eq!(err.key, "api.log_retention");
+}

@@ -1,0 +1,318 @@
+//! Retention end to end, on the injected clock: email records, their content, events,
+//! webhook messages and request logs leave the API and the store on time; mail still in
+//! flight stays whatever its age; a restart in the middle of a sweep finishes it.
+
+mod util;
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herald::server::Running;
+use herald_queue::{Id, ManualClock, Scan, Table, Timestamp};
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+use util::dns::TestDns;
+use util::sink::{Sink, SinkOptions};
+use util::webhook_receiver::Receiver;
+use util::{OPERATOR_KEY, call};
+
+const SENDER_DOMAIN: &str = "sender.test";
+/// How long a test waits for something the server does by itself.
+const WAIT: Duration = Duration::from_secs(30);
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A server delivering to a sink on the manual clock, with `[retention]` as given.
+struct World {
+    _dns: TestDns,
+    sink: Sink,
+    clock: Arc<ManualClock>,
+    running: Running,
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn start(retention: &str) -> World {
+        let dns = TestDns::start().await;
+        dns.set_mx("example.net", &[(10, "mx.example.net")]);
+        dns.set_a("mx.example.net", &[Ipv4Addr::LOCALHOST]);
+        let sink = Sink::start(SinkOptions::default());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_795_334_400_000)));
+        let running = World::run(&dns, &sink, dir.path(), &clock, retention).await;
+        util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
+        World {
+            _dns: dns,
+            sink,
+            clock,
+            running,
+            dir,
+        }
+    }
+
+    async fn run(
+        dns: &TestDns,
+        sink: &Sink,
+        dir: &std::path::Path,
+        clock: &Arc<ManualClock>,
+        retention: &str,
+    ) -> Running {
+        let extra = format!(
+            "[api]\nrate_limit = \"1000/s\"\n[delivery]\nenabled = true\nnameservers = [\"{}\"]\nmx_port = {}\nretry_intervals = [\"1s\"]\nmessage_lifetime = \"30d\"\n[retention]\n{retention}\n",
+            dns.addr(),
+            sink.addr().port()
+        );
+        let config = util::config(dir, &extra);
+        util::start_with_clock(
+            config,
+            Some(OPERATOR_KEY),
+            Arc::clone(clock) as herald_queue::SharedClock,
+        )
+        .await
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> util::HttpResponse {
+        call(self.running.http_addr, method, path, Some(OPERATOR_KEY), body).await
+    }
+
+    async fn send(&self, to: &str) -> String {
+        let body = json!({ "from": format!("App <app@{SENDER_DOMAIN}>"), "to": to, "subject": "hello", "html": "<p>Hello</p>", "text": "Hello" });
+        let response = self.call(Method::POST, "/emails", Some(body)).await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+        response.json()["id"].as_str().expect("id").to_owned()
+    }
+
+    /// `GET /emails/{id}`: the status and the body.
+    async fn email(&self, id: &str) -> (StatusCode, Value) {
+        let response = self.call(Method::GET, &format!("/emails/{id}"), None).await;
+        (response.status, response.json())
+    }
+
+    /// Waits until `check` holds of `GET /emails/{id}`.
+    async fn wait_email(&self, id: &str, what: &str, check: impl Fn(StatusCode, &Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (status, email) = self.email(id).await;
+            if check(status, &email) {
+                return email;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "email {id}: {what} never happened; last {status} {email}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Keys in `table` starting with `prefix`.
+    fn keys(&self, table: Table, prefix: &[u8]) -> usize {
+        self.running
+            .state
+            .store()
+            .scan_raw(table, Scan::prefix(prefix))
+            .expect("scan")
+            .len()
+    }
+
+    /// The team of the email `email` (its record's key is team, then email id).
+    fn team_of(&self, email: &str) -> Id {
+        let email = id(email);
+        let records = self
+            .running
+            .state
+            .store()
+            .scan_raw(Table::EMAILS, Scan::prefix(b""))
+            .expect("scan");
+        let (key, _) = records
+            .iter()
+            .find(|(key, _)| key.get(16..) == Some(email.as_bytes().as_slice()))
+            .expect("the email's record");
+        Id::from_slice(&key[..16]).expect("a team id")
+    }
+
+    /// Waits until `table` holds no key starting with `prefix`.
+    async fn wait_gone(&self, table: Table, prefix: &[u8]) {
+        let deadline = Instant::now() + WAIT;
+        while self.keys(table, prefix) > 0 {
+            assert!(Instant::now() < deadline, "{} still holds {prefix:?}", table.name());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn id(text: &str) -> Id {
+    text.parse().expect("an id")
+}
+
+#[tokio::test]
+async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail_in_flight_stays() {
+    let world =
+        World::start("emails = \"1h\"\ncontent = \"10m\"\nwebhook_messages = \"30m\"\nrequest_logs = \"20m\"").await;
+    let receiver = Receiver::start().await;
+    let webhook = world
+        .call(
+            Method::POST,
+            "/webhooks",
+            Some(json!({ "endpoint": format!("http://{}/hook", receiver.addr()), "events": ["email.delivered"] })),
+        )
+        .await;
+    assert_eq!(webhook.status, StatusCode::CREATED, "{}", webhook.text());
+    let webhook_id = webhook.json()["id"].as_str().expect("webhook id").to_owned();
+
+    let done = world.send("user@example.net").await;
+    let waiting = world.send("defer@example.net").await;
+    world
+        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
+        .await;
+    world
+        .wait_email(&waiting, "a deferral", |_, e| e["last_event"] == "delivery_delayed")
+        .await;
+    receiver.wait_for_len(1, WAIT).await;
+    let events = world
+        .call(Method::GET, &format!("/webhooks/{webhook_id}/events"), None)
+        .await;
+    assert_eq!(
+        events.json()["data"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        events.text()
+    );
+    let team = world.team_of(&done);
+    let logs = world.call(Method::GET, "/logs", None).await.json();
+    let first_log = logs["data"].as_array().and_then(|l| l.last()).expect("a log")["id"].clone();
+
+    // Content first: the record stays and says why its bodies are null.
+    world.clock.advance(11 * MINUTE);
+    let expired = world
+        .wait_email(&done, "content expiry", |_, e| e["content_expired"] == true)
+        .await;
+    assert_eq!(expired["html"], Value::Null);
+    assert_eq!(expired["text"], Value::Null);
+    assert_eq!(expired["subject"], "hello", "the record stays");
+    let (_, deferred) = world.email(&waiting).await;
+    assert_eq!(deferred["text"], "Hello", "mail in flight keeps its content");
+    assert_eq!(deferred["content_expired"], false);
+
+    // Request logs after 20 minutes.
+    world.clock.advance(10 * MINUTE);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let gone = world
+            .call(
+                Method::GET,
+                &format!("/logs/{}", first_log.as_str().expect("log id")),
+                None,
+            )
+            .await;
+        if gone.status == StatusCode::NOT_FOUND {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the first request log is still there");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Webhook messages and their attempts after 30 minutes.
+    world.clock.advance(10 * MINUTE);
+    let webhook_key = [team.as_bytes().as_slice(), id(&webhook_id).as_bytes()].concat();
+    world.wait_gone(Table::WEBHOOK_MESSAGES, &webhook_key).await;
+    world.wait_gone(Table::WEBHOOK_ATTEMPTS, &webhook_key).await;
+    let events = world
+        .call(Method::GET, &format!("/webhooks/{webhook_id}/events"), None)
+        .await;
+    assert_eq!(
+        events.json()["data"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        events.text()
+    );
+
+    // The record, its status and its timeline after an hour.
+    world.clock.advance(30 * MINUTE);
+    world
+        .wait_email(&done, "record expiry", |status, _| status == StatusCode::NOT_FOUND)
+        .await;
+    world.wait_gone(Table::EVENTS, id(&done).as_bytes()).await;
+    let record_key = [team.as_bytes().as_slice(), id(&done).as_bytes()].concat();
+    assert_eq!(world.keys(Table::EMAIL_STATUS, &record_key), 0);
+    assert_eq!(world.keys(Table::EMAILS, &record_key), 0);
+    let listed = world.call(Method::GET, "/emails", None).await.json();
+    let ids: Vec<&str> = listed["data"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|e| e["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![waiting.as_str()], "only the mail in flight is listed");
+
+    // Mail still deferred after an hour keeps everything.
+    let (status, deferred) = world.email(&waiting).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(deferred["last_event"], "delivery_delayed");
+    assert_eq!(deferred["html"], "<p>Hello</p>");
+    assert!(world.keys(Table::EVENTS, id(&waiting).as_bytes()) > 0);
+    drop(world.sink);
+}
+
+#[tokio::test]
+async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
+    const EMAILS: usize = 600;
+    let world = World::start("emails = \"1h\"").await;
+    let mut first = None;
+    for _ in 0..EMAILS / 100 {
+        let batch: Vec<Value> = (0..100)
+            .map(|_| json!({ "from": format!("app@{SENDER_DOMAIN}"), "to": "user@example.net", "subject": "s", "text": "t" }))
+            .collect();
+        let sent = world.call(Method::POST, "/emails/batch", Some(json!(batch))).await;
+        assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+        first.get_or_insert_with(|| sent.json()["data"][0]["id"].as_str().expect("id").to_owned());
+    }
+    let team = world.team_of(first.as_deref().expect("sent"));
+    world.sink.wait_for(EMAILS, WAIT).await;
+    // Delivered is final once written: wait for the last outcome to be recorded.
+    let deadline = Instant::now() + WAIT;
+    while world.keys(Table::EMAIL_EXPIRY, b"") < EMAILS {
+        assert!(Instant::now() < deadline, "not every email reached its final outcome");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(world.keys(Table::EMAILS, team.as_bytes()), EMAILS);
+
+    // Due now: the sweep starts, and the server stops at once, wherever it got to.
+    world.clock.advance(61 * MINUTE);
+    let World {
+        _dns: dns,
+        sink,
+        clock,
+        running,
+        dir,
+    } = world;
+    assert!(running.shutdown().await);
+    let running = World::run(&dns, &sink, dir.path(), &clock, "emails = \"1h\"").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = running
+            .state
+            .store()
+            .scan_raw(Table::EMAILS, Scan::prefix(team.as_bytes()))
+            .expect("scan")
+            .len();
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{left} records were never expired");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let store = running.state.store();
+    for table in [
+        Table::EMAIL_STATUS,
+        Table::EVENTS,
+        Table::EMAIL_EXPIRY,
+        Table::CONTENT_EXPIRY,
+    ] {
+        assert!(
+            store.scan_raw(table, Scan::prefix(b"")).expect("scan").is_empty(),
+            "{} is empty",
+            table.name()
+        );
+    }
+    assert!(running.shutdown().await);
+}
