@@ -5,13 +5,14 @@
 //! (an email's final outcome, a webhook message's last attempt, a request). A runner per
 //! kind claims the entries whose time plus the retention has passed ([`Limits::delay`],
 //! so a changed retention applies to what is stored already) and removes their records,
-//! a bounded batch per pass: acceptance and delivery share the commit thread with the
-//! sweep, and never wait behind more than one batch of it. Files dense with the deletions
+//! a bounded batch per pass, resting as long as each batch took: acceptance and delivery
+//! share the commit thread with the sweep, never wait behind more than one batch of it,
+//! and keep at least half of the core it runs on. Files dense with the deletions
 //! are compacted by RocksDB itself (the tables are opened with a deletion-triggered
 //! compaction), so the space comes back rather than being hidden.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use herald_queue::{Batch, Due, DueIndex, Error, Store};
 
@@ -91,6 +92,7 @@ struct Sweep<E> {
 impl<E: Expiry> Handler for Sweep<E> {
     async fn handle(&mut self, due: Vec<Claimed>) {
         let (store, expiry) = (self.store.clone(), Arc::clone(&self.expiry));
+        let started = Instant::now();
         // The claims drop with `due`, after the write.
         let swept = tokio::task::spawn_blocking(move || {
             let entries: Vec<&Due> = due.iter().map(Claimed::due).collect();
@@ -101,5 +103,8 @@ impl<E: Expiry> Handler for Sweep<E> {
             Ok(Err(error)) => tracing::warn!(kind = E::KIND, %error, "expiry failed; retrying"),
             Err(error) => tracing::error!(kind = E::KIND, %error, "an expiry task failed"),
         }
+        // Rest as long as the batch took: a backlog is swept with at most half of one
+        // core, and acceptance and delivery keep the rest.
+        tokio::time::sleep(started.elapsed()).await;
     }
 }

@@ -24,7 +24,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 
 /// A server delivering to a sink on the manual clock, with `[retention]` as given.
 struct World {
-    _dns: TestDns,
+    dns: TestDns,
     sink: Sink,
     clock: Arc<ManualClock>,
     running: Running,
@@ -42,7 +42,7 @@ impl World {
         let running = World::run(&dns, &sink, dir.path(), &clock, retention).await;
         util::verified_domain(running.http_addr, SENDER_DOMAIN).await;
         World {
-            _dns: dns,
+            dns,
             sink,
             clock,
             running,
@@ -72,7 +72,11 @@ impl World {
     }
 
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> util::HttpResponse {
-        call(self.running.http_addr, method, path, Some(OPERATOR_KEY), body).await
+        self.call_as(OPERATOR_KEY, method, path, body).await
+    }
+
+    async fn call_as(&self, key: &str, method: Method, path: &str, body: Option<Value>) -> util::HttpResponse {
+        call(self.running.http_addr, method, path, Some(key), body).await
     }
 
     async fn send(&self, to: &str) -> String {
@@ -279,7 +283,7 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
     // Due now: the sweep starts, and the server stops at once, wherever it got to.
     world.clock.advance(61 * MINUTE);
     let World {
-        _dns: dns,
+        dns,
         sink,
         clock,
         running,
@@ -315,4 +319,144 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
         );
     }
     assert!(running.shutdown().await);
+}
+
+#[tokio::test]
+async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
+    let world = World::start("").await;
+    let created = world
+        .call(Method::POST, "/teams", Some(json!({ "name": "Leaving" })))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let team_id = id(created.json()["id"].as_str().expect("team id"));
+    let key = created.json()["api_key"]["token"].as_str().expect("token").to_owned();
+
+    // The team verifies its own domain through the test DNS server, and sends.
+    let domain = world
+        .call_as(&key, Method::POST, "/domains", Some(json!({ "name": "leaving.test" })))
+        .await;
+    assert_eq!(domain.status, StatusCode::CREATED, "{}", domain.text());
+    let domain = domain.json();
+    world.dns.publish_domain(&domain);
+    let domain_id = domain["id"].as_str().expect("domain id");
+    let verify = world
+        .call_as(&key, Method::POST, &format!("/domains/{domain_id}/verify"), None)
+        .await;
+    assert_eq!(verify.status, StatusCode::OK, "{}", verify.text());
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = world
+            .call_as(&key, Method::GET, &format!("/domains/{domain_id}"), None)
+            .await;
+        if got.json()["status"] == "verified" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the domain never verified: {}", got.text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let receiver = Receiver::start().await;
+    let hook = world
+        .call_as(
+            &key,
+            Method::POST,
+            "/webhooks",
+            Some(json!({ "endpoint": format!("http://{}/hook", receiver.addr()), "events": ["email.delivered"] })),
+        )
+        .await;
+    assert_eq!(hook.status, StatusCode::CREATED, "{}", hook.text());
+    let body = json!({ "from": "app@leaving.test", "to": "user@example.net", "subject": "s", "text": "t" });
+    let sent = util::call_with_headers(
+        world.running.http_addr,
+        Method::POST,
+        "/emails",
+        Some(&key),
+        &[("content-type", "application/json"), ("idempotency-key", "order-1")],
+        body.to_string().into(),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+    let email = id(sent.json()["id"].as_str().expect("email id"));
+    let later = json!({ "from": "app@leaving.test", "to": "user@example.net", "subject": "s", "text": "t", "scheduled_at": "in 1 hour" });
+    let scheduled = world.call_as(&key, Method::POST, "/emails", Some(later)).await;
+    assert_eq!(scheduled.status, StatusCode::OK, "{}", scheduled.text());
+    receiver.wait_for_len(1, WAIT).await;
+    let suppressed = world
+        .call_as(
+            &key,
+            Method::POST,
+            "/suppressions",
+            Some(json!({ "email": "gone@example.net" })),
+        )
+        .await;
+    assert!(suppressed.status.is_success(), "{}", suppressed.text());
+    let prefix = team_id.as_bytes().to_vec();
+    for table in [
+        Table::API_KEYS,
+        Table::DOMAINS,
+        Table::EMAILS,
+        Table::EMAIL_STATUS,
+        Table::WEBHOOKS,
+        Table::WEBHOOK_MESSAGES,
+        Table::WEBHOOK_ATTEMPTS,
+        Table::LOGS,
+        Table::IDEMPOTENCY,
+    ] {
+        assert!(
+            world.keys(table, &prefix) > 0,
+            "{} holds the team's records",
+            table.name()
+        );
+    }
+    assert_eq!(world.running.state.spool().depth(), 1, "the scheduled email is queued");
+
+    // Only the operator deletes teams, never its own.
+    let refused = world
+        .call_as(&key, Method::DELETE, &format!("/teams/{team_id}"), None)
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    let deleted = world.call(Method::DELETE, &format!("/teams/{team_id}"), None).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());
+    assert_eq!(deleted.json()["deleted"], true);
+    let locked_out = world.call_as(&key, Method::GET, "/domains", None).await;
+    // Resend's answer to a key it does not know.
+    assert_eq!(locked_out.status, StatusCode::FORBIDDEN, "the team's keys stop at once");
+    assert!(
+        locked_out.text().contains("API key is invalid"),
+        "{}",
+        locked_out.text()
+    );
+    let gone = world.call(Method::GET, &format!("/teams/{team_id}"), None).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+
+    for table in [
+        Table::TEAMS,
+        Table::API_KEYS,
+        Table::DOMAINS,
+        Table::DOMAIN_NAMES,
+        Table::EMAILS,
+        Table::EMAIL_STATUS,
+        Table::WEBHOOKS,
+        Table::WEBHOOK_MESSAGES,
+        Table::WEBHOOK_ATTEMPTS,
+        Table::LOGS,
+        Table::IDEMPOTENCY,
+    ] {
+        world.wait_gone(table, &prefix).await;
+    }
+    assert_eq!(world.keys(Table::EVENTS, email.as_bytes()), 0, "the timeline is gone");
+    assert_eq!(world.running.state.spool().depth(), 0, "queued mail left the queue");
+    assert_eq!(
+        world.keys(Table::SUPPRESSIONS, &prefix),
+        1,
+        "the suppression list stays"
+    );
+    let teams = world.call(Method::GET, "/teams", None).await.json();
+    assert!(
+        teams["data"]
+            .as_array()
+            .expect("teams")
+            .iter()
+            .all(|t| t["id"] != team_id.to_string()),
+        "{teams}"
+    );
 }

@@ -297,6 +297,12 @@ impl Spool {
         self.lock_in_flight().remove(&id);
     }
 
+    /// The envelope of a spooled message, without its bytes: `None` once it left the
+    /// spool.
+    pub fn envelope(&self, id: Id) -> Result<Option<Envelope>, Error> {
+        self.inner.store.get::<Envelope>(id.as_bytes())
+    }
+
     /// The envelope and raw bytes of a spooled message.
     pub fn load(&self, id: Id) -> Result<Option<(Envelope, Vec<u8>)>, Error> {
         let key = id.as_bytes();

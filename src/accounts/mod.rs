@@ -7,6 +7,7 @@
 mod api_key;
 mod authenticate;
 mod bootstrap;
+pub mod erasure;
 pub mod keys;
 mod store;
 mod team;

@@ -25,6 +25,8 @@ pub trait AccountStore: Send + Sync + std::fmt::Debug {
     fn team(&self, id: Id) -> Result<Option<Team>, Error>;
     /// Writes `team`, new or changed, durably.
     fn put_team(&self, team: &Team) -> Result<(), Error>;
+    /// Deletes the team record `id`, durably (the last step of erasing a team).
+    fn delete_team(&self, id: Id) -> Result<(), Error>;
     /// The key whose token's SHA-256 is `digest`.
     fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Arc<ApiKey>>, Error>;
     /// The key `id` of `team_id`.
@@ -104,6 +106,12 @@ impl AccountStore for RocksAccounts {
     fn put_team(&self, team: &Team) -> Result<(), Error> {
         let mut batch = Batch::new();
         stage_team(&mut batch, team)?;
+        self.store.commit(batch).wait()
+    }
+
+    fn delete_team(&self, id: Id) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.delete::<Team>(id.as_bytes());
         self.store.commit(batch).wait()
     }
 

@@ -63,6 +63,7 @@ pub fn create(
         operator: false,
         created_at: store.now(),
         rate_limit: rate.map(|r| r.to_string()),
+        deleted_at: None,
     };
     services.accounts().put_team(&team)?;
     let (key, token) = super::keys::issue(services, team.id, "Default".to_owned(), Permission::FullAccess, None)?;
@@ -73,6 +74,7 @@ pub fn create(
 pub fn list(services: &Services, caller: &Caller) -> Result<Vec<Team>, Error> {
     require_operator(caller)?;
     let mut teams = services.accounts().teams()?;
+    teams.retain(|team| team.deleted_at.is_none());
     teams.reverse();
     Ok(teams)
 }
@@ -83,7 +85,16 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Team, Error> 
     if id != caller.team_id && !caller.operator {
         return Err(Error::NotFound("Team not found"));
     }
-    services.accounts().team(id)?.ok_or(Error::NotFound("Team not found"))
+    live(services, id)
+}
+
+/// The team `id` unless it is missing or deleted.
+fn live(services: &Services, id: Id) -> Result<Team, Error> {
+    services
+        .accounts()
+        .team(id)?
+        .filter(|team| team.deleted_at.is_none())
+        .ok_or(Error::NotFound("Team not found"))
 }
 
 /// Renames a team or sets its rate limit (operator only). Returns the new rate limit
@@ -94,7 +105,7 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: TeamChange) 
         table: "teams",
         key: id.as_bytes(),
     });
-    let mut team = services.accounts().team(id)?.ok_or(Error::NotFound("Team not found"))?;
+    let mut team = live(services, id)?;
     if change.name.is_some() {
         team.name = required_text(change.name, "name", NAME_MAX)?;
     }
@@ -104,4 +115,36 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: TeamChange) 
     }
     services.accounts().put_team(&team)?;
     Ok(new_rate)
+}
+
+/// Deletes the team `id` (operator only; never the operator's own): its API keys are
+/// deleted at once, so its tokens stop working when this returns, and the team is marked
+/// for [`super::erasure`], which removes every record it kept but its suppression list.
+pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
+    require_operator(caller)?;
+    let _guard = services.lock_record(RecordName {
+        table: "teams",
+        key: id.as_bytes(),
+    });
+    let mut team = live(services, id)?;
+    if team.operator {
+        return Err(Error::invalid("The operator's team cannot be deleted"));
+    }
+    let page = crate::services::page::PageRequest {
+        limit: crate::services::page::LIMIT_MAX,
+        cursor: crate::services::page::Cursor::Start,
+    };
+    loop {
+        let (keys, _) = services.accounts().keys(id, &page)?;
+        if keys.is_empty() {
+            break;
+        }
+        for key in &keys {
+            services.accounts().delete_key(key)?;
+        }
+    }
+    team.deleted_at = Some(services.store().now());
+    services.accounts().put_team(&team)?;
+    services.erasure_wake().wake();
+    Ok(())
 }

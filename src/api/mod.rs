@@ -70,6 +70,7 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::ListTeams => teams::list(ctx),
         Route::GetTeam(id) => teams::get(ctx, id),
         Route::UpdateTeam(id) => teams::update(ctx, id),
+        Route::DeleteTeam(id) => teams::delete(ctx, id),
         Route::CreateDomain => domains::create(ctx),
         Route::ListDomains => domains::list(ctx),
         Route::GetDomain(id) => domains::get(ctx, id),

@@ -84,3 +84,12 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     }
     Ok(Reply::ok(json!({ "object": "team", "id": id })))
 }
+
+/// `DELETE /teams/{id}` (operator only): the team's keys stop working at once, and its
+/// records are erased in the background (its suppression list stays).
+pub fn delete(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
+    teams::require_operator(ctx.caller)?;
+    let id = format::id(id, "team")?;
+    teams::delete(ctx.state, ctx.caller, id)?;
+    Ok(Reply::ok(json!({ "object": "team", "id": id, "deleted": true })))
+}

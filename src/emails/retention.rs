@@ -2,16 +2,26 @@
 //! `content`), counted from its final outcome: mail still queued, deferred or scheduled
 //! is never expired, whatever its age.
 
-use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Store, Table, Timestamp};
+use std::time::Duration;
+
+use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Spool, Store, Table, Timestamp, decode_record};
 
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
-use crate::retention::Expiry;
+use super::state::EmailState;
+use crate::retention::{self, Expiry};
+use crate::shutdown::Shutdown;
 
 /// Records (with their status, events and attempt log) by final outcome.
 const RECORDS: DueIndex = DueIndex::new(Table::EMAIL_EXPIRY);
 
 /// Contents by final outcome.
 const CONTENT: DueIndex = DueIndex::new(Table::CONTENT_EXPIRY);
+
+/// The store-wide fact that every email final before this index existed has its entries.
+const INDEXED: &[u8] = b"retention.emails.indexed";
+
+/// Status records read per page while indexing older emails.
+const PAGE: usize = 1_000;
 
 /// Starts the retention of `team_id`'s email `id`, which reached its final outcome at
 /// `at`: in the batch that writes that outcome.
@@ -26,6 +36,21 @@ fn email_of(key: &[u8]) -> Option<Id> {
     key.get(16..).filter(|_| key.len() == 32).and_then(Id::from_slice)
 }
 
+/// Adds to `batch` the deletion of the email whose record is under `key` (team, then
+/// email id): its record, its status and its timeline. Index entries left behind find
+/// nothing when they fall due.
+pub fn erase(store: &Store, key: &[u8], batch: &mut Batch) -> Result<(), Error> {
+    let Some(id) = email_of(key) else {
+        return Ok(());
+    };
+    batch.delete::<EmailRecord>(key);
+    batch.delete::<EmailStatus>(key);
+    for (event, _) in store.scan_raw(Table::EVENTS, Scan::prefix(id.as_bytes()))? {
+        batch.delete::<EmailEvent>(event);
+    }
+    Ok(())
+}
+
 /// `[retention] emails`: the record, its status and its timeline go; the content entry
 /// with them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,14 +61,7 @@ impl Expiry for Records {
     const INDEX: DueIndex = RECORDS;
 
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
-        let Some(id) = email_of(&due.key) else {
-            return Ok(());
-        };
-        batch.delete::<EmailRecord>(&due.key);
-        batch.delete::<EmailStatus>(&due.key);
-        for (event, _) in store.scan_raw(Table::EVENTS, Scan::prefix(id.as_bytes()))? {
-            batch.delete::<EmailEvent>(event);
-        }
+        erase(store, &due.key, batch)?;
         // Content shorter-lived than the record is gone already; longer-lived goes now.
         CONTENT.disarm(batch, due.at, &due.key);
         Ok(())
@@ -52,13 +70,23 @@ impl Expiry for Records {
 
 /// `[retention] content`: `html` and `text` leave the record, which says so.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Content;
+pub struct Content {
+    /// `[retention] emails`: a record whose own time is up as well is left to
+    /// [`Records`], which deletes it whole, instead of being rewritten first.
+    pub emails: Option<Duration>,
+}
 
 impl Expiry for Content {
     const KIND: &'static str = "content";
     const INDEX: DueIndex = CONTENT;
 
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+        if self
+            .emails
+            .is_some_and(|emails| due.at.saturating_add(emails) <= store.now())
+        {
+            return Ok(());
+        }
         let Some(mut record) = store.get::<EmailRecord>(&due.key)? else {
             return Ok(());
         };
@@ -69,5 +97,147 @@ impl Expiry for Content {
         record.text = None;
         record.content_expired = true;
         batch.put(&due.key, &record)
+    }
+}
+
+/// Expires records and contents until shutdown (`None` keeps them), after giving every
+/// email that was final before retention existed its entries.
+pub async fn run(
+    store: Store,
+    spool: Spool,
+    retention: Option<Duration>,
+    content: Option<Duration>,
+    shutdown: Shutdown,
+) {
+    let indexing = store.clone();
+    match tokio::task::spawn_blocking(move || index_unindexed(&indexing, &spool)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(armed)) => tracing::info!(armed, "older emails now expire with [retention] emails and content"),
+        Ok(Err(error)) => tracing::warn!(%error, "cannot index older emails for retention"),
+        Err(error) => tracing::warn!(%error, "indexing older emails for retention failed"),
+    }
+    tokio::join!(
+        retention::run(store.clone(), Records, retention, shutdown.clone()),
+        retention::run(store, Content { emails: retention }, content, shutdown),
+    );
+}
+
+/// Arms the entries of every email that left the spool before this build armed them at
+/// its final outcome, at its last attempt (or its acceptance), then marks the work done
+/// so that later starts skip it; returns how many it armed. Reads the status table once,
+/// a page at a time.
+pub fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
+    if store.get_raw(Table::META, INDEXED)?.is_some() {
+        return Ok(0);
+    }
+    let mut armed = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan_raw(
+            Table::EMAIL_STATUS,
+            Scan {
+                after: after.as_deref(),
+                limit: PAGE,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        for (_, bytes) in &page {
+            let Ok(status) = decode_record::<EmailStatus>(bytes) else {
+                continue;
+            };
+            if status.last_event == EmailState::Scheduled || spool.envelope(status.id)?.is_some() {
+                continue; // in flight: armed at its final outcome
+            }
+            let at = status
+                .attempts
+                .last()
+                .map(|attempt| attempt.at)
+                .or_else(|| status.id.timestamp())
+                .unwrap_or_else(|| store.now());
+            arm_final(&mut batch, status.team_id, status.id, at);
+            armed += 1;
+        }
+        let last = page.len() < PAGE;
+        if last {
+            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
+        }
+        store.commit(batch).wait()?;
+        if last {
+            return Ok(armed);
+        }
+        after = page.last().map(|(key, _)| key.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use herald_queue::NewMessage;
+
+    use super::*;
+
+    fn status(store: &Store, team: Id, last_event: EmailState) -> EmailStatus {
+        EmailStatus {
+            id: store.next_id(),
+            team_id: team,
+            from: "app@example.test".into(),
+            to: vec!["user@example.net".into()],
+            subject: "s".into(),
+            message_id: "<m@example.test>".into(),
+            tags: Vec::new(),
+            last_event,
+            attempts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn emails_final_before_retention_are_indexed_once_and_mail_in_flight_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let (spool, _) = Spool::open(store.clone()).expect("spool");
+        let team = store.next_id();
+        let delivered = status(&store, team, EmailState::Delivered);
+        let scheduled = status(&store, team, EmailState::Scheduled);
+        let deferred = status(&store, team, EmailState::DeliveryDelayed);
+        let mut batch = Batch::new();
+        for record in [&delivered, &scheduled, &deferred] {
+            batch.put(EmailRecord::key(team, record.id), record).expect("encode");
+        }
+        let message = NewMessage {
+            id: deferred.id,
+            team: team.to_string(),
+            sender: "app@example.test".into(),
+            recipients: vec!["user@example.net".into()],
+            metadata: BTreeMap::new(),
+            not_before: None,
+            raw: b"Subject: s\r\n\r\nhi\r\n".to_vec(),
+        };
+        spool.enqueue(message, batch).wait().expect("enqueued");
+
+        assert_eq!(
+            index_unindexed(&store, &spool).expect("index"),
+            1,
+            "only the delivered one"
+        );
+        let armed = RECORDS
+            .due(&store, Timestamp::from_millis(u64::MAX), None, 10)
+            .expect("due");
+        assert_eq!(armed.len(), 1);
+        assert_eq!(armed[0].key, EmailRecord::key(team, delivered.id));
+        assert_eq!(
+            armed[0].at,
+            delivered.id.timestamp().expect("time"),
+            "at its acceptance"
+        );
+        assert_eq!(
+            CONTENT
+                .due(&store, Timestamp::from_millis(u64::MAX), None, 10)
+                .expect("due")
+                .len(),
+            1
+        );
+        assert_eq!(index_unindexed(&store, &spool).expect("again"), 0, "done once");
     }
 }

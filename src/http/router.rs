@@ -23,6 +23,8 @@ pub enum Route {
     GetTeam(String),
     /// `PATCH /teams/{id}`
     UpdateTeam(String),
+    /// `DELETE /teams/{id}`
+    DeleteTeam(String),
     /// `POST /domains`
     CreateDomain,
     /// `GET /domains`
@@ -118,6 +120,7 @@ impl Route {
             Route::ListTeams => "teams.list",
             Route::GetTeam(_) => "teams.get",
             Route::UpdateTeam(_) => "teams.update",
+            Route::DeleteTeam(_) => "teams.delete",
             Route::CreateDomain => "domains.create",
             Route::ListDomains => "domains.list",
             Route::GetDomain(_) => "domains.get",
@@ -185,6 +188,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["teams", id] => one(&[
             (Method::GET, Route::GetTeam((*id).to_owned())),
             (Method::PATCH, Route::UpdateTeam((*id).to_owned())),
+            (Method::DELETE, Route::DeleteTeam((*id).to_owned())),
         ]),
         ["domains"] => one(&[(Method::POST, Route::CreateDomain), (Method::GET, Route::ListDomains)]),
         // Resend's domain claims move a domain between hosted accounts; a self-hosted

@@ -199,15 +199,15 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         retention.request_logs,
         controller.handle(),
     ));
-    tasks.spawn(crate::retention::run(
-        state.store().clone(),
-        crate::emails::retention::Records,
-        retention.emails,
+    tasks.spawn(crate::accounts::erasure::run(
+        Arc::clone(&state.services),
+        state.services.erasure_wake().clone(),
         controller.handle(),
     ));
-    tasks.spawn(crate::retention::run(
+    tasks.spawn(crate::emails::retention::run(
         state.store().clone(),
-        crate::emails::retention::Content,
+        state.spool().clone(),
+        retention.emails,
         retention.content,
         controller.handle(),
     ));

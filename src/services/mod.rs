@@ -54,6 +54,8 @@ pub struct Services {
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, a message released by the operator).
     delivery_wake: Wake,
+    /// Wakes the erasure of deleted teams.
+    erasure_wake: Wake,
     /// Serialises read-modify-write of one resource record at a time: a change locks
     /// the record it reads and rewrites (see [`Services::lock_record`]).
     records: Vec<Mutex<()>>,
@@ -91,6 +93,7 @@ impl Services {
             verifier: Verifier::default(),
             outbound,
             delivery_wake: Wake::default(),
+            erasure_wake: Wake::default(),
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
@@ -143,6 +146,11 @@ impl Services {
     /// Per-destination pacing and connection leases.
     pub fn destination_limits(&self) -> &dyn DestinationLimits {
         &*self.destinations
+    }
+
+    /// Wakes the erasure of deleted teams ([`crate::accounts::erasure`]).
+    pub fn erasure_wake(&self) -> &Wake {
+        &self.erasure_wake
     }
 
     /// Wakes the webhook dispatcher's due runner.
