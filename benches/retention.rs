@@ -2,7 +2,7 @@
 //! server started with `[retention] emails = "30d"` and `content = "7d"` sweeps what is
 //! due. Reports the sweep's rate, the disk before the sweep, after it (RocksDB's own
 //! compactions) and after a full compaction, and `POST /emails` latency while the sweep
-//! runs against the same load once it is over.
+//! runs against the same load before it (same store, retention off) and once it is over.
 //!
 //! `cargo bench --profile dev --bench retention` (`HERALD_BENCH_RECORDS`, default
 //! 5,000,000; `HERALD_BENCH_SECONDS`, default 20 per load phase; `HERALD_BENCH_CONNECTIONS`,
@@ -72,6 +72,9 @@ async fn run(records: usize, load: Duration, connections: usize) {
         started.elapsed().as_secs_f64(),
         records as f64 / started.elapsed().as_secs_f64()
     );
+    bench_server::verified_domain(running.http_addr, "bench.test", "ed25519").await;
+    let before = accept_load(running.http_addr, load, connections).await;
+    println!("POST /emails before the sweep: {before}");
     drop(store);
     running.shutdown().await;
 
@@ -79,7 +82,6 @@ async fn run(records: usize, load: Duration, connections: usize) {
     let store = running.state.store().clone();
     println!("disk before the sweep: {}", disk(&store));
     let addr = running.http_addr;
-    bench_server::verified_domain(addr, "bench.test", "ed25519").await;
     let sweep_started = Instant::now();
     let during = accept_load(addr, load, connections).await;
     let during_left = due_left(&store);

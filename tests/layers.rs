@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const BELOW_ADAPTERS: &[&str] = &[
     "accounts",
     "config",
+    "counters.rs",
     "delivery",
     "dns.rs",
     "domains",

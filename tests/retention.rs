@@ -8,8 +8,9 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use herald::emails::EmailState;
 use herald::server::Running;
-use herald_queue::{Id, ManualClock, Scan, Table, Timestamp};
+use herald_queue::{Clock, Id, ManualClock, Scan, Table, Timestamp};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use util::dns::TestDns;
@@ -134,6 +135,16 @@ impl World {
         Id::from_slice(&key[..16]).expect("a team id")
     }
 
+    /// Today's counters of `team` by state (the Metrics page's numbers).
+    fn counts(&self, team: Id) -> std::collections::BTreeMap<EmailState, u64> {
+        let now = self.clock.now();
+        herald::counters::daily(self.running.state.store(), team, now, now)
+            .expect("counters")
+            .into_iter()
+            .map(|((_, state), n)| (state, n))
+            .collect()
+    }
+
     /// Waits until `table` holds no key starting with `prefix`.
     async fn wait_gone(&self, table: Table, prefix: &[u8]) {
         let deadline = Instant::now() + WAIT;
@@ -151,7 +162,9 @@ fn id(text: &str) -> Id {
 #[tokio::test]
 async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail_in_flight_stays() {
     let world =
-        World::start("emails = \"1h\"\ncontent = \"10m\"\nwebhook_messages = \"30m\"\nrequest_logs = \"20m\"").await;
+        // The clock starts at 08:00 UTC: a day's counters, counted from its midnight,
+        // expire at 09:00.
+        World::start("emails = \"1h\"\ncontent = \"10m\"\nwebhook_messages = \"30m\"\nrequest_logs = \"20m\"\nmetrics = \"9h\"").await;
     let receiver = Receiver::start().await;
     let webhook = world
         .call(
@@ -182,6 +195,13 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
         events.text()
     );
     let team = world.team_of(&done);
+    let counts = world.counts(team);
+    assert_eq!(counts.get(&EmailState::Sent), Some(&2), "{counts:?}");
+    assert_eq!(counts.get(&EmailState::Delivered), Some(&1), "{counts:?}");
+    assert!(
+        counts.get(&EmailState::DeliveryDelayed).is_some_and(|n| *n >= 1),
+        "{counts:?}"
+    );
     let logs = world.call(Method::GET, "/logs", None).await.json();
     let first_log = logs["data"].as_array().and_then(|l| l.last()).expect("a log")["id"].clone();
 
@@ -247,6 +267,18 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
         .filter_map(|e| e["id"].as_str())
         .collect();
     assert_eq!(ids, vec![waiting.as_str()], "only the mail in flight is listed");
+
+    // The day's counters, nine hours after its start (retries since count again).
+    let deadline = Instant::now() + WAIT;
+    while world.counts(team).contains_key(&EmailState::Delivered) {
+        assert!(
+            Instant::now() < deadline,
+            "the day's counters never expired: {:?}",
+            world.counts(team)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!world.counts(team).contains_key(&EmailState::Sent));
 
     // Mail still deferred after an hour keeps everything.
     let (status, deferred) = world.email(&waiting).await;
@@ -440,6 +472,7 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::WEBHOOK_ATTEMPTS,
         Table::LOGS,
         Table::IDEMPOTENCY,
+        Table::COUNTERS,
     ] {
         world.wait_gone(table, &prefix).await;
     }

@@ -7,8 +7,27 @@ use crate::table::{self, Record, Table};
 /// One write.
 #[derive(Debug, Clone)]
 pub(crate) enum Op {
-    Put { table: Table, key: Vec<u8>, value: Vec<u8> },
-    Delete { table: Table, key: Vec<u8> },
+    Put {
+        table: Table,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        table: Table,
+        key: Vec<u8>,
+    },
+    /// Every key in `from..to`.
+    DeleteRange {
+        table: Table,
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
+    /// Adds a little-endian `u64` to a counter (a merge in a table that counts).
+    Add {
+        table: Table,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
 }
 
 /// Writes to commit together. Build it on the caller's thread (encoding happens here, off
@@ -48,6 +67,35 @@ impl Batch {
     pub fn delete_raw(&mut self, table: Table, key: Vec<u8>) {
         self.bytes += key.len();
         self.ops.push(Op::Delete { table, key });
+    }
+
+    /// Adds `n` to the counter under `key` in [`Table::COUNTERS`], without reading it:
+    /// RocksDB sums the additions (a merge operator), so concurrent writers never race.
+    /// Read it back with [`crate::decode_counter`].
+    pub fn add(&mut self, key: Vec<u8>, n: u64) {
+        self.bytes += key.len() + 8;
+        self.ops.push(Op::Add {
+            table: Table::COUNTERS,
+            key,
+            value: n.to_le_bytes().to_vec(),
+        });
+    }
+
+    /// Deletes every key of `table` that starts with `prefix`, as one range tombstone
+    /// (no read, whatever their number). For erasing a whole key space, such as one
+    /// team's records in a table keyed by team first; many small ranges would slow
+    /// reads, so deleting records one by one stays the rule. A prefix that is empty or
+    /// all `0xff` bytes bounds no range, and deletes nothing.
+    pub fn delete_prefix(&mut self, table: Table, prefix: &[u8]) {
+        let Some(to) = crate::store::prefix_successor(prefix) else {
+            return;
+        };
+        self.bytes += prefix.len() + to.len();
+        self.ops.push(Op::DeleteRange {
+            table,
+            from: prefix.to_vec(),
+            to,
+        });
     }
 
     /// Appends every write of `other`, after this batch's own.

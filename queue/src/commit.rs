@@ -157,7 +157,7 @@ fn write_group(db: &DB, group: &[Request], sync: &WriteOptions) -> Result<(), Re
 }
 
 fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {
-    let (Op::Put { table, .. } | Op::Delete { table, .. }) = op;
+    let (Op::Put { table, .. } | Op::Delete { table, .. } | Op::DeleteRange { table, .. } | Op::Add { table, .. }) = op;
     // Every table in `Table::ALL` is created at open, so a missing handle is a bug in the
     // caller's table, reported as a write error instead of a panic on the commit thread.
     let Some(cf) = db.cf_handle(table.name()) else {
@@ -166,6 +166,8 @@ fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {
     match op {
         Op::Put { key, value, .. } => batch.put_cf(cf, key, value),
         Op::Delete { key, .. } => batch.delete_cf(cf, key),
+        Op::DeleteRange { from, to, .. } => batch.delete_range_cf(cf, from, to),
+        Op::Add { key, value, .. } => batch.merge_cf(cf, key, value),
     }
     Ok(())
 }

@@ -52,4 +52,4 @@ pub use error::{Error, Refusal};
 pub use id::{Id, IdGenerator};
 pub use spool::{Admission, Claim, Enqueue, NewMessage, RECIPIENTS_MAX, Recovery, Spool, Updated};
 pub use store::{Health, RawEntry, Scan, Store, StoreOptions, TableSize};
-pub use table::{Record, Table, decode_record};
+pub use table::{Record, Table, decode_counter, decode_record};

@@ -325,7 +325,7 @@ impl Store {
 
 /// The smallest key greater than every key starting with `prefix`, or `None` when there
 /// is none (the prefix is empty or all `0xff`).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {
@@ -386,6 +386,7 @@ const EXPIRING: &[Table] = &[
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
     Table::WEBHOOK_EXPIRY,
+    Table::COUNTER_EXPIRY,
 ];
 
 fn table_options(name: &str) -> Options {
@@ -398,6 +399,9 @@ fn table_options(name: &str) -> Options {
         options.set_enable_blob_files(true);
         options.set_min_blob_size(4096);
         options.set_enable_blob_gc(true);
+    }
+    if name == Table::COUNTERS.name() {
+        options.set_merge_operator_associative("herald_add_u64", table::add_counters);
     }
     if EXPIRING.iter().any(|table| table.name() == name) {
         // Queues are read from the front and deleted from the front, and expiry deletes
@@ -433,6 +437,67 @@ mod tests {
                 (entry.file_name().to_string_lossy().into_owned(), inode)
             })
             .collect()
+    }
+
+    #[test]
+    fn counters_add_up_without_reading_and_survive_a_reopen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = || {
+            Store::open(StoreOptions {
+                min_free_space: 0,
+                ..StoreOptions::new(dir.path())
+            })
+            .expect("open")
+        };
+        let store = open();
+        for n in [1, 2, 3] {
+            let mut batch = Batch::new();
+            batch.add(b"team-day-sent".to_vec(), n);
+            batch.add(b"team-day-sent".to_vec(), 10);
+            store.commit(batch).wait().expect("commit");
+        }
+        let read = |store: &Store| {
+            store
+                .get_raw(Table::COUNTERS, b"team-day-sent")
+                .expect("read")
+                .map(|bytes| crate::decode_counter(&bytes))
+        };
+        assert_eq!(read(&store), Some(36));
+        drop(store);
+        let store = open();
+        assert_eq!(read(&store), Some(36), "merged values are durable");
+        let scanned = store.scan_raw(Table::COUNTERS, Scan::prefix(b"team")).expect("scan");
+        assert_eq!(crate::decode_counter(&scanned[0].1), 36);
+    }
+
+    #[test]
+    fn a_prefix_delete_removes_that_key_space_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(StoreOptions {
+            min_free_space: 0,
+            ..StoreOptions::new(dir.path())
+        })
+        .expect("open");
+        let mut batch = Batch::new();
+        for key in [&b"aa1"[..], b"aa2", b"ab1", b"a\xff"] {
+            batch.put(key, &Note(1)).expect("encode");
+        }
+        store.commit(batch).wait().expect("commit");
+        let mut batch = Batch::new();
+        batch.delete_prefix(Table::DOMAINS, b"aa");
+        batch.delete_prefix(Table::DOMAINS, b"");
+        store.commit(batch).wait().expect("commit");
+        let left: Vec<Vec<u8>> = store
+            .scan::<Note>(Scan::prefix(b""))
+            .expect("scan")
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        assert_eq!(
+            left,
+            vec![b"ab1".to_vec(), b"a\xff".to_vec()],
+            "an empty prefix deletes nothing"
+        );
     }
 
     #[test]

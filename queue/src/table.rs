@@ -86,6 +86,11 @@ impl Table {
     /// Webhook messages and attempts to expire: a due index of `(final outcome or attempt
     /// time, tagged key)`.
     pub const WEBHOOK_EXPIRY: Table = Table::new("webhook_expiry");
+    /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
+    /// values that writes add to with [`crate::Batch::add`].
+    pub const COUNTERS: Table = Table::new("counters");
+    /// Counter periods to expire: a due index of `(period start, counter key prefix)`.
+    pub const COUNTER_EXPIRY: Table = Table::new("counter_expiry");
     /// Request logs to expire: a due index of `(request time, team and log id)`. Replaces
     /// [`Table::LOG_EXPIRY`], whose entries are moved here at start.
     pub const LOG_DUE: Table = Table::new("log_due");
@@ -121,6 +126,8 @@ impl Table {
         Table::CONTENT_EXPIRY,
         Table::WEBHOOK_EXPIRY,
         Table::LOG_DUE,
+        Table::COUNTERS,
+        Table::COUNTER_EXPIRY,
     ];
 }
 
@@ -182,6 +189,22 @@ pub(crate) fn decode<R: DeserializeOwned>(table: Table, bytes: &[u8]) -> Result<
 /// [`Error::Corrupt`] when the bytes are not a record of type `R`.
 pub fn decode_record<R: Record>(bytes: &[u8]) -> Result<R, Error> {
     decode(R::TABLE, bytes)
+}
+
+/// The value of a counter (see [`crate::Batch::add`]): `0` for bytes that are not one.
+pub fn decode_counter(bytes: &[u8]) -> u64 {
+    bytes.try_into().map_or(0, u64::from_le_bytes)
+}
+
+/// Sums the additions to one counter: RocksDB's merge operator for [`Table::COUNTERS`].
+/// A value that is not 8 bytes counts as 0 rather than failing the read.
+pub(crate) fn add_counters(_key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands) -> Option<Vec<u8>> {
+    let sum = operands
+        .iter()
+        .fold(existing.map_or(0, decode_counter), |sum, operand| {
+            sum.wrapping_add(decode_counter(operand))
+        });
+    Some(sum.to_le_bytes().to_vec())
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ const BATCH: usize = 512;
 const IDLE: Duration = Duration::from_secs(60);
 
 /// Tables whose keys begin with the owning team's id and whose records are bulk data,
-/// erased by prefix. Their modules key them so (`EmailRecord::key`, `RequestLog::key`,
+/// erased by a range delete of the team's prefix. Their modules key them so (`EmailRecord::key`, `RequestLog::key`,
 /// `IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`).
 /// Emails go through [`crate::emails::retention::erase`], which also removes their
 /// timelines; domains and webhooks through their stores, which keep caches.
@@ -160,22 +160,13 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         store.commit(batch).wait()?;
         return Ok(true);
     }
+    // The rest is keyed by team first: one range tombstone per table, however much
+    // there is.
+    let mut batch = Batch::new();
     for &table in BY_TEAM {
-        let keys = store.scan_raw(
-            table,
-            Scan {
-                limit: BATCH,
-                ..Scan::prefix(team.id.as_bytes())
-            },
-        )?;
-        if !keys.is_empty() {
-            let mut batch = Batch::new();
-            for (key, _) in keys {
-                batch.delete_raw(table, key);
-            }
-            store.commit(batch).wait()?;
-            return Ok(true);
-        }
+        batch.delete_prefix(table, team.id.as_bytes());
     }
+    crate::counters::erase_team(&mut batch, team.id);
+    store.commit(batch).wait()?;
     Ok(false)
 }

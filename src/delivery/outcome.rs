@@ -182,6 +182,7 @@ fn event(
         data: merge(json!({ "to": [address] }), extra),
     };
     batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
+    crate::counters::count(batch, job.team_id, at, kind);
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());
     };

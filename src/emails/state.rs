@@ -2,7 +2,7 @@
 
 /// An email's latest event (`GET /emails/{id}` `last_event`) and the kind of each event
 /// on its timeline, in Resend's vocabulary, plus `canceled`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EmailState {
     /// Accepted, to be sent at `scheduled_at`.

@@ -161,5 +161,6 @@ pub fn append_event(
         created_at: at,
         data: serde_json::Value::Null,
     };
+    crate::counters::count(batch, record.team_id, at, kind);
     batch.put(EmailEvent::key(record.id, event.id), &event)
 }

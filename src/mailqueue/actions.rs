@@ -178,6 +178,9 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
                 data: json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" }),
             };
             batch.put(EmailEvent::key(id, event.id), &event)?;
+            if let Some(team) = team {
+                crate::counters::count(batch, team, now, EmailState::Canceled);
+            }
         }
         if let Some(status) = status.as_mut() {
             status.last_event = EmailState::Canceled;

@@ -213,6 +213,12 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     ));
     tasks.spawn(crate::retention::run(
         state.store().clone(),
+        crate::counters::Days,
+        retention.metrics,
+        controller.handle(),
+    ));
+    tasks.spawn(crate::retention::run(
+        state.store().clone(),
         crate::webhooks::retention::Messages,
         retention.webhook_messages,
         controller.handle(),
