@@ -49,6 +49,7 @@ pub mod api;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod contacts;
 pub mod counters;
 pub mod delivery;
 pub mod dns;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const BELOW_ADAPTERS: &[&str] = &[
     "accounts",
     "config",
+    "contacts",
     "counters.rs",
     "delivery",
     "dns.rs",

@@ -421,6 +421,15 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         )
         .await;
     assert!(suppressed.status.is_success(), "{}", suppressed.text());
+    let contact = world
+        .call_as(
+            &key,
+            Method::POST,
+            "/contacts",
+            Some(json!({ "email": "ann@example.net", "first_name": "Ann" })),
+        )
+        .await;
+    assert_eq!(contact.status, StatusCode::CREATED, "{}", contact.text());
     let prefix = team_id.as_bytes().to_vec();
     for table in [
         Table::API_KEYS,
@@ -432,6 +441,8 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::WEBHOOK_ATTEMPTS,
         Table::LOGS,
         Table::IDEMPOTENCY,
+        Table::CONTACTS,
+        Table::CONTACT_EMAILS,
     ] {
         assert!(
             world.keys(table, &prefix) > 0,
@@ -473,6 +484,8 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::LOGS,
         Table::IDEMPOTENCY,
         Table::COUNTERS,
+        Table::CONTACTS,
+        Table::CONTACT_EMAILS,
     ] {
         world.wait_gone(table, &prefix).await;
     }

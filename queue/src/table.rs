@@ -86,6 +86,10 @@ impl Table {
     /// Webhook messages and attempts to expire: a due index of `(final outcome or attempt
     /// time, tagged key)`.
     pub const WEBHOOK_EXPIRY: Table = Table::new("webhook_expiry");
+    /// Contacts by team and contact id.
+    pub const CONTACTS: Table = Table::new("contacts");
+    /// Contact ids by team and address (domain part lower-cased).
+    pub const CONTACT_EMAILS: Table = Table::new("contact_emails");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -128,6 +132,8 @@ impl Table {
         Table::LOG_DUE,
         Table::COUNTERS,
         Table::COUNTER_EXPIRY,
+        Table::CONTACTS,
+        Table::CONTACT_EMAILS,
     ];
 }
 

@@ -33,6 +33,8 @@ const IDLE: Duration = Duration::from_secs(60);
 /// Emails go through [`crate::emails::retention::erase`], which also removes their
 /// timelines; domains and webhooks through their stores, which keep caches.
 const BY_TEAM: &[Table] = &[
+    Table::CONTACTS,
+    Table::CONTACT_EMAILS,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,

@@ -3,6 +3,7 @@
 //! or an [`ApiError`], and knows nothing of sockets.
 
 mod api_keys;
+mod contacts;
 mod domains;
 mod emails;
 mod logs;
@@ -91,6 +92,11 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::ShowQueued(id) => queue::show(ctx, id),
         Route::RetryQueued(id) => queue::retry_one(ctx, id),
         Route::DeleteQueued(id) => queue::delete(ctx, id),
+        Route::CreateContact => contacts::create(ctx),
+        Route::ListContacts => contacts::list(ctx),
+        Route::GetContact(target) => contacts::get(ctx, target),
+        Route::UpdateContact(target) => contacts::update(ctx, target),
+        Route::DeleteContact(target) => contacts::delete(ctx, target),
         Route::AddSuppression => suppressions::add(ctx),
         Route::ListSuppressions => suppressions::list(ctx),
         Route::GetSuppression(target) => suppressions::get(ctx, target),

@@ -65,6 +65,16 @@ pub enum Route {
     RetryQueued(String),
     /// `DELETE /queue/{id}`
     DeleteQueued(String),
+    /// `POST /contacts`
+    CreateContact,
+    /// `GET /contacts`
+    ListContacts,
+    /// `GET /contacts/{id-or-email}`
+    GetContact(String),
+    /// `PATCH /contacts/{id-or-email}`
+    UpdateContact(String),
+    /// `DELETE /contacts/{id-or-email}`
+    DeleteContact(String),
     /// `POST /suppressions`
     AddSuppression,
     /// `GET /suppressions`
@@ -141,6 +151,11 @@ impl Route {
             Route::ShowQueued(_) => "queue.show",
             Route::RetryQueued(_) => "queue.retry_one",
             Route::DeleteQueued(_) => "queue.delete",
+            Route::CreateContact => "contacts.create",
+            Route::ListContacts => "contacts.list",
+            Route::GetContact(_) => "contacts.get",
+            Route::UpdateContact(_) => "contacts.update",
+            Route::DeleteContact(_) => "contacts.delete",
             Route::AddSuppression => "suppressions.add",
             Route::ListSuppressions => "suppressions.list",
             Route::GetSuppression(_) => "suppressions.get",
@@ -227,6 +242,12 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::DELETE, Route::DeleteQueued((*id).to_owned())),
         ]),
         ["queue", id, "retry"] => one(&[(Method::POST, Route::RetryQueued((*id).to_owned()))]),
+        ["contacts"] => one(&[(Method::POST, Route::CreateContact), (Method::GET, Route::ListContacts)]),
+        ["contacts", target] => one(&[
+            (Method::GET, Route::GetContact((*target).to_owned())),
+            (Method::PATCH, Route::UpdateContact((*target).to_owned())),
+            (Method::DELETE, Route::DeleteContact((*target).to_owned())),
+        ]),
         ["suppressions"] => one(&[
             (Method::POST, Route::AddSuppression),
             (Method::GET, Route::ListSuppressions),

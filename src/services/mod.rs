@@ -15,6 +15,7 @@ use herald_queue::{Id, Spool, Store};
 
 use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
+use crate::contacts::{ContactStore, RocksContacts};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::limits::{DestinationLimits, LocalDestinations};
@@ -46,6 +47,8 @@ pub struct Services {
     webhooks: Box<dyn WebhookStore>,
     /// Suppressed addresses.
     suppressions: Box<dyn SuppressionStore>,
+    /// Contacts.
+    contacts: Box<dyn ContactStore>,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
     /// Wakes the webhook dispatcher's due runner (a message armed to be sent now).
@@ -84,6 +87,7 @@ impl Services {
             domains: Box::new(RocksDomains::new(store.clone())),
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
+            contacts: Box::new(RocksContacts::new(store.clone())),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
             config,
@@ -141,6 +145,11 @@ impl Services {
     /// Suppressed addresses.
     pub fn suppressions(&self) -> &dyn SuppressionStore {
         &*self.suppressions
+    }
+
+    /// Contacts.
+    pub fn contacts(&self) -> &dyn ContactStore {
+        &*self.contacts
     }
 
     /// Per-destination pacing and connection leases.
