@@ -6,7 +6,7 @@ mod util;
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::emails::EmailState;
 use herald::server::Running;
@@ -95,18 +95,12 @@ impl World {
 
     /// Waits until `check` holds of `GET /emails/{id}`.
     async fn wait_email(&self, id: &str, what: &str, check: impl Fn(StatusCode, &Value) -> bool) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
+        let what = format!("email {id}: {what}");
+        util::eventually(WAIT, &what, || async {
             let (status, email) = self.email(id).await;
-            if check(status, &email) {
-                return email;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "email {id}: {what} never happened; last {status} {email}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            check(status, &email).then_some(email)
+        })
+        .await
     }
 
     /// Keys in `table` starting with `prefix`.
@@ -147,11 +141,8 @@ impl World {
 
     /// Waits until `table` holds no key starting with `prefix`.
     async fn wait_gone(&self, table: Table, prefix: &[u8]) {
-        let deadline = Instant::now() + WAIT;
-        while self.keys(table, prefix) > 0 {
-            assert!(Instant::now() < deadline, "{} still holds {prefix:?}", table.name());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("{} to hold no key starting {prefix:?}", table.name());
+        util::eventually(WAIT, &what, || async { (self.keys(table, prefix) == 0).then_some(()) }).await;
     }
 }
 
@@ -219,21 +210,12 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
 
     // Request logs after 20 minutes.
     world.clock.advance(10 * MINUTE);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let gone = world
-            .call(
-                Method::GET,
-                &format!("/logs/{}", first_log.as_str().expect("log id")),
-                None,
-            )
-            .await;
-        if gone.status == StatusCode::NOT_FOUND {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the first request log is still there");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let first_log = first_log.as_str().expect("log id").to_owned();
+    util::eventually(WAIT, "the first request log to expire", || async {
+        let gone = world.call(Method::GET, &format!("/logs/{first_log}"), None).await;
+        (gone.status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await;
 
     // Webhook messages and their attempts after 30 minutes.
     world.clock.advance(10 * MINUTE);
@@ -269,15 +251,10 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
     assert_eq!(ids, vec![waiting.as_str()], "only the mail in flight is listed");
 
     // The day's counters, nine hours after its start (retries since count again).
-    let deadline = Instant::now() + WAIT;
-    while world.counts(team).contains_key(&EmailState::Delivered) {
-        assert!(
-            Instant::now() < deadline,
-            "the day's counters never expired: {:?}",
-            world.counts(team)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    util::eventually(WAIT, "the day's counters to expire", || async {
+        (!world.counts(team).contains_key(&EmailState::Delivered)).then_some(())
+    })
+    .await;
     assert!(!world.counts(team).contains_key(&EmailState::Sent));
 
     // Mail still deferred after an hour keeps everything.
@@ -305,11 +282,10 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
     let team = world.team_of(first.as_deref().expect("sent"));
     world.sink.wait_for(EMAILS, WAIT).await;
     // Delivered is final once written: wait for the last outcome to be recorded.
-    let deadline = Instant::now() + WAIT;
-    while world.keys(Table::EMAIL_EXPIRY, b"") < EMAILS {
-        assert!(Instant::now() < deadline, "not every email reached its final outcome");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    util::eventually(WAIT, "every email's final outcome", || async {
+        (world.keys(Table::EMAIL_EXPIRY, b"") == EMAILS).then_some(())
+    })
+    .await;
     assert_eq!(world.keys(Table::EMAILS, team.as_bytes()), EMAILS);
 
     // Due now: the sweep starts, and the server stops at once, wherever it got to.
@@ -323,20 +299,16 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
     } = world;
     assert!(running.shutdown().await);
     let running = World::run(&dns, &sink, dir.path(), &clock, "emails = \"1h\"").await;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let left = running
+    util::eventually(WAIT, "every record to expire", || async {
+        (running
             .state
             .store()
             .scan_raw(Table::EMAILS, Scan::prefix(team.as_bytes()))
             .expect("scan")
-            .len();
-        if left == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{left} records were never expired");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            .is_empty())
+        .then_some(())
+    })
+    .await;
     let store = running.state.store();
     for table in [
         Table::EMAIL_STATUS,
@@ -375,17 +347,13 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         .call_as(&key, Method::POST, &format!("/domains/{domain_id}/verify"), None)
         .await;
     assert_eq!(verify.status, StatusCode::OK, "{}", verify.text());
-    let deadline = Instant::now() + WAIT;
-    loop {
+    util::eventually(WAIT, "the team's domain to verify", || async {
         let got = world
             .call_as(&key, Method::GET, &format!("/domains/{domain_id}"), None)
             .await;
-        if got.json()["status"] == "verified" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the domain never verified: {}", got.text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (got.json()["status"] == "verified").then_some(())
+    })
+    .await;
     let receiver = Receiver::start().await;
     let hook = world
         .call_as(
