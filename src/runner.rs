@@ -511,15 +511,23 @@ mod tests {
         harness.stop().await;
     }
 
+    /// Arms `key` due now, durably (for tests that drive passes by hand).
+    fn arm_now(store: &Store, key: &[u8]) {
+        let mut batch = Batch::new();
+        INDEX.arm(&mut batch, store.now(), key);
+        store.commit(batch).wait().expect("commit");
+    }
+
+    /// The item keys a pass claimed, in order.
+    fn keys(pass: &Pass) -> Vec<Vec<u8>> {
+        pass.claimed.iter().map(|c| c.key().to_vec()).collect()
+    }
+
     #[test]
     fn claims_are_bounded_and_an_item_is_not_handed_out_twice_while_held() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
-        let arm = |key: &[u8]| {
-            let mut batch = Batch::new();
-            INDEX.arm(&mut batch, store.now(), key);
-            store.commit(batch).wait().expect("commit");
-        };
+        let arm = |key: &[u8]| arm_now(&store, key);
         for key in [b"a", b"b", b"c"] {
             arm(key);
         }
@@ -529,7 +537,6 @@ mod tests {
             ..Limits::new(ASLEEP)
         };
         let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
-        let keys = |pass: &Pass| pass.claimed.iter().map(|c| c.key().to_vec()).collect::<Vec<_>>();
         let mut first = runner.pass().expect("pass");
         assert_eq!(
             keys(&first),
@@ -557,11 +564,7 @@ mod tests {
     fn a_resuming_runner_starts_after_its_last_pass_and_a_full_pass_finds_what_was_given_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
-        let arm = |key: &[u8]| {
-            let mut batch = Batch::new();
-            INDEX.arm(&mut batch, store.now(), key);
-            store.commit(batch).wait().expect("commit");
-        };
+        let arm = |key: &[u8]| arm_now(&store, key);
         for key in [b"a", b"b", b"c"] {
             arm(key);
         }
@@ -571,7 +574,6 @@ mod tests {
             ..Limits::new(ASLEEP)
         };
         let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
-        let keys = |pass: &Pass| pass.claimed.iter().map(|c| c.key().to_vec()).collect::<Vec<_>>();
         let mut first = runner.pass().expect("pass");
         assert_eq!(keys(&first), [b"a".to_vec(), b"b".to_vec()]);
         // a is given back still due: it sorts before the cursor.

@@ -64,17 +64,12 @@ pub fn get(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
 #[derive(Debug, serde::Deserialize)]
 struct UpdateBody {
     email: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "super::present")]
     first_name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "super::present")]
     last_name: Option<Option<String>>,
     unsubscribed: Option<bool>,
     properties: Option<Map<String, Value>>,
-}
-
-/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
-    serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
 /// `PATCH /contacts/{id-or-email}`: a `null` name clears it.

@@ -62,14 +62,9 @@ struct UpdateBody {
     click_tracking: Option<bool>,
     tls: Option<TlsPolicy>,
     /// Absent: unchanged; `null` or `""`: cleared.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "super::present")]
     tracking_subdomain: Option<Option<String>>,
     capabilities: Option<Capabilities>,
-}
-
-/// Tells a field given as `null` (`Some(None)`) from an absent one (`None`).
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
-    serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
 /// `PATCH /domains/{id}`: tracking and TLS policy.

@@ -60,6 +60,12 @@ impl Reply {
     }
 }
 
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`), for a
+/// `PATCH` body's `#[serde(default, deserialize_with = "super::present")]` fields.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+    serde::Deserialize::deserialize(deserializer).map(Some)
+}
+
 /// Runs the handler of `route`.
 pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
     match route {

@@ -61,13 +61,8 @@ pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
 #[derive(Debug, serde::Deserialize)]
 struct UpdateBody {
     name: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "super::present")]
     rate_limit: Option<Option<String>>,
-}
-
-/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
-    serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
 /// `PATCH /teams/{id}` (operator only): renames, or sets (`null` clears) the rate limit.
