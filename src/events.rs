@@ -57,6 +57,18 @@ pub enum EventKind {
     /// `contact.deleted`.
     #[serde(rename = "contact.deleted")]
     ContactDeleted,
+    /// `contact.topics.updated`: a contact's topic subscriptions changed.
+    #[serde(rename = "contact.topics.updated")]
+    ContactTopicsUpdated,
+    /// `topic.created`.
+    #[serde(rename = "topic.created")]
+    TopicCreated,
+    /// `topic.updated`.
+    #[serde(rename = "topic.updated")]
+    TopicUpdated,
+    /// `topic.deleted`.
+    #[serde(rename = "topic.deleted")]
+    TopicDeleted,
     /// `suppression.added`.
     #[serde(rename = "suppression.added")]
     SuppressionAdded,
@@ -67,7 +79,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in the order lists of them are shown.
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 22] = [
         EventKind::EmailSent,
         EventKind::EmailDelivered,
         EventKind::EmailDeliveryDelayed,
@@ -84,6 +96,10 @@ impl EventKind {
         EventKind::ContactCreated,
         EventKind::ContactUpdated,
         EventKind::ContactDeleted,
+        EventKind::ContactTopicsUpdated,
+        EventKind::TopicCreated,
+        EventKind::TopicUpdated,
+        EventKind::TopicDeleted,
         EventKind::SuppressionAdded,
         EventKind::SuppressionRemoved,
     ];
@@ -107,6 +123,10 @@ impl EventKind {
             EventKind::ContactCreated => "contact.created",
             EventKind::ContactUpdated => "contact.updated",
             EventKind::ContactDeleted => "contact.deleted",
+            EventKind::ContactTopicsUpdated => "contact.topics.updated",
+            EventKind::TopicCreated => "topic.created",
+            EventKind::TopicUpdated => "topic.updated",
+            EventKind::TopicDeleted => "topic.deleted",
             EventKind::SuppressionAdded => "suppression.added",
             EventKind::SuppressionRemoved => "suppression.removed",
         }

@@ -43,4 +43,18 @@ impl Client {
         let status = response.status().as_u16();
         (status, response.into_body().collect().await.expect("body").to_bytes())
     }
+
+    /// GETs `path`; the status and the response body.
+    #[allow(dead_code, reason = "not every bench reads")]
+    pub async fn get(&mut self, path: &str) -> (u16, Bytes) {
+        let request = Request::get(path)
+            .header("host", "bench")
+            .header("authorization", format!("Bearer {}", self.key))
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        self.sender.ready().await.expect("ready");
+        let response = self.sender.send_request(request).await.expect("response");
+        let status = response.status().as_u16();
+        (status, response.into_body().collect().await.expect("body").to_bytes())
+    }
 }

@@ -90,6 +90,21 @@ impl Table {
     pub const CONTACTS: Table = Table::new("contacts");
     /// Contact ids by team and address (domain part lower-cased).
     pub const CONTACT_EMAILS: Table = Table::new("contact_emails");
+    /// Each team's number of contacts, by team.
+    pub const CONTACT_COUNTS: Table = Table::new("contact_counts");
+    /// Segments (and legacy audiences) by team and segment id.
+    pub const SEGMENTS: Table = Table::new("segments");
+    /// Segment membership: empty values keyed by team, segment id and contact id, so a
+    /// segment's contacts list newest first without reading anyone else.
+    pub const SEGMENT_MEMBERS: Table = Table::new("segment_members");
+    /// Topics (subscription preferences) by team and topic id.
+    pub const TOPICS: Table = Table::new("topics");
+    /// Contact property definitions by team and property id.
+    pub const CONTACT_PROPERTIES: Table = Table::new("contact_properties");
+    /// Contact imports by team and import id.
+    pub const CONTACT_IMPORTS: Table = Table::new("contact_imports");
+    /// The rows an import refused, by team, import id and line number.
+    pub const IMPORT_ERRORS: Table = Table::new("import_errors");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -134,6 +149,13 @@ impl Table {
         Table::COUNTER_EXPIRY,
         Table::CONTACTS,
         Table::CONTACT_EMAILS,
+        Table::CONTACT_COUNTS,
+        Table::SEGMENTS,
+        Table::SEGMENT_MEMBERS,
+        Table::TOPICS,
+        Table::CONTACT_PROPERTIES,
+        Table::CONTACT_IMPORTS,
+        Table::IMPORT_ERRORS,
     ];
 }
 

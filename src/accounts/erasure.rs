@@ -35,6 +35,13 @@ const IDLE: Duration = Duration::from_secs(60);
 const BY_TEAM: &[Table] = &[
     Table::CONTACTS,
     Table::CONTACT_EMAILS,
+    Table::CONTACT_COUNTS,
+    Table::SEGMENTS,
+    Table::SEGMENT_MEMBERS,
+    Table::TOPICS,
+    Table::CONTACT_PROPERTIES,
+    Table::CONTACT_IMPORTS,
+    Table::IMPORT_ERRORS,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,

@@ -1,11 +1,14 @@
 //! `/contacts`: a team's contacts through the API, named by id or address (raw or
-//! percent-encoded, as the SDKs send it). The rules are [`crate::contacts::service`]'s.
+//! percent-encoded, as the SDKs send it), with their segments and topics, and the legacy
+//! `/audiences/{id}/contacts` routes. The rules are [`crate::contacts::service`]'s.
 
+use herald_queue::Id;
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, Reply};
-use crate::contacts::Contact;
+use crate::contacts::imports::segment_id;
 use crate::contacts::service::{self, ContactChange, NewContact};
+use crate::contacts::{Contact, TopicChoice, segments};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 
@@ -19,35 +22,68 @@ struct CreateBody {
     last_name: Option<String>,
     unsubscribed: Option<bool>,
     properties: Option<Map<String, Value>>,
+    /// `[{"id": ...}]` (the SDKs) or `["..."]` (Resend's OpenAPI file).
     segments: Option<Vec<Value>>,
-    topics: Option<Vec<Value>>,
+    topics: Option<Vec<TopicChoice>>,
+    /// The older way to name one segment: the Rust SDK always sends it, `null` when unset.
+    audience_id: Option<String>,
+    segment_id: Option<String>,
+}
+
+impl CreateBody {
+    fn into_new(self) -> Result<NewContact, ApiError> {
+        let mut segments = self
+            .segments
+            .unwrap_or_default()
+            .iter()
+            .map(segment_id)
+            .collect::<Result<Vec<Id>, _>>()?;
+        for id in [self.audience_id, self.segment_id].into_iter().flatten() {
+            segments.push(segments::parse_id(&id)?);
+        }
+        Ok(NewContact {
+            email: self.email,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            unsubscribed: self.unsubscribed,
+            properties: self.properties,
+            segments,
+            topics: self.topics.unwrap_or_default(),
+        })
+    }
 }
 
 /// `POST /contacts`.
 pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body: CreateBody = ctx.request.json()?;
-    for (field, given) in [("segments", &body.segments), ("topics", &body.topics)] {
-        if given.as_ref().is_some_and(|list| !list.is_empty()) {
-            return Err(ApiError::validation(format!(
-                "Invalid `{field}` field: segments and topics are not available yet on this server"
-            )));
-        }
-    }
-    let new = NewContact {
-        email: body.email,
-        first_name: body.first_name,
-        last_name: body.last_name,
-        unsubscribed: body.unsubscribed,
-        properties: body.properties,
-    };
-    let id = service::create(ctx.state, ctx.caller, new)?;
+    let id = service::create(ctx.state, ctx.caller, body.into_new()?)?;
     Ok(Reply::created(json!({ "object": "contact", "id": id })))
 }
 
-/// `GET /contacts`, newest first.
+/// `POST /audiences/{id}/contacts`: creates the contact in that segment (an address the
+/// team has already joins it).
+pub fn create_in(ctx: &Ctx<'_>, segment: &str) -> Result<Reply, ApiError> {
+    let mut body: CreateBody = ctx.request.json()?;
+    // The path names the segment; Python repeats it in the body.
+    body.audience_id = None;
+    let id = service::create_in_segment(ctx.state, ctx.caller, segment, body.into_new()?)?;
+    Ok(Reply::created(json!({ "object": "contact", "id": id })))
+}
+
+/// `GET /contacts` (`?segment_id=` for one segment's), newest first.
 pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
+    let segment = ctx
+        .request
+        .query("segment_id")
+        .or_else(|| ctx.request.query("audience_id"))
+        .map(str::to_owned);
+    list_in(ctx, segment.as_deref())
+}
+
+/// One page of the team's contacts, or of those in `segment`.
+pub fn list_in(ctx: &Ctx<'_>, segment: Option<&str>) -> Result<Reply, ApiError> {
     let page = PageRequest::parse(ctx.request, Some(DEFAULT_LIMIT))?;
-    let (contacts, has_more) = service::list(ctx.state, ctx.caller, &page)?;
+    let (contacts, has_more) = service::list(ctx.state, ctx.caller, &page, segment)?;
     Ok(Reply::ok(envelope(
         contacts.iter().map(Contact::summary_json).collect(),
         has_more,
@@ -56,9 +92,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 
 /// `GET /contacts/{id-or-email}`.
 pub fn get(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
-    Ok(Reply::ok(
-        service::get(ctx.state, ctx.caller, &decoded(target)?)?.to_json(),
-    ))
+    Ok(Reply::ok(service::describe(ctx.state, ctx.caller, &decoded(target)?)?))
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -72,7 +106,7 @@ struct UpdateBody {
     properties: Option<Map<String, Value>>,
 }
 
-/// `PATCH /contacts/{id-or-email}`: a `null` name clears it.
+/// `PATCH /contacts/{id-or-email}`: a `null` name clears it, a `null` property removes it.
 pub fn update(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     let target = decoded(target)?;
     let body: UpdateBody = ctx.request.json()?;
@@ -98,6 +132,90 @@ pub fn delete(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
         "contact": target,
         "id": id.map_or_else(|| target.clone(), |id| id.to_string()),
         "deleted": true,
+    })))
+}
+
+/// The legacy `/audiences/{id}/contacts/{id-or-email}` routes: the audience must exist;
+/// then they are the contact's own routes.
+pub fn in_audience(ctx: &Ctx<'_>, audience: &str) -> Result<(), ApiError> {
+    segments::get(ctx.state, ctx.caller, audience)?;
+    Ok(())
+}
+
+/// `GET /contacts/{id-or-email}/segments`.
+pub fn segments(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
+    let page = PageRequest::parse(ctx.request, None)?;
+    let (found, has_more) = service::segments_of(ctx.state, ctx.caller, &decoded(target)?, &page)?;
+    Ok(Reply::ok(envelope(
+        found.iter().map(|segment| segment.to_json(None)).collect(),
+        has_more,
+    )))
+}
+
+/// `POST /contacts/{id-or-email}/segments/{segment_id}`: `id` is the segment's, as the
+/// SDKs read it.
+pub fn add_segment(ctx: &Ctx<'_>, target: &str, segment: &str) -> Result<Reply, ApiError> {
+    let (contact, segment) = service::add_to_segment(ctx.state, ctx.caller, &decoded(target)?, segment)?;
+    Ok(Reply::created(json!({
+        "object": "contact_segment",
+        "id": segment,
+        "contact_id": contact,
+        "segment_id": segment,
+    })))
+}
+
+/// `DELETE /contacts/{id-or-email}/segments/{segment_id}`.
+pub fn remove_segment(ctx: &Ctx<'_>, target: &str, segment: &str) -> Result<Reply, ApiError> {
+    let (contact, segment) = service::remove_from_segment(ctx.state, ctx.caller, &decoded(target)?, segment)?;
+    Ok(Reply::ok(json!({
+        "object": "contact_segment",
+        "id": segment,
+        "contact_id": contact,
+        "segment_id": segment,
+        "deleted": true,
+    })))
+}
+
+/// `GET /contacts/{id-or-email}/topics`: every topic, with the contact's subscription.
+pub fn topics(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
+    let page = PageRequest::parse(ctx.request, None)?;
+    let (found, has_more) = service::topics_of(ctx.state, ctx.caller, &decoded(target)?, &page)?;
+    let data = found
+        .iter()
+        .map(|(topic, subscription)| {
+            let mut value = topic.to_json(false);
+            if let Value::Object(map) = &mut value {
+                map.insert("subscription".into(), json!(subscription.name()));
+            }
+            value
+        })
+        .collect();
+    Ok(Reply::ok(envelope(data, has_more)))
+}
+
+/// `PATCH /contacts/{id-or-email}/topics`: the body is a bare array of choices, as every
+/// SDK sends it (`{"topics": [...]}`, as Resend's OpenAPI file has it, works too).
+pub fn update_topics(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
+    let body = match ctx.request.json_value()? {
+        Value::Object(mut map) => map.remove("topics").unwrap_or(Value::Array(Vec::new())),
+        other => other,
+    };
+    let choices: Vec<TopicChoice> = serde_path_to_error::deserialize(body).map_err(|e| {
+        ApiError::validation(format!(
+            "Invalid `topics{}` field: {}; send an array of {{\"id\", \"subscription\": \"opt_in\" or \"opt_out\"}}",
+            match e.path().to_string().as_str() {
+                "." => String::new(),
+                path => path.to_owned(),
+            },
+            e.into_inner()
+        ))
+    })?;
+    let (contact, now) = service::set_topics(ctx.state, ctx.caller, &decoded(target)?, &choices)?;
+    Ok(Reply::ok(json!({
+        "object": "contact_topics",
+        "id": contact,
+        "contact_id": contact,
+        "topics": service::choices_json(&now),
     })))
 }
 

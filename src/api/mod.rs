@@ -3,20 +3,26 @@
 //! or an [`ApiError`], and knows nothing of sockets.
 
 mod api_keys;
+mod contact_imports;
+mod contact_properties;
 mod contacts;
 mod domains;
 mod emails;
 mod logs;
 mod queue;
+mod segments;
 mod suppressions;
 mod suppressions_batch;
 mod teams;
+mod topics;
 mod webhook_deliveries;
 mod webhook_events;
 mod webhooks;
 
 use hyper::StatusCode;
 use serde_json::Value;
+
+use segments::Named;
 
 use crate::accounts::Caller;
 use crate::http::{ApiError, ApiRequest, Route};
@@ -103,6 +109,43 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::GetContact(target) => contacts::get(ctx, target),
         Route::UpdateContact(target) => contacts::update(ctx, target),
         Route::DeleteContact(target) => contacts::delete(ctx, target),
+        Route::ListContactImports => contact_imports::list(ctx),
+        Route::CreateContactImport => contact_imports::create(ctx),
+        Route::GetContactImport(id) => contact_imports::get(ctx, id),
+        Route::ListContactSegments(target) => contacts::segments(ctx, target),
+        Route::AddContactSegment(target, segment) => contacts::add_segment(ctx, target, segment),
+        Route::RemoveContactSegment(target, segment) => contacts::remove_segment(ctx, target, segment),
+        Route::ListContactTopics(target) => contacts::topics(ctx, target),
+        Route::UpdateContactTopics(target) => contacts::update_topics(ctx, target),
+        Route::CreateSegment => segments::create(ctx, Named::Segment),
+        Route::ListSegments | Route::ListAudiences => segments::list(ctx),
+        Route::GetSegment(id) => segments::get(ctx, id, Named::Segment),
+        Route::UpdateSegment(id) => segments::update(ctx, id),
+        Route::DeleteSegment(id) => segments::delete(ctx, id, Named::Segment),
+        Route::ListSegmentContacts(id) | Route::ListAudienceContacts(id) => segments::contacts(ctx, id),
+        Route::CreateAudience => segments::create(ctx, Named::Audience),
+        Route::GetAudience(id) => segments::get(ctx, id, Named::Audience),
+        Route::DeleteAudience(id) => segments::delete(ctx, id, Named::Audience),
+        Route::CreateAudienceContact(id) => contacts::create_in(ctx, id),
+        Route::GetAudienceContact(id, target) => {
+            contacts::in_audience(ctx, id).and_then(|()| contacts::get(ctx, target))
+        }
+        Route::UpdateAudienceContact(id, target) => {
+            contacts::in_audience(ctx, id).and_then(|()| contacts::update(ctx, target))
+        }
+        Route::DeleteAudienceContact(id, target) => {
+            contacts::in_audience(ctx, id).and_then(|()| contacts::delete(ctx, target))
+        }
+        Route::CreateTopic => topics::create(ctx),
+        Route::ListTopics => topics::list(ctx),
+        Route::GetTopic(id) => topics::get(ctx, id),
+        Route::UpdateTopic(id) => topics::update(ctx, id),
+        Route::DeleteTopic(id) => topics::delete(ctx, id),
+        Route::CreateContactProperty => contact_properties::create(ctx),
+        Route::ListContactProperties => contact_properties::list(ctx),
+        Route::GetContactProperty(id) => contact_properties::get(ctx, id),
+        Route::UpdateContactProperty(id) => contact_properties::update(ctx, id),
+        Route::DeleteContactProperty(id) => contact_properties::delete(ctx, id),
         Route::AddSuppression => suppressions::add(ctx),
         Route::ListSuppressions => suppressions::list(ctx),
         Route::GetSuppression(target) => suppressions::get(ctx, target),

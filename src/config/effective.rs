@@ -124,6 +124,7 @@ pub fn render(config: &Config) -> String {
             log_retention: None,
         },
         retention: super::retention::render(&config.retention),
+        contacts: super::contacts::render(&config.contacts),
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),
             allowed_networks: Some(

@@ -5,6 +5,7 @@
 //! start, and every error names the file and the key. Relative paths in a file are
 //! resolved against the file's directory, so a config works wherever herald is started.
 
+mod contacts;
 mod effective;
 mod raw;
 mod retention;
@@ -14,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use contacts::ContactsConfig;
 pub use retention::RetentionConfig;
 pub use values::Rate;
 
@@ -71,6 +73,8 @@ pub struct Config {
     pub spool: SpoolConfig,
     /// `[retention]`.
     pub retention: RetentionConfig,
+    /// `[contacts]`.
+    pub contacts: ContactsConfig,
     /// `[log]`.
     pub log: LogConfig,
     /// What the file asks for in a way that still works but should change (a key's old
@@ -557,6 +561,7 @@ impl Validator<'_> {
                 level: self.log_level(raw.log.level)?,
             },
             retention,
+            contacts: self.contacts(&raw.contacts)?,
             warnings,
             server,
         })

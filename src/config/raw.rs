@@ -19,6 +19,7 @@ pub struct RawConfig {
     pub webhooks: RawWebhooks,
     pub spool: RawSpool,
     pub retention: RawRetention,
+    pub contacts: RawContacts,
     pub log: RawLog,
 }
 
@@ -150,6 +151,17 @@ pub struct RawRetention {
     pub webhook_messages: Option<String>,
     pub request_logs: Option<String>,
     pub metrics: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawContacts {
+    pub contacts_max: Option<u64>,
+    pub segments_max: Option<u64>,
+    pub topics_max: Option<u64>,
+    pub properties_max: Option<u64>,
+    pub property_value_max: Option<String>,
+    pub import_size_max: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -1,20 +1,40 @@
 //! Contacts: the people a team mails in bulk, one per address per team (Resend's
-//! audience API). A contact that unsubscribes is not suppressed: suppressions stop
-//! transactional mail to an address, unsubscribing stops marketing mail to a person.
-//! Segments, topics, properties and imports come with the rest of the audience API.
+//! audience API), with the segments they belong to, their topic subscriptions and their
+//! custom properties, created one at a time or imported from a CSV file.
+//!
+//! A contact that unsubscribes is not suppressed: suppressions stop transactional mail to
+//! an address, unsubscribing (from everything, or from one topic) stops marketing mail to
+//! a person. Broadcasts read [`Contact::receives`] to skip them.
+//!
+//! Segments, topics and property definitions are small per-team collections (each
+//! bounded by a `[contacts]` limit); contacts are the big one. A contact's record names
+//! its segments, topic choices and property values, and a segment's members are also
+//! indexed by segment, so a segment's contacts page without reading anyone else's. When
+//! a segment, topic or property goes, the records that name it are not rewritten (there
+//! may be millions): what they say of it is ignored on reading, and dropped at the
+//! contact's next write.
 
+pub mod imports;
+pub mod properties;
+pub mod segments;
 pub mod service;
 mod store;
+pub mod topics;
+
+use std::collections::BTreeMap;
 
 use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
-pub use store::{ContactStore, RocksContacts};
+pub use properties::ContactProperty;
+pub use segments::Segment;
+pub use store::{AudienceStore, ContactStore, RocksContacts};
+pub use topics::{Subscription, Topic, TopicChoice};
 
 use crate::wire;
 
 /// One contact.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Contact {
     /// Its id.
     pub id: Id,
@@ -32,6 +52,16 @@ pub struct Contact {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
+    /// The segments it belongs to, in the order it joined them.
+    #[serde(default)]
+    pub segments: Vec<Id>,
+    /// Its own topic choices; a topic it never chose follows the topic's default.
+    #[serde(default)]
+    pub topics: Vec<TopicChoice>,
+    /// Custom property values by key: strings and numbers, checked against the team's
+    /// definitions when written.
+    #[serde(default)]
+    pub properties: BTreeMap<String, Value>,
 }
 
 /// How an address is looked up: the domain part lower-cased (domains are
@@ -56,12 +86,29 @@ impl Contact {
         })
     }
 
-    /// The full object (`GET /contacts/{id-or-email}`).
-    pub fn to_json(&self) -> Value {
+    /// The full object (`GET /contacts/{id-or-email}`): its properties as the Rust SDK
+    /// decodes them, `{"key": {"type": ..., "value": "..."}}` with every value as text,
+    /// for each property `definitions` holds that the contact has a value for, or whose
+    /// fallback it then takes.
+    pub fn to_json(&self, definitions: &[ContactProperty]) -> Value {
+        let mut properties = serde_json::Map::new();
+        for definition in definitions {
+            let value = self
+                .properties
+                .get(&definition.key)
+                .filter(|value| definition.kind.admits(value))
+                .or(definition.fallback_value.as_ref());
+            if let Some(value) = value {
+                properties.insert(
+                    definition.key.clone(),
+                    json!({ "type": definition.kind.name(), "value": properties::text(value) }),
+                );
+            }
+        }
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
             map.shift_insert(0, "object".into(), json!("contact"));
-            map.insert("properties".into(), json!({}));
+            map.insert("properties".into(), Value::Object(properties));
         }
         value
     }
@@ -70,8 +117,8 @@ impl Contact {
     pub fn event_json(&self) -> Value {
         json!({
             "id": self.id,
-            "audience_id": null,
-            "segment_ids": [],
+            "audience_id": self.segments.first(),
+            "segment_ids": self.segments,
             "created_at": wire::iso8601(self.created_at),
             "updated_at": wire::iso8601(self.updated_at),
             "email": self.email,
@@ -79,6 +126,20 @@ impl Contact {
             "last_name": self.last_name,
             "unsubscribed": self.unsubscribed,
         })
+    }
+
+    /// The contact's subscription to `topic`: its own choice, else the topic's default.
+    pub fn subscription(&self, topic: &Topic) -> Subscription {
+        self.topics
+            .iter()
+            .find(|choice| choice.id == topic.id)
+            .map_or(topic.default_subscription, |choice| choice.subscription)
+    }
+
+    /// Whether a broadcast (on `topic`, when it has one) goes to this contact: not when it
+    /// unsubscribed from everything, nor when it is out of the topic.
+    pub fn receives(&self, topic: Option<&Topic>) -> bool {
+        !self.unsubscribed && topic.is_none_or(|topic| self.subscription(topic) == Subscription::OptIn)
     }
 }
 

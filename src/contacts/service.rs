@@ -1,12 +1,16 @@
 //! The contacts service: create, read, list, change and delete a team's contacts by id
-//! or address. Rules live here, for every adapter; storage is [`super::ContactStore`]'s.
+//! or address, and move them in and out of segments and topics. Rules live here, for
+//! every adapter (and for imports); storage is [`super::ContactStore`]'s.
 
 use herald_queue::Id;
+use serde_json::{Map, Value, json};
 
-use super::{Contact, normalize};
+use super::{
+    Contact, ContactProperty, Segment, Subscription, Topic, TopicChoice, normalize, properties, segments, topics,
+};
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
-use crate::events::{self, EventKind};
+use crate::events::{self, Event, EventKind};
 use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
 
@@ -24,8 +28,12 @@ pub struct NewContact {
     pub last_name: Option<String>,
     /// Opted out of broadcasts.
     pub unsubscribed: Option<bool>,
-    /// Custom properties: none can be defined yet, so only an empty object passes.
-    pub properties: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Custom property values, checked against the team's definitions.
+    pub properties: Option<Map<String, Value>>,
+    /// Segments to add it to.
+    pub segments: Vec<Id>,
+    /// Topic choices.
+    pub topics: Vec<TopicChoice>,
 }
 
 /// A change to a contact: `None` leaves a field as it is; `Some(None)` clears a name.
@@ -39,14 +47,15 @@ pub struct ContactChange {
     pub last_name: Option<Option<String>>,
     /// Opt out of (or back into) broadcasts.
     pub unsubscribed: Option<bool>,
-    /// Custom properties, as on create.
-    pub properties: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Property values to set (`null` removes one).
+    pub properties: Option<Map<String, Value>>,
 }
 
 /// Serialises changes to a team's contacts: an address is looked up before it is taken,
-/// and a change of address takes one while freeing another. One lock per team keeps that
-/// simple and deadlock-free; each change holds it for one read and one commit.
-fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
+/// a change of address takes one while freeing another, and the team's count moves with
+/// each creation. One lock per team keeps that simple and deadlock-free; each change
+/// holds it for one read and one commit (an import, for one chunk).
+pub fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
     services.lock_record(RecordName {
         table: "contacts",
         key: team_id.as_bytes(),
@@ -54,7 +63,7 @@ fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
 }
 
 /// A bare address, as written, or why it is refused.
-fn address(text: &str, field: &str) -> Result<String, Error> {
+pub fn address(text: &str, field: &str) -> Result<String, Error> {
     let text = text.trim();
     let mailbox = Mailbox::parse(text).map_err(|why| Error::invalid(format!("Invalid `{field}` field: {why}")))?;
     if mailbox.name.is_some() {
@@ -71,7 +80,7 @@ fn address(text: &str, field: &str) -> Result<String, Error> {
 }
 
 /// A first or last name: trimmed, empty as none, at most [`NAME_MAX`] characters.
-fn name(text: Option<String>, field: &str) -> Result<Option<String>, Error> {
+pub fn name(text: Option<String>, field: &str) -> Result<Option<String>, Error> {
     let Some(text) = text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
@@ -83,13 +92,50 @@ fn name(text: Option<String>, field: &str) -> Result<Option<String>, Error> {
     Ok(Some(text))
 }
 
-fn no_properties(properties: Option<&serde_json::Map<String, serde_json::Value>>) -> Result<(), Error> {
-    match properties {
-        Some(map) if !map.is_empty() => Err(Error::invalid(
-            "Invalid `properties` field: contact properties are not available yet on this server",
-        )),
-        _ => Ok(()),
+/// Refuses a new contact when the team is at `[contacts] contacts_max`.
+pub fn check_room(services: &Services, team_id: Id, adding: u64) -> Result<(), Error> {
+    let max = services.config().contacts.contacts_max;
+    if services.contacts().count(team_id)?.saturating_add(adding) > max {
+        return Err(Error::invalid(format!(
+            "This team has {max} contacts, the most it may have ([contacts] contacts_max); delete some first"
+        )));
     }
+    Ok(())
+}
+
+/// The event of a change to `contact`, for a team with webhooks: `contact.topics.updated`
+/// also carries the contact's topic choices.
+fn event(services: &Services, contact: &Contact, kind: EventKind) -> Result<Option<Event>, Error> {
+    Ok(events::new(services.store(), contact.team_id, kind, || {
+        let mut data = contact.event_json();
+        if let (EventKind::ContactTopicsUpdated, Value::Object(map)) = (kind, &mut data) {
+            map.insert("topics".into(), choices_json(&contact.topics));
+        }
+        data
+    })?)
+}
+
+/// Each segment of `ids` exists for the team; the ids without repeats.
+fn existing_segments(services: &Services, team_id: Id, ids: &[Id]) -> Result<Vec<Id>, Error> {
+    let mut kept: Vec<Id> = Vec::with_capacity(ids.len());
+    for id in ids {
+        segments::find(services, team_id, *id)?;
+        if !kept.contains(id) {
+            kept.push(*id);
+        }
+    }
+    Ok(kept)
+}
+
+/// Each topic of `choices` exists for the team; the choices, the last for each topic.
+fn existing_topics(services: &Services, team_id: Id, choices: &[TopicChoice]) -> Result<Vec<TopicChoice>, Error> {
+    let mut kept: Vec<TopicChoice> = Vec::with_capacity(choices.len());
+    for choice in choices {
+        topics::find(services, team_id, choice.id)?;
+        kept.retain(|c| c.id != choice.id);
+        kept.push(*choice);
+    }
+    Ok(kept)
 }
 
 /// Creates a contact; its id. An address the team already has is a conflict.
@@ -101,36 +147,87 @@ pub fn create(services: &Services, caller: &Caller, new: NewContact) -> Result<I
     let email = address(&text, "email")?;
     let first_name = name(new.first_name, "first_name")?;
     let last_name = name(new.last_name, "last_name")?;
-    no_properties(new.properties.as_ref())?;
+    let team = caller.team_id;
+    let definitions = services.audience().properties(team)?;
+    let value_max = services.config().contacts.property_value_max;
+    let checked = properties::check(&definitions, &new.properties.unwrap_or_default(), value_max)?;
+    let segments = existing_segments(services, team, &new.segments)?;
+    let topics = existing_topics(services, team, &new.topics)?;
     let store = services.store();
-    let _guard = lock(services, caller.team_id);
-    if services.contacts().by_email(caller.team_id, &email)?.is_some() {
+    let _guard = lock(services, team);
+    if services.contacts().by_email(team, &email)?.is_some() {
         return Err(Error::Conflict(format!(
             "A contact with the email {email} already exists"
         )));
     }
+    check_room(services, team, 1)?;
     let now = store.now();
-    let contact = Contact {
+    let mut contact = Contact {
         id: store.next_id(),
-        team_id: caller.team_id,
+        team_id: team,
         email,
         first_name,
         last_name,
         unsubscribed: new.unsubscribed.unwrap_or(false),
         created_at: now,
         updated_at: now,
+        segments,
+        topics,
+        properties: Default::default(),
     };
-    let event = events::new(store, caller.team_id, EventKind::ContactCreated, || {
-        contact.event_json()
-    })?;
-    services.contacts().put(&contact, None, event.as_ref())?;
+    properties::apply(&mut contact.properties, checked);
+    let events: Vec<Event> = event(services, &contact, EventKind::ContactCreated)?
+        .into_iter()
+        .collect();
+    services.contacts().put(&contact, None, &events)?;
     Ok(contact.id)
+}
+
+/// Creates a contact in segment `segment` (Resend's legacy `POST /audiences/{id}/contacts`):
+/// an address the team already has joins the segment instead, taking the names given.
+pub fn create_in_segment(
+    services: &Services,
+    caller: &Caller,
+    segment: &str,
+    mut new: NewContact,
+) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let segment = segments::get(services, caller, segment)?;
+    new.segments.push(segment.id);
+    let (email, first_name, last_name, unsubscribed) = (
+        new.email.clone(),
+        new.first_name.clone(),
+        new.last_name.clone(),
+        new.unsubscribed,
+    );
+    match create(services, caller, new) {
+        Err(Error::Conflict(_)) => {
+            let target = email.unwrap_or_default();
+            let change = ContactChange {
+                first_name: first_name.map(Some),
+                last_name: last_name.map(Some),
+                unsubscribed,
+                ..ContactChange::default()
+            };
+            update(services, caller, &target, change)?;
+            let (contact, _) = add_to_segment(services, caller, &target, &segment.id.to_string())?;
+            Ok(contact)
+        }
+        other => other,
+    }
 }
 
 /// The caller's contact named `target`: a UUID is an id, anything with an `@` an address.
 pub fn get(services: &Services, caller: &Caller, target: &str) -> Result<Contact, Error> {
     caller.require_full_access()?;
     find(services, caller.team_id, target)?.ok_or(Error::NotFound("Contact not found"))
+}
+
+/// The caller's contact named `target` as `GET /contacts/{id-or-email}` answers it.
+pub fn describe(services: &Services, caller: &Caller, target: &str) -> Result<Value, Error> {
+    let contact = get(services, caller, target)?;
+    let definitions: Vec<ContactProperty> = services.audience().properties(caller.team_id)?;
+    Ok(contact.to_json(&definitions))
 }
 
 fn find(services: &Services, team_id: Id, target: &str) -> Result<Option<Contact>, Error> {
@@ -146,24 +243,44 @@ fn find(services: &Services, team_id: Id, target: &str) -> Result<Option<Contact
     }
 }
 
-/// One page of the caller's team's contacts, newest first.
-pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
+/// One page of the caller's team's contacts (or of those in `segment`), newest first.
+pub fn list(
+    services: &Services,
+    caller: &Caller,
+    page: &PageRequest,
+    segment: Option<&str>,
+) -> Result<(Vec<Contact>, bool), Error> {
     caller.require_full_access()?;
-    Ok(services.contacts().page(caller.team_id, page)?)
+    match segment {
+        None => Ok(services.contacts().page(caller.team_id, page)?),
+        Some(segment) => {
+            let segment = segments::get(services, caller, segment)?;
+            Ok(services.contacts().segment_page(caller.team_id, segment.id, page)?)
+        }
+    }
 }
 
 /// Changes the caller's contact named `target`; its id. A change that changes nothing
 /// writes nothing and fires no event.
 pub fn update(services: &Services, caller: &Caller, target: &str, change: ContactChange) -> Result<Id, Error> {
     caller.require_full_access()?;
-    no_properties(change.properties.as_ref())?;
     let new_email = change.email.as_deref().map(|text| address(text, "email")).transpose()?;
     let first_name = change.first_name.map(|n| name(n, "first_name")).transpose()?;
     let last_name = change.last_name.map(|n| name(n, "last_name")).transpose()?;
+    let checked = match &change.properties {
+        Some(given) => {
+            let definitions = services.audience().properties(caller.team_id)?;
+            Some(properties::check(
+                &definitions,
+                given,
+                services.config().contacts.property_value_max,
+            )?)
+        }
+        None => None,
+    };
     let _guard = lock(services, caller.team_id);
-    let mut contact = get(services, caller, target)?;
-    let old_email = contact.email.clone();
-    let mut changed = false;
+    let previous = get(services, caller, target)?;
+    let mut contact = previous.clone();
     if let Some(email) = new_email.filter(|e| *e != contact.email) {
         if normalize(&email) != normalize(&contact.email)
             && services.contacts().by_email(caller.team_id, &email)?.is_some()
@@ -173,29 +290,34 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Contac
             )));
         }
         contact.email = email;
-        changed = true;
     }
-    if let Some(first_name) = first_name.filter(|n| *n != contact.first_name) {
+    if let Some(first_name) = first_name {
         contact.first_name = first_name;
-        changed = true;
     }
-    if let Some(last_name) = last_name.filter(|n| *n != contact.last_name) {
+    if let Some(last_name) = last_name {
         contact.last_name = last_name;
-        changed = true;
     }
-    if let Some(unsubscribed) = change.unsubscribed.filter(|u| *u != contact.unsubscribed) {
+    if let Some(unsubscribed) = change.unsubscribed {
         contact.unsubscribed = unsubscribed;
-        changed = true;
     }
-    if !changed {
+    if let Some(checked) = checked {
+        properties::apply(&mut contact.properties, checked);
+    }
+    save(services, contact, &previous, &[EventKind::ContactUpdated])
+}
+
+/// Writes `contact`, changed from `previous`, with an event of each of `kinds`; nothing
+/// when nothing changed.
+fn save(services: &Services, mut contact: Contact, previous: &Contact, kinds: &[EventKind]) -> Result<Id, Error> {
+    if contact == *previous {
         return Ok(contact.id);
     }
-    let store = services.store();
-    contact.updated_at = store.now();
-    let event = events::new(store, caller.team_id, EventKind::ContactUpdated, || {
-        contact.event_json()
-    })?;
-    services.contacts().put(&contact, Some(&old_email), event.as_ref())?;
+    contact.updated_at = services.store().now();
+    let mut events = Vec::new();
+    for kind in kinds {
+        events.extend(event(services, &contact, *kind)?);
+    }
+    services.contacts().put(&contact, Some(previous), &events)?;
     Ok(contact.id)
 }
 
@@ -207,9 +329,123 @@ pub fn delete(services: &Services, caller: &Caller, target: &str) -> Result<Opti
     let Some(contact) = find(services, caller.team_id, target)? else {
         return Ok(None);
     };
-    let event = events::new(services.store(), caller.team_id, EventKind::ContactDeleted, || {
-        contact.event_json()
-    })?;
-    services.contacts().delete(&contact, event.as_ref())?;
+    let events: Vec<Event> = event(services, &contact, EventKind::ContactDeleted)?
+        .into_iter()
+        .collect();
+    services.contacts().delete(&contact, &events)?;
     Ok(Some(contact.id))
+}
+
+/// One page of the segments the caller's contact `target` is in, newest first.
+pub fn segments_of(
+    services: &Services,
+    caller: &Caller,
+    target: &str,
+    page: &PageRequest,
+) -> Result<(Vec<Segment>, bool), Error> {
+    let contact = get(services, caller, target)?;
+    let mut found = Vec::with_capacity(contact.segments.len());
+    for id in &contact.segments {
+        // A segment deleted since is ignored (see the module's page).
+        found.extend(services.audience().segment(caller.team_id, *id)?);
+    }
+    Ok(page.slice(found, |segment| segment.id))
+}
+
+/// Adds the caller's contact `target` to segment `segment`; the contact's and segment's
+/// ids. Adding a member again changes nothing.
+pub fn add_to_segment(services: &Services, caller: &Caller, target: &str, segment: &str) -> Result<(Id, Id), Error> {
+    caller.require_full_access()?;
+    let segment = segments::get(services, caller, segment)?;
+    let _guard = lock(services, caller.team_id);
+    let previous = get(services, caller, target)?;
+    let mut contact = previous.clone();
+    if !contact.segments.contains(&segment.id) {
+        contact.segments.push(segment.id);
+    }
+    let id = save(services, contact, &previous, &[EventKind::ContactUpdated])?;
+    Ok((id, segment.id))
+}
+
+/// Takes the caller's contact `target` out of segment `segment`; the contact's and
+/// segment's ids. A contact not in it is out already.
+pub fn remove_from_segment(
+    services: &Services,
+    caller: &Caller,
+    target: &str,
+    segment: &str,
+) -> Result<(Id, Id), Error> {
+    caller.require_full_access()?;
+    let segment_id = segments::parse_id(segment)?;
+    let _guard = lock(services, caller.team_id);
+    let previous = get(services, caller, target)?;
+    let mut contact = previous.clone();
+    contact.segments.retain(|id| *id != segment_id);
+    let id = save(services, contact, &previous, &[EventKind::ContactUpdated])?;
+    Ok((id, segment_id))
+}
+
+/// One page of the team's topics with the caller's contact `target`'s subscription to
+/// each (its own choice, else the topic's default).
+pub fn topics_of(
+    services: &Services,
+    caller: &Caller,
+    target: &str,
+    page: &PageRequest,
+) -> Result<(Vec<(Topic, Subscription)>, bool), Error> {
+    let contact = get(services, caller, target)?;
+    let (topics, has_more) = services.audience().topic_page(caller.team_id, page)?;
+    let subscribed = topics
+        .into_iter()
+        .map(|topic| {
+            let subscription = contact.subscription(&topic);
+            (topic, subscription)
+        })
+        .collect();
+    Ok((subscribed, has_more))
+}
+
+/// Sets the caller's contact `target`'s choices for the topics named in `choices` (the
+/// others keep theirs); the contact's id and its choices now. Fires
+/// `contact.topics.updated`, and `contact.updated` too when it opts out of one.
+pub fn set_topics(
+    services: &Services,
+    caller: &Caller,
+    target: &str,
+    choices: &[TopicChoice],
+) -> Result<(Id, Vec<TopicChoice>), Error> {
+    caller.require_full_access()?;
+    let choices = existing_topics(services, caller.team_id, choices)?;
+    let _guard = lock(services, caller.team_id);
+    let previous = get(services, caller, target)?;
+    let mut contact = previous.clone();
+    let mut opted_out = false;
+    for choice in &choices {
+        let before = previous
+            .topics
+            .iter()
+            .find(|c| c.id == choice.id)
+            .map(|c| c.subscription);
+        opted_out |= choice.subscription == Subscription::OptOut && before != Some(Subscription::OptOut);
+        contact.topics.retain(|c| c.id != choice.id);
+        contact.topics.push(*choice);
+    }
+    let kinds: &[EventKind] = if opted_out {
+        &[EventKind::ContactTopicsUpdated, EventKind::ContactUpdated]
+    } else {
+        &[EventKind::ContactTopicsUpdated]
+    };
+    let now = contact.topics.clone();
+    let id = save(services, contact, &previous, kinds)?;
+    Ok((id, now))
+}
+
+/// The answer's list of topic choices.
+pub fn choices_json(choices: &[TopicChoice]) -> Value {
+    Value::Array(
+        choices
+            .iter()
+            .map(|c| json!({ "id": c.id, "subscription": c.subscription.name() }))
+            .collect(),
+    )
 }

@@ -1,15 +1,23 @@
-//! Where contacts are kept. [`ContactStore`] is the narrow interface the contacts service
-//! uses; [`RocksContacts`] keeps them in the node's RocksDB (a cluster keeps them in a
-//! shared database behind the same trait).
+//! Where contacts and their team's segments, topics, property definitions and imports are
+//! kept. [`ContactStore`] and [`AudienceStore`] are the narrow interfaces the services
+//! use; [`RocksContacts`] keeps everything in the node's RocksDB (a cluster keeps it in a
+//! shared database behind the same traits).
 //!
 //! A contact is stored by team and id in [`Table::CONTACTS`] (ids are time-ordered, so a
-//! team's contacts list newest first with one reverse prefix scan), and its address
-//! points at it by team and normalised address in [`Table::CONTACT_EMAILS`], written in
-//! the same batch. Those keys and encodings are this module's alone.
+//! team's contacts list newest first with one reverse prefix scan); its address points at
+//! it by team and normalised address in [`Table::CONTACT_EMAILS`]; each segment it is in
+//! holds an empty entry keyed by team, segment and contact in [`Table::SEGMENT_MEMBERS`];
+//! and the team's count is in [`Table::CONTACT_COUNTS`]. All of them change in the batch
+//! that writes the contact. Segments, topics, properties and imports are records keyed by
+//! team and id. Those keys and encodings are this module's alone.
+//!
+//! Writers of a team's contacts hold the team's contact lock (see the service), which
+//! makes the count's read-modify-write here safe.
 
-use herald_queue::{Batch, Error, Id, Record, Store, Table};
+use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
 
-use super::{Contact, normalize};
+use super::imports::{ContactImport, ImportError};
+use super::{Contact, ContactProperty, Segment, Topic, normalize};
 use crate::events::{self, Event};
 use crate::services::page::PageRequest;
 
@@ -21,11 +29,69 @@ pub trait ContactStore: Send + Sync + std::fmt::Debug {
     fn by_email(&self, team_id: Id, email: &str) -> Result<Option<Contact>, Error>;
     /// One page of the team's contacts, newest first, and whether more lie beyond it.
     fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error>;
-    /// Writes `contact`, new or changed, with `event`, durably. `old_email`: the address
-    /// it had before a change of address, whose lookup goes.
-    fn put(&self, contact: &Contact, old_email: Option<&str>, event: Option<&Event>) -> Result<(), Error>;
-    /// Deletes `contact` with its lookup, and writes `event`, durably.
-    fn delete(&self, contact: &Contact, event: Option<&Event>) -> Result<(), Error>;
+    /// One page of the contacts in segment `segment_id`, newest first.
+    fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error>;
+    /// How many contacts the team has.
+    fn count(&self, team_id: Id) -> Result<u64, Error>;
+    /// Writes `contact`, new (`previous` is `None`) or changed from `previous`, with
+    /// `events`, durably.
+    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event]) -> Result<(), Error>;
+    /// Deletes `contact` with its lookups, and writes `events`, durably.
+    fn delete(&self, contact: &Contact, events: &[Event]) -> Result<(), Error>;
+    /// Writes a chunk of an import in one batch: each contact new or changed from the
+    /// previous version given, their events, the rows refused, and the import's progress.
+    fn commit_import(
+        &self,
+        writes: &[(Contact, Option<Contact>)],
+        events: &[Event],
+        errors: &[ImportError],
+        import: &ContactImport,
+    ) -> Result<(), Error>;
+}
+
+/// A team's segments, topics, contact property definitions and imports: small
+/// collections, each bounded by a `[contacts]` limit, so "all of them" is a bounded read.
+pub trait AudienceStore: Send + Sync + std::fmt::Debug {
+    /// The team's segment `id`.
+    fn segment(&self, team_id: Id, id: Id) -> Result<Option<Segment>, Error>;
+    /// One page of the team's segments.
+    fn segment_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Segment>, bool), Error>;
+    /// All the team's segments.
+    fn segments(&self, team_id: Id) -> Result<Vec<Segment>, Error>;
+    /// Writes a segment.
+    fn put_segment(&self, segment: &Segment) -> Result<(), Error>;
+    /// Deletes a segment and its membership index (contacts stay).
+    fn delete_segment(&self, segment: &Segment) -> Result<(), Error>;
+    /// The team's topic `id`.
+    fn topic(&self, team_id: Id, id: Id) -> Result<Option<Topic>, Error>;
+    /// One page of the team's topics.
+    fn topic_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Topic>, bool), Error>;
+    /// All the team's topics.
+    fn topics(&self, team_id: Id) -> Result<Vec<Topic>, Error>;
+    /// Writes a topic with its event.
+    fn put_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error>;
+    /// Deletes a topic with its event.
+    fn delete_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error>;
+    /// The team's property `id`.
+    fn property(&self, team_id: Id, id: Id) -> Result<Option<ContactProperty>, Error>;
+    /// One page of the team's properties.
+    fn property_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactProperty>, bool), Error>;
+    /// All the team's properties.
+    fn properties(&self, team_id: Id) -> Result<Vec<ContactProperty>, Error>;
+    /// Writes a property.
+    fn put_property(&self, property: &ContactProperty) -> Result<(), Error>;
+    /// Deletes a property.
+    fn delete_property(&self, property: &ContactProperty) -> Result<(), Error>;
+    /// The team's import `id`.
+    fn import(&self, team_id: Id, id: Id) -> Result<Option<ContactImport>, Error>;
+    /// One page of the team's imports.
+    fn import_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactImport>, bool), Error>;
+    /// Every team's imports not yet finished, oldest first.
+    fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error>;
+    /// Writes an import.
+    fn put_import(&self, import: &ContactImport) -> Result<(), Error>;
+    /// The first `limit` rows import `import` refused, by line.
+    fn import_errors(&self, import: &ContactImport, limit: usize) -> Result<Vec<ImportError>, Error>;
 }
 
 /// Contacts in the node's RocksDB.
@@ -40,16 +106,82 @@ impl RocksContacts {
         RocksContacts { store }
     }
 
-    fn commit(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
+    fn commit(&self, mut batch: Batch, events: &[Event]) -> Result<(), Error> {
+        for event in events {
+            events::stage(&mut batch, event)?;
+        }
+        self.store.commit(batch).wait()
+    }
+
+    fn commit_one(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
         if let Some(event) = event {
             events::stage(&mut batch, event)?;
         }
         self.store.commit(batch).wait()
     }
+
+    /// Stages `contact` (new, or changed from `previous`) with its lookups.
+    fn stage(batch: &mut Batch, contact: &Contact, previous: Option<&Contact>) -> Result<(), Error> {
+        let team = contact.team_id;
+        if let Some(old) = previous.filter(|old| normalize(&old.email) != normalize(&contact.email)) {
+            batch.delete::<ContactEmail>(email_key(team, &old.email));
+        }
+        let before: &[Id] = previous.map_or(&[], |old| &old.segments);
+        for segment in before.iter().filter(|s| !contact.segments.contains(s)) {
+            batch.delete_raw(Table::SEGMENT_MEMBERS, member_key(team, *segment, contact.id));
+        }
+        for segment in contact.segments.iter().filter(|s| !before.contains(s)) {
+            batch.put_raw(
+                Table::SEGMENT_MEMBERS,
+                member_key(team, *segment, contact.id),
+                Vec::new(),
+            );
+        }
+        batch.put(id_key(team, contact.id), contact)?;
+        batch.put(email_key(team, &contact.email), &ContactEmail { id: contact.id })
+    }
+
+    fn stage_count(&self, batch: &mut Batch, team_id: Id, added: u64, removed: u64) -> Result<(), Error> {
+        if added == removed {
+            return Ok(());
+        }
+        let count = self.count(team_id)?;
+        let contacts = count.saturating_add(added).saturating_sub(removed);
+        batch.put(team_id.as_bytes(), &ContactCount { contacts })
+    }
+
+    fn all<R: Record>(&self, team_id: Id) -> Result<Vec<R>, Error> {
+        Ok(self
+            .store
+            .scan::<R>(Scan::prefix(team_id.as_bytes()))?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
+    }
 }
 
 impl Record for Contact {
     const TABLE: Table = Table::CONTACTS;
+}
+
+impl Record for Segment {
+    const TABLE: Table = Table::SEGMENTS;
+}
+
+impl Record for Topic {
+    const TABLE: Table = Table::TOPICS;
+}
+
+impl Record for ContactProperty {
+    const TABLE: Table = Table::CONTACT_PROPERTIES;
+}
+
+impl Record for ContactImport {
+    const TABLE: Table = Table::CONTACT_IMPORTS;
+}
+
+impl Record for ImportError {
+    const TABLE: Table = Table::IMPORT_ERRORS;
 }
 
 /// The lookup entry: points at the contact.
@@ -62,12 +194,35 @@ impl Record for ContactEmail {
     const TABLE: Table = Table::CONTACT_EMAILS;
 }
 
+/// A team's number of contacts.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct ContactCount {
+    contacts: u64,
+}
+
+impl Record for ContactCount {
+    const TABLE: Table = Table::CONTACT_COUNTS;
+}
+
 fn id_key(team_id: Id, id: Id) -> Vec<u8> {
     [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
 }
 
 fn email_key(team_id: Id, email: &str) -> Vec<u8> {
     [team_id.as_bytes().as_slice(), normalize(email).as_bytes()].concat()
+}
+
+fn member_key(team_id: Id, segment_id: Id, contact_id: Id) -> Vec<u8> {
+    [
+        team_id.as_bytes().as_slice(),
+        segment_id.as_bytes(),
+        contact_id.as_bytes(),
+    ]
+    .concat()
+}
+
+fn error_key(team_id: Id, import_id: Id, line: u64) -> Vec<u8> {
+    [team_id.as_bytes().as_slice(), import_id.as_bytes(), &line.to_be_bytes()].concat()
 }
 
 impl ContactStore for RocksContacts {
@@ -89,23 +244,179 @@ impl ContactStore for RocksContacts {
         page.load::<Contact>(&self.store, team_id.as_bytes())
     }
 
-    fn put(&self, contact: &Contact, old_email: Option<&str>, event: Option<&Event>) -> Result<(), Error> {
-        let mut batch = Batch::new();
-        if let Some(old) = old_email.filter(|old| normalize(old) != normalize(&contact.email)) {
-            batch.delete::<ContactEmail>(email_key(contact.team_id, old));
+    fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
+        let prefix = id_key(team_id, segment_id);
+        let (ids, has_more) = page.load_ids(&self.store, Table::SEGMENT_MEMBERS, &prefix)?;
+        let mut contacts = Vec::with_capacity(ids.len());
+        for id in ids {
+            // An entry whose contact left the segment in the same instant is skipped.
+            if let Some(contact) = self.get(team_id, id)?.filter(|c| c.segments.contains(&segment_id)) {
+                contacts.push(contact);
+            }
         }
-        batch.put(id_key(contact.team_id, contact.id), contact)?;
-        batch.put(
-            email_key(contact.team_id, &contact.email),
-            &ContactEmail { id: contact.id },
-        )?;
-        self.commit(batch, event)
+        Ok((contacts, has_more))
     }
 
-    fn delete(&self, contact: &Contact, event: Option<&Event>) -> Result<(), Error> {
+    fn count(&self, team_id: Id) -> Result<u64, Error> {
+        Ok(self
+            .store
+            .get::<ContactCount>(team_id.as_bytes())?
+            .map_or(0, |count| count.contacts))
+    }
+
+    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event]) -> Result<(), Error> {
         let mut batch = Batch::new();
-        batch.delete::<Contact>(id_key(contact.team_id, contact.id));
-        batch.delete::<ContactEmail>(email_key(contact.team_id, &contact.email));
-        self.commit(batch, event)
+        Self::stage(&mut batch, contact, previous)?;
+        self.stage_count(&mut batch, contact.team_id, u64::from(previous.is_none()), 0)?;
+        self.commit(batch, events)
+    }
+
+    fn delete(&self, contact: &Contact, events: &[Event]) -> Result<(), Error> {
+        let team = contact.team_id;
+        let mut batch = Batch::new();
+        batch.delete::<Contact>(id_key(team, contact.id));
+        batch.delete::<ContactEmail>(email_key(team, &contact.email));
+        for segment in &contact.segments {
+            batch.delete_raw(Table::SEGMENT_MEMBERS, member_key(team, *segment, contact.id));
+        }
+        self.stage_count(&mut batch, team, 0, 1)?;
+        self.commit(batch, events)
+    }
+
+    fn commit_import(
+        &self,
+        writes: &[(Contact, Option<Contact>)],
+        events: &[Event],
+        errors: &[ImportError],
+        import: &ContactImport,
+    ) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        let mut added = 0;
+        for (contact, previous) in writes {
+            Self::stage(&mut batch, contact, previous.as_ref())?;
+            added += u64::from(previous.is_none());
+        }
+        self.stage_count(&mut batch, import.team_id, added, 0)?;
+        for error in errors {
+            batch.put(error_key(import.team_id, import.id, error.line), error)?;
+        }
+        batch.put(id_key(import.team_id, import.id), import)?;
+        self.commit(batch, events)
+    }
+}
+
+impl AudienceStore for RocksContacts {
+    fn segment(&self, team_id: Id, id: Id) -> Result<Option<Segment>, Error> {
+        self.store.get(id_key(team_id, id))
+    }
+
+    fn segment_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Segment>, bool), Error> {
+        page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn segments(&self, team_id: Id) -> Result<Vec<Segment>, Error> {
+        self.all(team_id)
+    }
+
+    fn put_segment(&self, segment: &Segment) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(id_key(segment.team_id, segment.id), segment)?;
+        self.commit(batch, &[])
+    }
+
+    fn delete_segment(&self, segment: &Segment) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.delete::<Segment>(id_key(segment.team_id, segment.id));
+        // However many members: one range tombstone. Their records still name the
+        // segment; readers ignore segments that are gone.
+        batch.delete_prefix(Table::SEGMENT_MEMBERS, &id_key(segment.team_id, segment.id));
+        self.commit(batch, &[])
+    }
+
+    fn topic(&self, team_id: Id, id: Id) -> Result<Option<Topic>, Error> {
+        self.store.get(id_key(team_id, id))
+    }
+
+    fn topic_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Topic>, bool), Error> {
+        page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn topics(&self, team_id: Id) -> Result<Vec<Topic>, Error> {
+        self.all(team_id)
+    }
+
+    fn put_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(id_key(topic.team_id, topic.id), topic)?;
+        self.commit_one(batch, event)
+    }
+
+    fn delete_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.delete::<Topic>(id_key(topic.team_id, topic.id));
+        self.commit_one(batch, event)
+    }
+
+    fn property(&self, team_id: Id, id: Id) -> Result<Option<ContactProperty>, Error> {
+        self.store.get(id_key(team_id, id))
+    }
+
+    fn property_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactProperty>, bool), Error> {
+        page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn properties(&self, team_id: Id) -> Result<Vec<ContactProperty>, Error> {
+        self.all(team_id)
+    }
+
+    fn put_property(&self, property: &ContactProperty) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(id_key(property.team_id, property.id), property)?;
+        self.commit(batch, &[])
+    }
+
+    fn delete_property(&self, property: &ContactProperty) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.delete::<ContactProperty>(id_key(property.team_id, property.id));
+        self.commit(batch, &[])
+    }
+
+    fn import(&self, team_id: Id, id: Id) -> Result<Option<ContactImport>, Error> {
+        self.store.get(id_key(team_id, id))
+    }
+
+    fn import_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactImport>, bool), Error> {
+        page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error> {
+        let mut imports: Vec<ContactImport> = self
+            .store
+            .scan::<ContactImport>(Scan::prefix(&[]))?
+            .into_iter()
+            .map(|(_, import)| import)
+            .filter(|import| !import.status.is_final())
+            .collect();
+        imports.sort_by_key(|import| import.id);
+        Ok(imports)
+    }
+
+    fn put_import(&self, import: &ContactImport) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(id_key(import.team_id, import.id), import)?;
+        self.commit(batch, &[])
+    }
+
+    fn import_errors(&self, import: &ContactImport, limit: usize) -> Result<Vec<ImportError>, Error> {
+        let prefix = id_key(import.team_id, import.id);
+        Ok(self
+            .store
+            .scan::<ImportError>(Scan {
+                limit,
+                ..Scan::prefix(&prefix)
+            })?
+            .into_iter()
+            .map(|(_, error)| error)
+            .collect())
     }
 }

@@ -12,6 +12,7 @@ pub mod request_log;
 mod response;
 mod router;
 mod routes;
+pub mod upload;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -26,8 +26,10 @@ pub struct ApiRequest {
     pub raw_query: Option<String>,
     /// The headers.
     pub headers: HeaderMap,
-    /// The body.
+    /// The body (for an upload, a JSON summary of its form fields, for the request log).
     pub body: Bytes,
+    /// A multipart upload streamed to disk instead of read into `body`.
+    pub upload: Option<super::upload::Upload>,
 }
 
 impl ApiRequest {
@@ -63,6 +65,7 @@ impl ApiRequest {
             raw_query: parts.uri.query().map(str::to_owned),
             headers: parts.headers,
             body,
+            upload: None,
         })
     }
 
@@ -119,6 +122,7 @@ mod tests {
             raw_query: Some("limit=5".into()),
             headers: HeaderMap::new(),
             body: Bytes::from_static(body.as_bytes()),
+            upload: None,
         }
     }
 

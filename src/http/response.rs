@@ -105,6 +105,11 @@ impl ApiError {
         )
     }
 
+    /// `413 payload_too_large` with the limit's own explanation (a named config key).
+    pub fn too_large_because(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+    }
+
     /// `429 rate_limit_exceeded`.
     pub fn rate_limited() -> Self {
         Self::new(

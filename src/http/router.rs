@@ -75,6 +75,72 @@ pub enum Route {
     UpdateContact(String),
     /// `DELETE /contacts/{id-or-email}`
     DeleteContact(String),
+    /// `GET /contacts/imports`
+    ListContactImports,
+    /// `POST /contacts/imports` (multipart, streamed to disk)
+    CreateContactImport,
+    /// `GET /contacts/imports/{id}`
+    GetContactImport(String),
+    /// `GET /contacts/{id-or-email}/segments`
+    ListContactSegments(String),
+    /// `POST /contacts/{id-or-email}/segments/{segment_id}`
+    AddContactSegment(String, String),
+    /// `DELETE /contacts/{id-or-email}/segments/{segment_id}`
+    RemoveContactSegment(String, String),
+    /// `GET /contacts/{id-or-email}/topics`
+    ListContactTopics(String),
+    /// `PATCH /contacts/{id-or-email}/topics`
+    UpdateContactTopics(String),
+    /// `POST /segments`
+    CreateSegment,
+    /// `GET /segments`
+    ListSegments,
+    /// `GET /segments/{id}`
+    GetSegment(String),
+    /// `PATCH /segments/{id}`
+    UpdateSegment(String),
+    /// `DELETE /segments/{id}`
+    DeleteSegment(String),
+    /// `GET /segments/{id}/contacts`
+    ListSegmentContacts(String),
+    /// `POST /audiences`
+    CreateAudience,
+    /// `GET /audiences`
+    ListAudiences,
+    /// `GET /audiences/{id}`
+    GetAudience(String),
+    /// `DELETE /audiences/{id}`
+    DeleteAudience(String),
+    /// `POST /audiences/{id}/contacts`
+    CreateAudienceContact(String),
+    /// `GET /audiences/{id}/contacts`
+    ListAudienceContacts(String),
+    /// `GET /audiences/{id}/contacts/{id-or-email}`
+    GetAudienceContact(String, String),
+    /// `PATCH /audiences/{id}/contacts/{id-or-email}`
+    UpdateAudienceContact(String, String),
+    /// `DELETE /audiences/{id}/contacts/{id-or-email}`
+    DeleteAudienceContact(String, String),
+    /// `POST /topics`
+    CreateTopic,
+    /// `GET /topics`
+    ListTopics,
+    /// `GET /topics/{id}`
+    GetTopic(String),
+    /// `PATCH /topics/{id}`
+    UpdateTopic(String),
+    /// `DELETE /topics/{id}`
+    DeleteTopic(String),
+    /// `POST /contact-properties`
+    CreateContactProperty,
+    /// `GET /contact-properties`
+    ListContactProperties,
+    /// `GET /contact-properties/{id}`
+    GetContactProperty(String),
+    /// `PATCH /contact-properties/{id}`
+    UpdateContactProperty(String),
+    /// `DELETE /contact-properties/{id}`
+    DeleteContactProperty(String),
     /// `POST /suppressions`
     AddSuppression,
     /// `GET /suppressions`
@@ -156,6 +222,39 @@ impl Route {
             Route::GetContact(_) => "contacts.get",
             Route::UpdateContact(_) => "contacts.update",
             Route::DeleteContact(_) => "contacts.delete",
+            Route::ListContactImports => "contacts.imports.list",
+            Route::CreateContactImport => "contacts.imports.create",
+            Route::GetContactImport(_) => "contacts.imports.get",
+            Route::ListContactSegments(_) => "contacts.segments.list",
+            Route::AddContactSegment(..) => "contacts.segments.add",
+            Route::RemoveContactSegment(..) => "contacts.segments.remove",
+            Route::ListContactTopics(_) => "contacts.topics.list",
+            Route::UpdateContactTopics(_) => "contacts.topics.update",
+            Route::CreateSegment => "segments.create",
+            Route::ListSegments => "segments.list",
+            Route::GetSegment(_) => "segments.get",
+            Route::UpdateSegment(_) => "segments.update",
+            Route::DeleteSegment(_) => "segments.delete",
+            Route::ListSegmentContacts(_) => "segments.contacts",
+            Route::CreateAudience => "audiences.create",
+            Route::ListAudiences => "audiences.list",
+            Route::GetAudience(_) => "audiences.get",
+            Route::DeleteAudience(_) => "audiences.delete",
+            Route::CreateAudienceContact(_) => "audiences.contacts.create",
+            Route::ListAudienceContacts(_) => "audiences.contacts.list",
+            Route::GetAudienceContact(..) => "audiences.contacts.get",
+            Route::UpdateAudienceContact(..) => "audiences.contacts.update",
+            Route::DeleteAudienceContact(..) => "audiences.contacts.delete",
+            Route::CreateTopic => "topics.create",
+            Route::ListTopics => "topics.list",
+            Route::GetTopic(_) => "topics.get",
+            Route::UpdateTopic(_) => "topics.update",
+            Route::DeleteTopic(_) => "topics.delete",
+            Route::CreateContactProperty => "contact_properties.create",
+            Route::ListContactProperties => "contact_properties.list",
+            Route::GetContactProperty(_) => "contact_properties.get",
+            Route::UpdateContactProperty(_) => "contact_properties.update",
+            Route::DeleteContactProperty(_) => "contact_properties.delete",
             Route::AddSuppression => "suppressions.add",
             Route::ListSuppressions => "suppressions.list",
             Route::GetSuppression(_) => "suppressions.get",
@@ -243,6 +342,69 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ]),
         ["queue", id, "retry"] => one(&[(Method::POST, Route::RetryQueued((*id).to_owned()))]),
         ["contacts"] => one(&[(Method::POST, Route::CreateContact), (Method::GET, Route::ListContacts)]),
+        // `/contacts/imports` is a collection of its own, matched before `/contacts/{id}`.
+        ["contacts", "imports"] => one(&[
+            (Method::POST, Route::CreateContactImport),
+            (Method::GET, Route::ListContactImports),
+        ]),
+        ["contacts", "imports", id] => one(&[(Method::GET, Route::GetContactImport((*id).to_owned()))]),
+        ["contacts", target, "segments"] => one(&[(Method::GET, Route::ListContactSegments((*target).to_owned()))]),
+        ["contacts", target, "segments", segment] => one(&[
+            (
+                Method::POST,
+                Route::AddContactSegment((*target).to_owned(), (*segment).to_owned()),
+            ),
+            (
+                Method::DELETE,
+                Route::RemoveContactSegment((*target).to_owned(), (*segment).to_owned()),
+            ),
+        ]),
+        ["contacts", target, "topics"] => one(&[
+            (Method::GET, Route::ListContactTopics((*target).to_owned())),
+            (Method::PATCH, Route::UpdateContactTopics((*target).to_owned())),
+        ]),
+        ["segments"] => one(&[(Method::POST, Route::CreateSegment), (Method::GET, Route::ListSegments)]),
+        ["segments", id] => one(&[
+            (Method::GET, Route::GetSegment((*id).to_owned())),
+            (Method::PATCH, Route::UpdateSegment((*id).to_owned())),
+            (Method::DELETE, Route::DeleteSegment((*id).to_owned())),
+        ]),
+        ["segments", id, "contacts"] => one(&[(Method::GET, Route::ListSegmentContacts((*id).to_owned()))]),
+        ["audiences"] => one(&[
+            (Method::POST, Route::CreateAudience),
+            (Method::GET, Route::ListAudiences),
+        ]),
+        ["audiences", id] => one(&[
+            (Method::GET, Route::GetAudience((*id).to_owned())),
+            (Method::DELETE, Route::DeleteAudience((*id).to_owned())),
+        ]),
+        ["audiences", id, "contacts"] => one(&[
+            (Method::POST, Route::CreateAudienceContact((*id).to_owned())),
+            (Method::GET, Route::ListAudienceContacts((*id).to_owned())),
+        ]),
+        ["audiences", id, "contacts", target] => {
+            let (id, target) = ((*id).to_owned(), (*target).to_owned());
+            one(&[
+                (Method::GET, Route::GetAudienceContact(id.clone(), target.clone())),
+                (Method::PATCH, Route::UpdateAudienceContact(id.clone(), target.clone())),
+                (Method::DELETE, Route::DeleteAudienceContact(id, target)),
+            ])
+        }
+        ["topics"] => one(&[(Method::POST, Route::CreateTopic), (Method::GET, Route::ListTopics)]),
+        ["topics", id] => one(&[
+            (Method::GET, Route::GetTopic((*id).to_owned())),
+            (Method::PATCH, Route::UpdateTopic((*id).to_owned())),
+            (Method::DELETE, Route::DeleteTopic((*id).to_owned())),
+        ]),
+        ["contact-properties"] => one(&[
+            (Method::POST, Route::CreateContactProperty),
+            (Method::GET, Route::ListContactProperties),
+        ]),
+        ["contact-properties", id] => one(&[
+            (Method::GET, Route::GetContactProperty((*id).to_owned())),
+            (Method::PATCH, Route::UpdateContactProperty((*id).to_owned())),
+            (Method::DELETE, Route::DeleteContactProperty((*id).to_owned())),
+        ]),
         ["contacts", target] => one(&[
             (Method::GET, Route::GetContact((*target).to_owned())),
             (Method::PATCH, Route::UpdateContact((*target).to_owned())),

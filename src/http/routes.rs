@@ -16,6 +16,7 @@ use super::request::{ApiRequest, BODY_MAX};
 use super::request_log::{self, RequestLog};
 use super::response::{self, ApiError};
 use super::router::{self, Route};
+use super::upload;
 use crate::accounts::{AuthError, Caller, Permission};
 use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
@@ -38,7 +39,7 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         // make the server take in a body of up to `BODY_MAX`.
         _ => match authenticate(state, &request, peer) {
             Err(response) => ("unauthenticated", *response),
-            Ok(caller) => match ApiRequest::read(request, BODY_MAX).await {
+            Ok(caller) => match read(state, request, &caller).await {
                 Ok(request) => api(state, request, caller, started).await,
                 Err(error) => ("unread", error.into_response()),
             },
@@ -48,6 +49,21 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         .increment(1);
     metrics::histogram!("herald_http_request_seconds", "route" => route).record(started.elapsed().as_secs_f64());
     response
+}
+
+/// Reads the request's body: into memory, up to [`BODY_MAX`], or for an upload, to a
+/// file in the data directory, up to `[contacts] import_size_max`. An upload is refused
+/// before it is read when the key could not use it anyway.
+async fn read(state: &AppState, request: Request<Incoming>, caller: &Caller) -> Result<ApiRequest, ApiError> {
+    if !upload::is_upload(request.method(), request.uri().path()) {
+        return ApiRequest::read(request, BODY_MAX).await;
+    }
+    if caller.permission == Permission::SendingAccess {
+        return Err(ApiError::restricted_api_key());
+    }
+    let config = state.config();
+    let dir = crate::contacts::imports::directory(&config.server.data_dir);
+    upload::read(request, &dir, config.contacts.import_size_max).await
 }
 
 /// The caller named by the `Authorization` header, or the response refusing the request.

@@ -140,6 +140,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     }
     let data_dir = config.server.data_dir.clone();
     data_dir::prepare(&data_dir)?;
+    data_dir::prepare(&crate::contacts::imports::directory(&data_dir))?;
 
     let (store, spool, bootstrap) = open_store(&config, clock.clone(), bootstrap_api_key).await?;
     let operator_team = match &bootstrap {
@@ -202,6 +203,10 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     tasks.spawn(crate::accounts::erasure::run(
         Arc::clone(&state.services),
         state.services.erasure_wake().clone(),
+        controller.handle(),
+    ));
+    tasks.spawn(crate::contacts::imports::run(
+        Arc::clone(&state.services),
         controller.handle(),
     ));
     tasks.spawn(crate::emails::retention::run(

@@ -15,7 +15,7 @@ use herald_queue::{Id, Spool, Store};
 
 use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
-use crate::contacts::{ContactStore, RocksContacts};
+use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::limits::{DestinationLimits, LocalDestinations};
@@ -49,6 +49,8 @@ pub struct Services {
     suppressions: Box<dyn SuppressionStore>,
     /// Contacts.
     contacts: Box<dyn ContactStore>,
+    audience: Box<dyn AudienceStore>,
+    import_wake: Wake,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
     /// Wakes the webhook dispatcher's due runner (a message armed to be sent now).
@@ -88,6 +90,8 @@ impl Services {
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
             contacts: Box::new(RocksContacts::new(store.clone())),
+            audience: Box::new(RocksContacts::new(store.clone())),
+            import_wake: Wake::default(),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
             config,
@@ -150,6 +154,16 @@ impl Services {
     /// Contacts.
     pub fn contacts(&self) -> &dyn ContactStore {
         &*self.contacts
+    }
+
+    /// Segments, topics, contact property definitions and imports.
+    pub fn audience(&self) -> &dyn AudienceStore {
+        &*self.audience
+    }
+
+    /// Wakes the contact import worker ([`crate::contacts::imports::run`]).
+    pub fn import_wake(&self) -> &Wake {
+        &self.import_wake
     }
 
     /// Per-destination pacing and connection leases.

@@ -147,8 +147,14 @@ pub async fn call_with_headers(
         .method(method)
         .uri(path)
         .header("host", addr.to_string())
-        .header("user-agent", "herald-tests/1.0")
-        .header("content-type", "application/json");
+        .header("user-agent", "herald-tests/1.0");
+    // JSON unless the caller names its own type (a multipart upload).
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        builder = builder.header("content-type", "application/json");
+    }
     if let Some(key) = key {
         builder = builder.header("authorization", format!("Bearer {key}"));
     }

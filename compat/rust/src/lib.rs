@@ -131,15 +131,41 @@ pub async fn sending_domain(label: &str) -> (String, String) {
     (name, id)
 }
 
+/// The first key of a new team of its own (`POST /teams` with the suite's operator key),
+/// for raw requests in that team.
+pub async fn team_key(label: &str) -> String {
+    let response = raw(Method::POST, "/teams", Some(json!({ "name": unique_name(label) }))).await;
+    assert_eq!(response.status, 201, "POST /teams: {}", response.json);
+    response.json["api_key"]["token"]
+        .as_str()
+        .expect("a new team comes with its first key's token")
+        .to_owned()
+}
+
 /// An SDK client for a new team of its own (`POST /teams` with the suite's operator key),
 /// so that lists show only what the test itself made.
 pub async fn team_client(label: &str) -> Resend {
-    let response = raw(Method::POST, "/teams", Some(json!({ "name": unique_name(label) }))).await;
-    assert_eq!(response.status, 201, "POST /teams: {}", response.json);
-    let token = response.json["api_key"]["token"]
-        .as_str()
-        .expect("a new team comes with its first key's token");
-    client_with_key(token)
+    client_with_key(&team_key(label).await)
+}
+
+/// A new team of its own: its first key (for raw requests) and an SDK client with it.
+pub async fn team_key_and_client(label: &str) -> (String, Resend) {
+    let key = team_key(label).await;
+    let resend = client_with_key(&key);
+    (key, resend)
+}
+
+/// A random (version 4) UUID, as an id nothing has.
+pub fn random_uuid() -> String {
+    let hex = random_hex(16);
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..]
+    )
 }
 
 /// Asserts an SDK call failed with Resend's error `name` and HTTP `status`, and that the

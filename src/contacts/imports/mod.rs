@@ -1,0 +1,304 @@
+//! Contact imports: a CSV file of contacts, uploaded once (streamed to the data
+//! directory, never held in memory), then read by a background worker a chunk of rows at
+//! a time. Each chunk's contacts, its refused rows and the import's progress (the byte
+//! offset and line of the next row, the counts) are written in one batch, so a restart
+//! resumes at the first row not yet written, and no row is counted twice or lost. A row
+//! that cannot become a contact is counted as failed, with its line and the reason kept.
+
+mod columns;
+mod worker;
+
+use std::path::{Path, PathBuf};
+
+use herald_queue::{Id, Timestamp};
+use serde_json::{Value, json};
+
+pub use columns::{ColumnMap, Columns, PropertyColumn};
+pub use worker::run;
+
+use super::{TopicChoice, segments, topics};
+use crate::accounts::Caller;
+use crate::services::page::PageRequest;
+use crate::services::{Error, Services};
+use crate::wire;
+
+/// Refused rows shown with an import (`GET /contacts/imports/{id}`); all are kept.
+pub const ERRORS_SHOWN: usize = 100;
+
+/// Where an import is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportStatus {
+    /// Waiting for the worker.
+    Queued,
+    /// Being read.
+    InProgress,
+    /// Every row read.
+    Completed,
+    /// Stopped: the file could not be read.
+    Failed,
+}
+
+impl ImportStatus {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImportStatus::Queued => "queued",
+            ImportStatus::InProgress => "in_progress",
+            ImportStatus::Completed => "completed",
+            ImportStatus::Failed => "failed",
+        }
+    }
+
+    /// Whether the worker is done with it.
+    pub fn is_final(self) -> bool {
+        matches!(self, ImportStatus::Completed | ImportStatus::Failed)
+    }
+
+    /// The status named `name`.
+    pub fn parse(name: &str) -> Option<ImportStatus> {
+        [
+            ImportStatus::Queued,
+            ImportStatus::InProgress,
+            ImportStatus::Completed,
+            ImportStatus::Failed,
+        ]
+        .into_iter()
+        .find(|status| status.name() == name)
+    }
+}
+
+/// What happened to an import's rows so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ImportCounts {
+    /// Rows read.
+    pub total: u64,
+    /// Contacts created.
+    pub created: u64,
+    /// Existing contacts changed (`on_conflict: upsert`).
+    pub updated: u64,
+    /// Rows whose contact existed and was left as it was.
+    pub skipped: u64,
+    /// Rows refused.
+    pub failed: u64,
+}
+
+/// What to do with a row whose address the team already has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnConflict {
+    /// Update the contact with the row's values.
+    #[default]
+    Upsert,
+    /// Leave the contact as it is.
+    Skip,
+}
+
+/// One import.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ContactImport {
+    /// Its id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// Where it is.
+    pub status: ImportStatus,
+    /// When it was uploaded.
+    pub created_at: Timestamp,
+    /// When the worker finished it.
+    pub completed_at: Option<Timestamp>,
+    /// Its rows so far.
+    pub counts: ImportCounts,
+    /// Which CSV column holds which field.
+    pub columns: Columns,
+    /// Existing contacts: updated or left.
+    pub on_conflict: OnConflict,
+    /// Segments every imported contact joins.
+    pub segments: Vec<Id>,
+    /// Topic choices every imported contact takes.
+    pub topics: Vec<TopicChoice>,
+    /// The byte offset of the next row to read.
+    pub offset: u64,
+    /// The line number of the next row to read (the header is line 1).
+    pub line: u64,
+    /// Why it failed.
+    pub failure: Option<String>,
+}
+
+/// A row an import refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ImportError {
+    /// Its line in the file (the header is line 1).
+    pub line: u64,
+    /// Why.
+    pub reason: String,
+}
+
+impl ContactImport {
+    /// A list item.
+    pub fn summary_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "status": self.status.name(),
+            "created_at": wire::timestamp(self.created_at),
+            "completed_at": self.completed_at.map(wire::timestamp),
+            "counts": self.counts,
+        })
+    }
+
+    /// The answer to `GET /contacts/imports/{id}`, with the first refused rows.
+    pub fn to_json(&self, errors: &[ImportError]) -> Value {
+        let mut value = self.summary_json();
+        if let Value::Object(map) = &mut value {
+            map.shift_insert(0, "object".into(), json!("contact_import"));
+            map.insert("errors".into(), json!(errors));
+            map.insert("errors_total".into(), json!(self.counts.failed));
+            map.insert("failure_reason".into(), json!(self.failure));
+        }
+        value
+    }
+}
+
+/// The directory uploads wait in: `imports/` in the data directory.
+pub fn directory(data_dir: &Path) -> PathBuf {
+    data_dir.join("imports")
+}
+
+/// The file of import `id`.
+pub fn file(data_dir: &Path, id: Id) -> PathBuf {
+    directory(data_dir).join(format!("{id}.csv"))
+}
+
+/// An import as a caller asks for it, the CSV already written to `upload`.
+#[derive(Debug, Clone, Default)]
+pub struct NewImport {
+    /// `column_map`, as JSON text.
+    pub column_map: Option<String>,
+    /// `on_conflict`: `upsert` or `skip`.
+    pub on_conflict: Option<String>,
+    /// `segments`, as JSON text: `[{"id": ...}]` or `["..."]`.
+    pub segments: Option<String>,
+    /// `topics`, as JSON text: `[{"id": ..., "subscription": ...}]`.
+    pub topics: Option<String>,
+}
+
+/// Creates an import of the CSV at `upload` (moved into place when accepted) and wakes
+/// the worker; its id.
+pub fn create(services: &Services, caller: &Caller, upload: &Path, new: NewImport) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let team = caller.team_id;
+    let on_conflict = match new.on_conflict.as_deref().map(str::trim) {
+        None | Some("") | Some("upsert") => OnConflict::Upsert,
+        Some("skip") => OnConflict::Skip,
+        Some(other) => {
+            return Err(Error::invalid(format!(
+                "Invalid `on_conflict` field: {other:?}; it is upsert or skip"
+            )));
+        }
+    };
+    let segments = parse_segments(new.segments.as_deref())?
+        .iter()
+        .map(|id| segments::find(services, team, *id).map(|s| s.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let topics: Vec<TopicChoice> = parse_json(new.topics.as_deref(), "topics")?.unwrap_or_default();
+    for choice in &topics {
+        topics::find(services, team, choice.id)?;
+    }
+    let map: Option<ColumnMap> = parse_json(new.column_map.as_deref(), "column_map")?;
+    let definitions = services.audience().properties(team)?;
+    let (columns, offset) = columns::resolve(upload, map.as_ref(), &definitions)?;
+    let store = services.store();
+    let import = ContactImport {
+        id: store.next_id(),
+        team_id: team,
+        status: ImportStatus::Queued,
+        created_at: store.now(),
+        completed_at: None,
+        counts: ImportCounts::default(),
+        columns,
+        on_conflict,
+        segments,
+        topics,
+        offset,
+        line: 2,
+        failure: None,
+    };
+    let data_dir = &services.config().server.data_dir;
+    std::fs::rename(upload, file(data_dir, import.id)).map_err(|error| {
+        tracing::error!(%error, "cannot move an import's upload into place");
+        Error::Internal("cannot keep the uploaded file")
+    })?;
+    // The rename must outlive a crash as the record will: sync the directory.
+    if let Ok(dir) = std::fs::File::open(directory(data_dir)) {
+        let _ = dir.sync_all();
+    }
+    services.audience().put_import(&import)?;
+    services.import_wake().wake();
+    Ok(import.id)
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: Option<&str>, field: &str) -> Result<Option<T>, Error> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Error::invalid(format!("Invalid `{field}` field: not JSON ({e})")))?;
+    serde_path_to_error::deserialize(value).map(Some).map_err(|e| {
+        let path = e.path().to_string();
+        Error::invalid(format!("Invalid `{field}` field: at {path}: {}", e.into_inner()))
+    })
+}
+
+/// Segment ids given as `[{"id": ...}]` (the SDKs) or `["..."]`.
+pub fn parse_segments(text: Option<&str>) -> Result<Vec<Id>, Error> {
+    let given: Vec<Value> = parse_json(text, "segments")?.unwrap_or_default();
+    given.iter().map(segment_id).collect()
+}
+
+/// One segment named as `{"id": ...}` or a bare id.
+pub fn segment_id(value: &Value) -> Result<Id, Error> {
+    let text = match value {
+        Value::String(text) => text.as_str(),
+        Value::Object(map) => map.get("id").and_then(Value::as_str).unwrap_or_default(),
+        _ => "",
+    };
+    segments::parse_id(text)
+}
+
+/// The caller's import `id`, with its first refused rows.
+pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<(ContactImport, Vec<ImportError>), Error> {
+    caller.require_full_access()?;
+    let id: Id = id.trim().parse().map_err(|_| Error::Invalid {
+        name: "invalid_parameter",
+        message: format!("An import id must be a valid UUID, got {id:?}"),
+    })?;
+    let import = services
+        .audience()
+        .import(caller.team_id, id)?
+        .ok_or(Error::NotFound("Contact import not found"))?;
+    let errors = services.audience().import_errors(&import, ERRORS_SHOWN)?;
+    Ok((import, errors))
+}
+
+/// One page of the caller's imports, newest first; with `status`, only those in it.
+pub fn list(
+    services: &Services,
+    caller: &Caller,
+    page: &PageRequest,
+    status: Option<&str>,
+) -> Result<(Vec<ContactImport>, bool), Error> {
+    caller.require_full_access()?;
+    let status = status
+        .map(|name| {
+            ImportStatus::parse(name).ok_or_else(|| Error::Invalid {
+                name: "invalid_parameter",
+                message: format!("`status` is queued, in_progress, completed or failed, got {name:?}"),
+            })
+        })
+        .transpose()?;
+    let (mut imports, has_more) = services.audience().import_page(caller.team_id, page)?;
+    if let Some(status) = status {
+        imports.retain(|import| import.status == status);
+    }
+    Ok((imports, has_more))
+}

@@ -1,0 +1,325 @@
+//! Contact properties: the custom fields a team defines (`plan`, `age`), each a string or
+//! a number with an optional fallback, that every contact's `properties` are checked
+//! against and that templates and broadcasts fill in.
+
+use std::collections::BTreeMap;
+
+use herald_queue::{Id, Timestamp};
+use serde_json::{Map, Value, json};
+
+use crate::accounts::Caller;
+use crate::services::page::PageRequest;
+use crate::services::{Error, RecordName, Services};
+use crate::wire;
+
+/// Longest key, in characters.
+pub const KEY_MAX: usize = 50;
+
+/// Keys that name a contact's own fields or the variables every message has, which a
+/// custom property would shadow (compared without case).
+const RESERVED: &[&str] = &[
+    "email",
+    "first_name",
+    "last_name",
+    "unsubscribed",
+    "unsubscribe_url",
+    "resend_unsubscribe_url",
+    "contact",
+    "this",
+];
+
+/// A property's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PropertyType {
+    /// Text.
+    String,
+    /// A JSON number.
+    Number,
+}
+
+impl PropertyType {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PropertyType::String => "string",
+            PropertyType::Number => "number",
+        }
+    }
+
+    /// Whether `value` is of this type.
+    pub fn admits(self, value: &Value) -> bool {
+        match self {
+            PropertyType::String => value.is_string(),
+            PropertyType::Number => value.is_number(),
+        }
+    }
+
+    /// `text` (a CSV cell) as a value of this type, or why not.
+    pub fn parse(self, text: &str) -> Result<Value, String> {
+        match self {
+            PropertyType::String => Ok(Value::String(text.to_owned())),
+            PropertyType::Number => text
+                .trim()
+                .parse::<serde_json::Number>()
+                .map(Value::Number)
+                .map_err(|_| format!("{text:?} is not a number")),
+        }
+    }
+}
+
+/// One property definition.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ContactProperty {
+    /// Its id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// The key contacts' values are stored under.
+    pub key: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: PropertyType,
+    /// What a contact without a value reads as.
+    pub fallback_value: Option<Value>,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+impl ContactProperty {
+    /// The answer to `GET /contact-properties/{id}` (with `object`) or a list item.
+    pub fn to_json(&self, object: bool) -> Value {
+        let mut value = json!({
+            "id": self.id,
+            "key": self.key,
+            "type": self.kind.name(),
+            "fallback_value": self.fallback_value,
+            "created_at": wire::timestamp(self.created_at),
+        });
+        if let (true, Value::Object(map)) = (object, &mut value) {
+            map.shift_insert(0, "object".into(), json!("contact_property"));
+        }
+        value
+    }
+}
+
+/// A value as the answers show it: text as it is, a number in its decimal form.
+pub fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Checks `given` (a request's `properties`) against the team's `definitions`: each key
+/// defined, each value of its type and at most `value_max` bytes. A `null` removes the
+/// value (`None` in the result).
+pub fn check(
+    definitions: &[ContactProperty],
+    given: &Map<String, Value>,
+    value_max: u64,
+) -> Result<BTreeMap<String, Option<Value>>, Error> {
+    let mut checked = BTreeMap::new();
+    for (key, value) in given {
+        let Some(definition) = definitions.iter().find(|d| d.key == *key) else {
+            return Err(Error::invalid(format!(
+                "Invalid `properties` field: {key:?} is not a contact property of this team (create it with POST /contact-properties)"
+            )));
+        };
+        if value.is_null() {
+            checked.insert(key.clone(), None);
+            continue;
+        }
+        check_value(&definition.key, definition.kind, value, value_max)?;
+        checked.insert(key.clone(), Some(value.clone()));
+    }
+    Ok(checked)
+}
+
+/// Checks one value against its definition.
+pub fn check_value(key: &str, kind: PropertyType, value: &Value, value_max: u64) -> Result<(), Error> {
+    if !kind.admits(value) {
+        return Err(Error::invalid(format!(
+            "Invalid `properties.{key}` field: the property is a {}, got {value}",
+            kind.name()
+        )));
+    }
+    if text(value).len() as u64 > value_max {
+        return Err(Error::invalid(format!(
+            "Invalid `properties.{key}` field: longer than {value_max} bytes ([contacts] property_value_max)"
+        )));
+    }
+    Ok(())
+}
+
+/// Applies checked values to a contact's: `None` removes.
+pub fn apply(values: &mut BTreeMap<String, Value>, checked: BTreeMap<String, Option<Value>>) {
+    for (key, value) in checked {
+        match value {
+            Some(value) => values.insert(key, value),
+            None => values.remove(&key),
+        };
+    }
+}
+
+/// A property to create, as a caller gives it.
+#[derive(Debug, Clone, Default)]
+pub struct NewProperty {
+    /// The key (required).
+    pub key: Option<String>,
+    /// The type (required).
+    pub kind: Option<PropertyType>,
+    /// The fallback: of the type, or null.
+    pub fallback_value: Option<Value>,
+}
+
+fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
+    services.lock_record(RecordName {
+        table: "contact_properties",
+        key: team_id.as_bytes(),
+    })
+}
+
+fn check_key(key: &str) -> Result<(), Error> {
+    if key.is_empty() || key.chars().count() > KEY_MAX || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(Error::invalid(format!(
+            "Invalid `key` field: {key:?} must be 1 to {KEY_MAX} letters, digits and underscores"
+        )));
+    }
+    if RESERVED.iter().any(|reserved| reserved.eq_ignore_ascii_case(key)) {
+        return Err(Error::invalid(format!(
+            "Invalid `key` field: {key:?} is reserved (it names a contact field or a message variable)"
+        )));
+    }
+    Ok(())
+}
+
+fn fallback(services: &Services, key: &str, kind: PropertyType, value: Option<Value>) -> Result<Option<Value>, Error> {
+    let Some(value) = value.filter(|value| !value.is_null()) else {
+        return Ok(None);
+    };
+    check_value(key, kind, &value, services.config().contacts.property_value_max).map_err(|_| {
+        Error::invalid(format!(
+            "Invalid `fallback_value` field: the property is a {}, of at most [contacts] property_value_max bytes",
+            kind.name()
+        ))
+    })?;
+    Ok(Some(value))
+}
+
+/// Defines a property.
+pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let key = new.key.map(|k| k.trim().to_owned()).filter(|k| !k.is_empty());
+    let key = key.ok_or(Error::MissingField("key"))?;
+    check_key(&key)?;
+    let kind = new.kind.ok_or(Error::MissingField("type"))?;
+    let fallback_value = fallback(services, &key, kind, new.fallback_value)?;
+    let store = services.store();
+    let max = services.config().contacts.properties_max;
+    let _guard = lock(services, caller.team_id);
+    let existing = services.audience().properties(caller.team_id)?;
+    if existing.iter().any(|p| p.key == key) {
+        return Err(Error::Conflict(format!(
+            "A contact property with the key {key} already exists"
+        )));
+    }
+    if existing.len() as u64 >= max {
+        return Err(Error::invalid(format!(
+            "This team has {max} contact properties, the most it may have ([contacts] properties_max); delete one first"
+        )));
+    }
+    let property = ContactProperty {
+        id: store.next_id(),
+        team_id: caller.team_id,
+        key,
+        kind,
+        fallback_value,
+        created_at: store.now(),
+    };
+    services.audience().put_property(&property)?;
+    Ok(property.id)
+}
+
+/// The caller's property `id` (as written in a path).
+pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<ContactProperty, Error> {
+    caller.require_full_access()?;
+    let id: Id = id.trim().parse().map_err(|_| Error::Invalid {
+        name: "invalid_parameter",
+        message: format!("A contact property id must be a valid UUID, got {id:?}"),
+    })?;
+    services
+        .audience()
+        .property(caller.team_id, id)?
+        .ok_or(Error::NotFound("Contact property not found"))
+}
+
+/// One page of the caller's properties, newest first.
+pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<ContactProperty>, bool), Error> {
+    caller.require_full_access()?;
+    Ok(services.audience().property_page(caller.team_id, page)?)
+}
+
+/// A change to a property: only the fallback may change (`Some(None)` clears it); a key
+/// or type given must be the property's own.
+#[derive(Debug, Clone, Default)]
+pub struct PropertyChange {
+    /// The key, if given.
+    pub key: Option<String>,
+    /// The type, if given.
+    pub kind: Option<PropertyType>,
+    /// A new fallback, or none.
+    pub fallback_value: Option<Option<Value>>,
+}
+
+/// Changes the caller's property `id`.
+pub fn update(services: &Services, caller: &Caller, id: &str, change: PropertyChange) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let _guard = lock(services, caller.team_id);
+    let mut property = get(services, caller, id)?;
+    if change.key.is_some_and(|key| key != property.key) || change.kind.is_some_and(|kind| kind != property.kind) {
+        return Err(Error::invalid(
+            "A contact property's `key` and `type` cannot change: contacts' values are stored under them (create another property)",
+        ));
+    }
+    if let Some(value) = change.fallback_value {
+        let value = fallback(services, &property.key, property.kind, value)?;
+        if value != property.fallback_value {
+            property.fallback_value = value;
+            services.audience().put_property(&property)?;
+        }
+    }
+    Ok(property.id)
+}
+
+/// Deletes the caller's property `id`; contacts' values for it are ignored from now on.
+pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let _guard = lock(services, caller.team_id);
+    let property = get(services, caller, id)?;
+    services.audience().delete_property(&property)?;
+    Ok(property.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_letters_digits_and_underscores_and_not_reserved() {
+        assert!(check_key("plan_2").is_ok());
+        assert!(check_key(&"k".repeat(KEY_MAX)).is_ok());
+        assert!(check_key(&"k".repeat(KEY_MAX + 1)).is_err());
+        assert!(check_key("a-b").is_err());
+        assert!(check_key("").is_err());
+        assert!(check_key("FIRST_NAME").is_err());
+    }
+
+    #[test]
+    fn values_are_checked_by_type_and_shown_as_text() {
+        assert_eq!(PropertyType::Number.parse("42"), Ok(json!(42)));
+        assert!(PropertyType::Number.parse("forty").is_err());
+        assert_eq!(text(&json!(1.5)), "1.5");
+        assert_eq!(text(&json!("pro")), "pro");
+    }
+}

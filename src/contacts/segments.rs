@@ -1,0 +1,122 @@
+//! Segments: named groups of a team's contacts. Resend's older audiences are segments
+//! under another name (`/audiences`), so both routes share this service.
+
+use herald_queue::{Id, Timestamp};
+use serde_json::{Value, json};
+
+use crate::accounts::Caller;
+use crate::services::page::PageRequest;
+use crate::services::{Error, RecordName, Services, required_text};
+use crate::wire;
+
+/// Longest segment name, in characters.
+const NAME_MAX: usize = 256;
+
+/// One segment.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Segment {
+    /// Its id.
+    pub id: Id,
+    /// The owning team.
+    pub team_id: Id,
+    /// Its name.
+    pub name: String,
+    /// When it was created.
+    pub created_at: Timestamp,
+}
+
+impl Segment {
+    /// The list item; `object` names it (`segment`, or `audience` on the legacy routes).
+    pub fn to_json(&self, object: Option<&str>) -> Value {
+        let mut value = json!({
+            "id": self.id,
+            "name": self.name,
+            "created_at": wire::timestamp(self.created_at),
+        });
+        if let (Some(object), Value::Object(map)) = (object, &mut value) {
+            map.shift_insert(0, "object".into(), json!(object));
+        }
+        value
+    }
+}
+
+/// Serialises the creation of a team's segments, so the count checked against
+/// `[contacts] segments_max` is the count written.
+fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
+    services.lock_record(RecordName {
+        table: "segments",
+        key: team_id.as_bytes(),
+    })
+}
+
+/// Creates a segment named `name`.
+pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Result<Segment, Error> {
+    caller.require_full_access()?;
+    let name = required_text(name, "name", NAME_MAX)?;
+    let store = services.store();
+    let max = services.config().contacts.segments_max;
+    let _guard = lock(services, caller.team_id);
+    if services.audience().segments(caller.team_id)?.len() as u64 >= max {
+        return Err(Error::invalid(format!(
+            "This team has {max} segments, the most it may have ([contacts] segments_max); delete one first"
+        )));
+    }
+    let segment = Segment {
+        id: store.next_id(),
+        team_id: caller.team_id,
+        name,
+        created_at: store.now(),
+    };
+    services.audience().put_segment(&segment)?;
+    Ok(segment)
+}
+
+/// The caller's segment `id` (as written in a path).
+pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<Segment, Error> {
+    caller.require_full_access()?;
+    find(services, caller.team_id, parse_id(id)?)
+}
+
+/// The team's segment `id`, or not found.
+pub fn find(services: &Services, team_id: Id, id: Id) -> Result<Segment, Error> {
+    services
+        .audience()
+        .segment(team_id, id)?
+        .ok_or(Error::NotFound("Segment not found"))
+}
+
+/// A segment id from a path or body.
+pub fn parse_id(text: &str) -> Result<Id, Error> {
+    text.trim().parse().map_err(|_| Error::Invalid {
+        name: "invalid_parameter",
+        message: format!("A segment id must be a valid UUID, got {text:?}"),
+    })
+}
+
+/// One page of the caller's segments, newest first.
+pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Segment>, bool), Error> {
+    caller.require_full_access()?;
+    Ok(services.audience().segment_page(caller.team_id, page)?)
+}
+
+/// Renames the caller's segment `id`.
+pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<String>) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let name = required_text(name, "name", NAME_MAX)?;
+    let _guard = lock(services, caller.team_id);
+    let mut segment = get(services, caller, id)?;
+    if segment.name != name {
+        segment.name = name;
+        services.audience().put_segment(&segment)?;
+    }
+    Ok(segment.id)
+}
+
+/// Deletes the caller's segment `id` with its membership index; its contacts stay.
+pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let _guard = lock(services, caller.team_id);
+    let segment = get(services, caller, id)?;
+    services.audience().delete_segment(&segment)?;
+    Ok(segment.id)
+}
