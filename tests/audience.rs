@@ -227,11 +227,11 @@ async fn segments_topics_and_properties_shape_contacts_with_their_events() {
     let members = api(addr, Method::GET, &format!("/segments/{news}/contacts"), None)
         .await
         .json();
-    assert_eq!(ids(&members), [ann.clone()]);
+    assert_eq!(ids(&members), [ann.as_str()]);
     let filtered = api(addr, Method::GET, &format!("/contacts?segment_id={vips}"), None)
         .await
         .json();
-    assert_eq!(ids(&filtered), [bob.clone()]);
+    assert_eq!(ids(&filtered), [bob.as_str()]);
     let legacy = api(
         addr,
         Method::GET,
@@ -510,7 +510,7 @@ async fn imports_count_and_keep_bad_rows_apply_column_maps_and_refuse_what_is_to
     let listed = api(addr, Method::GET, "/contacts/imports?status=completed", None)
         .await
         .json();
-    assert_eq!(ids(&listed), [id.clone()]);
+    assert_eq!(ids(&listed), [id.as_str()]);
 
     // Refusals before anything is stored: a header without an email column, an unknown
     // segment, an upload over [contacts] import_size_max, a body that is not multipart.

@@ -21,7 +21,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         segments: field("segments"),
         topics: field("topics"),
     };
-    let id = imports::create(ctx.state, ctx.caller, &upload.path, new)?;
+    let id = imports::create(ctx.state, ctx.caller, &upload.path, &new)?;
     Ok(Reply::created(json!({ "object": "contact_import", "id": id })))
 }
 

@@ -62,15 +62,13 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
             "The upload exceeds {limit} bytes, the largest import this server takes ([contacts] import_size_max)"
         ))
     };
-    if let Some(length) = parts.headers.get(hyper::header::CONTENT_LENGTH) {
-        if length
-            .to_str()
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .is_some_and(|n| n > limit)
-        {
-            return Err(too_large());
-        }
+    let declared = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok())
+        .and_then(|length| length.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
     }
     let content_type = parts
         .headers

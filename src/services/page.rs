@@ -6,6 +6,9 @@
 
 use herald_queue::{Id, Record, Scan, Store, Table};
 
+/// Keyed items of a page, and whether more lie beyond it.
+type Entries<T> = (Vec<(Vec<u8>, T)>, bool);
+
 /// Largest page.
 pub const LIMIT_MAX: usize = 100;
 
@@ -79,7 +82,7 @@ impl PageRequest {
         &self,
         prefix: &[u8],
         scan: impl Fn(Scan<'_>) -> Result<Vec<(Vec<u8>, T)>, herald_queue::Error>,
-    ) -> Result<(Vec<(Vec<u8>, T)>, bool), herald_queue::Error> {
+    ) -> Result<Entries<T>, herald_queue::Error> {
         let fetch = self.limit.saturating_add(1);
         let cursor_key = |id: Id| [prefix, id.as_bytes().as_slice()].concat();
         let (mut items, reversed) = match self.cursor {

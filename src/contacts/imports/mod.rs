@@ -184,7 +184,7 @@ pub struct NewImport {
 
 /// Creates an import of the CSV at `upload` (moved into place when accepted) and wakes
 /// the worker; its id.
-pub fn create(services: &Services, caller: &Caller, upload: &Path, new: NewImport) -> Result<Id, Error> {
+pub fn create(services: &Services, caller: &Caller, upload: &Path, new: &NewImport) -> Result<Id, Error> {
     caller.require_full_access()?;
     let team = caller.team_id;
     let on_conflict = match new.on_conflict.as_deref().map(str::trim) {
