@@ -183,11 +183,13 @@ pub fn topics(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     let data = found
         .iter()
         .map(|(topic, subscription)| {
-            let mut value = topic.to_json(false);
-            if let Value::Object(map) = &mut value {
-                map.insert("subscription".into(), json!(subscription.name()));
-            }
-            value
+            json!({
+                "id": topic.id,
+                "name": topic.name,
+                "description": topic.description,
+                "subscription": subscription.name(),
+                "created_at": crate::wire::timestamp(topic.created_at),
+            })
         })
         .collect();
     Ok(Reply::ok(envelope(data, has_more)))

@@ -290,9 +290,10 @@ pub fn list(
     caller.require_full_access()?;
     let status = status
         .map(|name| {
-            ImportStatus::parse(name).ok_or_else(|| Error::Invalid {
-                name: "invalid_parameter",
-                message: format!("`status` is queued, in_progress, completed or failed, got {name:?}"),
+            ImportStatus::parse(name).ok_or_else(|| {
+                Error::invalid(format!(
+                    "The `status` parameter is queued, in_progress, completed or failed, got {name:?}"
+                ))
             })
         })
         .transpose()?;
