@@ -618,3 +618,85 @@ async fn an_import_cut_by_a_restart_resumes_without_losing_or_repeating_rows() {
     assert_eq!(seen.len(), ROWS - failed);
     assert!(running.shutdown().await);
 }
+
+#[tokio::test]
+async fn limits_refuse_by_name_and_an_unsubscribed_contact_still_gets_transactional_mail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(
+        dir.path(),
+        "[delivery]\nenabled = false\n[contacts]\ncontacts_max = 2\ntopics_max = 1\nproperties_max = 1\n",
+    )
+    .await;
+    let addr = running.http_addr;
+    created(
+        addr,
+        "/contacts",
+        json!({ "email": "ann@example.com", "unsubscribed": true }),
+    )
+    .await;
+    created(addr, "/contacts", json!({ "email": "bob@example.com" })).await;
+    for (path, body, key) in [
+        ("/contacts", json!({ "email": "cy@example.com" }), "contacts_max"),
+        (
+            "/topics",
+            json!({ "name": "Two", "default_subscription": "opt_in" }),
+            "topics_max",
+        ),
+        (
+            "/contact-properties",
+            json!({ "key": "two", "type": "string" }),
+            "properties_max",
+        ),
+    ] {
+        if key != "contacts_max" {
+            let first = match key {
+                "topics_max" => json!({ "name": "One", "default_subscription": "opt_in" }),
+                _ => json!({ "key": "one", "type": "string" }),
+            };
+            created(addr, path, first).await;
+        }
+        let refused = api(addr, Method::POST, path, Some(body)).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{path}: {}",
+            refused.text()
+        );
+        assert_eq!(refused.json()["name"], "validation_error");
+        assert!(
+            refused.json()["message"].as_str().expect("message").contains(key),
+            "{}",
+            refused.text()
+        );
+    }
+    // Deleting one makes room again: the count follows deletions.
+    let deleted = api(addr, Method::DELETE, "/contacts/bob@example.com", None).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    created(addr, "/contacts", json!({ "email": "cy@example.com" })).await;
+
+    // Unsubscribing stops broadcasts, not transactional mail: no suppression, and an
+    // email to the address is accepted for delivery.
+    let suppressions = api(addr, Method::GET, "/suppressions", None).await.json();
+    assert_eq!(suppressions["data"], json!([]));
+    util::verified_domain(addr, "shop.test").await;
+    let sent = api(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(
+            json!({ "from": "orders@shop.test", "to": "ann@example.com", "subject": "Your order", "text": "Shipped." }),
+        ),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+    let email = api(
+        addr,
+        Method::GET,
+        &format!("/emails/{}", sent.json()["id"].as_str().expect("id")),
+        None,
+    )
+    .await
+    .json();
+    assert_ne!(email["last_event"], "suppressed", "{email}");
+    assert!(running.shutdown().await);
+}

@@ -152,4 +152,47 @@ mod tests {
         assert_eq!(normalize("Bob.Smith@Example.COM"), "Bob.Smith@example.com");
         assert_ne!(normalize("bob@example.com"), normalize("Bob@example.com"));
     }
+
+    #[test]
+    fn broadcasts_skip_the_unsubscribed_and_those_out_of_their_topic() {
+        let at = Timestamp::from_millis(0);
+        let id = |n: u8| Id::from_bytes([n; 16]);
+        let topic = |n: u8, default_subscription| Topic {
+            id: id(n),
+            team_id: id(0),
+            name: "t".into(),
+            description: None,
+            default_subscription,
+            visibility: topics::Visibility::Private,
+            created_at: at,
+            updated_at: at,
+        };
+        let (news, offers) = (topic(1, Subscription::OptIn), topic(2, Subscription::OptOut));
+        let mut contact = Contact {
+            id: id(9),
+            team_id: id(0),
+            email: "ann@example.com".into(),
+            first_name: None,
+            last_name: None,
+            unsubscribed: false,
+            created_at: at,
+            updated_at: at,
+            segments: Vec::new(),
+            topics: vec![TopicChoice {
+                id: news.id,
+                subscription: Subscription::OptOut,
+            }],
+            properties: BTreeMap::new(),
+        };
+        assert!(contact.receives(None));
+        assert!(!contact.receives(Some(&news)), "its own opt-out");
+        assert!(!contact.receives(Some(&offers)), "the topic's default");
+        contact.topics.push(TopicChoice {
+            id: offers.id,
+            subscription: Subscription::OptIn,
+        });
+        assert!(contact.receives(Some(&offers)), "its own opt-in");
+        contact.unsubscribed = true;
+        assert!(!contact.receives(None) && !contact.receives(Some(&offers)));
+    }
 }

@@ -28,10 +28,16 @@ const IDLE: Duration = Duration::from_secs(60);
 /// Longest reason kept for a refused row, in characters.
 const REASON_MAX: usize = 300;
 
+/// A file in the imports directory that no unfinished import reads and that has not
+/// changed for this long is left over (an upload a restart cut short, a deleted team's
+/// import) and is removed. The wait spares an upload still being written, and an import
+/// whose file is in place a moment before its record.
+const ORPHAN_AGE: Duration = Duration::from_secs(600);
+
 /// Runs until shutdown, importing whatever was uploaded, resuming what a restart
 /// interrupted.
 pub async fn run(services: Arc<Services>, mut shutdown: Shutdown) {
-    clear_partial_uploads(&services);
+    sweep_orphans(&services);
     let wake = services.import_wake().clone();
     let current: Arc<Mutex<Option<(Id, Id)>>> = Arc::default();
     while !shutdown.is_triggered() {
@@ -62,13 +68,20 @@ pub async fn run(services: Arc<Services>, mut shutdown: Shutdown) {
     }
 }
 
-/// Uploads that a restart cut short never became imports.
-fn clear_partial_uploads(services: &Services) {
+/// Removes the imports directory's left-over files (see [`ORPHAN_AGE`]); called when no
+/// import is unfinished, so no file there is in use but an upload's.
+fn sweep_orphans(services: &Services) {
     let Ok(entries) = std::fs::read_dir(directory(&services.config().server.data_dir)) else {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().ends_with(".part") {
+        let age = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok());
+        if age.is_some_and(|age| age > ORPHAN_AGE) {
+            tracing::info!(file = %entry.path().display(), "removing a left-over import file");
             let _ = std::fs::remove_file(entry.path());
         }
     }
@@ -87,6 +100,7 @@ fn step(services: &Services, current: &mut Option<(Id, Id)>) -> Result<bool, Err
             Some(import) => import,
             None => {
                 *current = None;
+                sweep_orphans(services);
                 return Ok(false);
             }
         },
