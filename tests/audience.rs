@@ -590,8 +590,26 @@ async fn an_import_cut_by_a_restart_resumes_without_losing_or_repeating_rows() {
         .iter()
         .map(|e| e["line"].as_u64().expect("line"))
         .collect();
-    // The first 100 refused rows are shown, by line (the header is line 1).
+    // The first 100 refused rows are shown, by line (the header is line 1); the rest
+    // page after the last line shown.
     assert_eq!(lines, (0..100).map(|k| k * 1000 + 7 + 2).collect::<Vec<_>>());
+    assert_eq!(import["errors_has_more"], true);
+    let last = lines[99];
+    let rest = api(
+        addr,
+        Method::GET,
+        &format!("/contacts/imports/{id}?errors_after={last}"),
+        None,
+    )
+    .await
+    .json();
+    let rest: Vec<u64> = rest["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["line"].as_u64().expect("line"))
+        .collect();
+    assert_eq!(rest, (100..failed as u64).map(|k| k * 1000 + 7 + 2).collect::<Vec<_>>());
     // Every contact exactly once: page through all of them.
     let mut seen = std::collections::HashSet::new();
     let mut after: Option<String> = None;

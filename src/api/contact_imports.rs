@@ -35,8 +35,17 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     )))
 }
 
-/// `GET /contacts/imports/{id}`: its state, counts and first refused rows.
+/// `GET /contacts/imports/{id}`: its state, counts and first refused rows; herald's
+/// `?errors_after=<line>` pages through the rest.
 pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
-    let (import, errors) = imports::get(ctx.state, ctx.caller, id)?;
-    Ok(Reply::ok(import.to_json(&errors)))
+    let after = match ctx.request.query("errors_after") {
+        None => 0,
+        Some(text) => text.parse().map_err(|_| {
+            ApiError::validation(format!(
+                "The `errors_after` parameter must be a line number, got {text:?}"
+            ))
+        })?,
+    };
+    let (import, errors, more) = imports::get(ctx.state, ctx.caller, id, after)?;
+    Ok(Reply::ok(import.to_json(&errors, more)))
 }

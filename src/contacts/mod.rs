@@ -113,11 +113,13 @@ impl Contact {
         value
     }
 
-    /// The `data` of `contact.*` events, as Resend sends it.
+    /// The `data` of `contact.*` events, as Resend sends it. `audience_id` (the first
+    /// segment, from when a contact had one audience) is text in every SDK's type, and
+    /// the Rust SDK refuses a `null`: a contact in no segment has `""`.
     pub fn event_json(&self) -> Value {
         json!({
             "id": self.id,
-            "audience_id": self.segments.first(),
+            "audience_id": self.segments.first().map_or_else(String::new, Id::to_string),
             "segment_ids": self.segments,
             "created_at": wire::iso8601(self.created_at),
             "updated_at": wire::iso8601(self.updated_at),

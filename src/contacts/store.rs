@@ -90,8 +90,8 @@ pub trait AudienceStore: Send + Sync + std::fmt::Debug {
     fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error>;
     /// Writes an import.
     fn put_import(&self, import: &ContactImport) -> Result<(), Error>;
-    /// The first `limit` rows import `import` refused, by line.
-    fn import_errors(&self, import: &ContactImport, limit: usize) -> Result<Vec<ImportError>, Error>;
+    /// Up to `limit` rows import `import` refused, by line, after line `after`.
+    fn import_errors(&self, import: &ContactImport, after: u64, limit: usize) -> Result<Vec<ImportError>, Error>;
 }
 
 /// Contacts in the node's RocksDB.
@@ -407,11 +407,13 @@ impl AudienceStore for RocksContacts {
         self.commit(batch, &[])
     }
 
-    fn import_errors(&self, import: &ContactImport, limit: usize) -> Result<Vec<ImportError>, Error> {
+    fn import_errors(&self, import: &ContactImport, after: u64, limit: usize) -> Result<Vec<ImportError>, Error> {
         let prefix = id_key(import.team_id, import.id);
+        let cursor = error_key(import.team_id, import.id, after);
         Ok(self
             .store
             .scan::<ImportError>(Scan {
+                after: Some(&cursor),
                 limit,
                 ..Scan::prefix(&prefix)
             })?

@@ -22,7 +22,8 @@ use crate::services::page::PageRequest;
 use crate::services::{Error, Services};
 use crate::wire;
 
-/// Refused rows shown with an import (`GET /contacts/imports/{id}`); all are kept.
+/// Refused rows shown with an import (`GET /contacts/imports/{id}`); all are kept, and
+/// `?errors_after=<line>` shows the next ones.
 pub const ERRORS_SHOWN: usize = 100;
 
 /// Where an import is.
@@ -146,12 +147,14 @@ impl ContactImport {
         })
     }
 
-    /// The answer to `GET /contacts/imports/{id}`, with the first refused rows.
-    pub fn to_json(&self, errors: &[ImportError]) -> Value {
+    /// The answer to `GET /contacts/imports/{id}`, with a page of refused rows and
+    /// whether more follow it.
+    pub fn to_json(&self, errors: &[ImportError], more_errors: bool) -> Value {
         let mut value = self.summary_json();
         if let Value::Object(map) = &mut value {
             map.shift_insert(0, "object".into(), json!("contact_import"));
             map.insert("errors".into(), json!(errors));
+            map.insert("errors_has_more".into(), json!(more_errors));
             map.insert("errors_total".into(), json!(self.counts.failed));
             map.insert("failure_reason".into(), json!(self.failure));
         }
@@ -265,8 +268,14 @@ pub fn segment_id(value: &Value) -> Result<Id, Error> {
     segments::parse_id(text)
 }
 
-/// The caller's import `id`, with its first refused rows.
-pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<(ContactImport, Vec<ImportError>), Error> {
+/// The caller's import `id`, with up to [`ERRORS_SHOWN`] of its refused rows after line
+/// `errors_after` (0 for the first), and whether more follow.
+pub fn get(
+    services: &Services,
+    caller: &Caller,
+    id: &str,
+    errors_after: u64,
+) -> Result<(ContactImport, Vec<ImportError>, bool), Error> {
     caller.require_full_access()?;
     let id: Id = id.trim().parse().map_err(|_| Error::Invalid {
         name: "invalid_parameter",
@@ -276,8 +285,12 @@ pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<(ContactImp
         .audience()
         .import(caller.team_id, id)?
         .ok_or(Error::NotFound("Contact import not found"))?;
-    let errors = services.audience().import_errors(&import, ERRORS_SHOWN)?;
-    Ok((import, errors))
+    let mut errors = services
+        .audience()
+        .import_errors(&import, errors_after, ERRORS_SHOWN + 1)?;
+    let more = errors.len() > ERRORS_SHOWN;
+    errors.truncate(ERRORS_SHOWN);
+    Ok((import, errors, more))
 }
 
 /// One page of the caller's imports, newest first; with `status`, only those in it.
