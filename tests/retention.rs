@@ -398,6 +398,52 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         )
         .await;
     assert_eq!(contact.status, StatusCode::CREATED, "{}", contact.text());
+    // Its audience: a segment with a member, a topic, a property, and an import with a
+    // refused row.
+    let segment = world
+        .call_as(&key, Method::POST, "/segments", Some(json!({ "name": "All" })))
+        .await;
+    let segment = segment.json()["id"].as_str().expect("segment id").to_owned();
+    let joined = world
+        .call_as(
+            &key,
+            Method::POST,
+            &format!("/contacts/ann@example.net/segments/{segment}"),
+            None,
+        )
+        .await;
+    assert_eq!(joined.status, StatusCode::CREATED, "{}", joined.text());
+    let topic = json!({ "name": "News", "default_subscription": "opt_in" });
+    let topic = world.call_as(&key, Method::POST, "/topics", Some(topic)).await;
+    assert_eq!(topic.status, StatusCode::CREATED, "{}", topic.text());
+    let property = json!({ "key": "plan", "type": "string" });
+    let property = world
+        .call_as(&key, Method::POST, "/contact-properties", Some(property))
+        .await;
+    assert_eq!(property.status, StatusCode::CREATED, "{}", property.text());
+    let boundary = "erasure-boundary";
+    let upload = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.csv\"\r\n\r\nemail\nbo@example.net\nnot an address\n\r\n--{boundary}--\r\n"
+    );
+    let content_type = format!("multipart/form-data; boundary={boundary}");
+    let import = util::call_with_headers(
+        world.running.http_addr,
+        Method::POST,
+        "/contacts/imports",
+        Some(&key),
+        &[("content-type", content_type.as_str())],
+        upload.into(),
+    )
+    .await;
+    assert_eq!(import.status, StatusCode::CREATED, "{}", import.text());
+    let import = import.json()["id"].as_str().expect("import id").to_owned();
+    util::eventually(WAIT, "the team's import to finish", || async {
+        let got = world
+            .call_as(&key, Method::GET, &format!("/contacts/imports/{import}"), None)
+            .await;
+        (got.json()["status"] == "completed").then_some(())
+    })
+    .await;
     let prefix = team_id.as_bytes().to_vec();
     for table in [
         Table::API_KEYS,
@@ -411,6 +457,13 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::IDEMPOTENCY,
         Table::CONTACTS,
         Table::CONTACT_EMAILS,
+        Table::CONTACT_COUNTS,
+        Table::SEGMENTS,
+        Table::SEGMENT_MEMBERS,
+        Table::TOPICS,
+        Table::CONTACT_PROPERTIES,
+        Table::CONTACT_IMPORTS,
+        Table::IMPORT_ERRORS,
     ] {
         assert!(
             world.keys(table, &prefix) > 0,
@@ -454,6 +507,13 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::COUNTERS,
         Table::CONTACTS,
         Table::CONTACT_EMAILS,
+        Table::CONTACT_COUNTS,
+        Table::SEGMENTS,
+        Table::SEGMENT_MEMBERS,
+        Table::TOPICS,
+        Table::CONTACT_PROPERTIES,
+        Table::CONTACT_IMPORTS,
+        Table::IMPORT_ERRORS,
     ] {
         world.wait_gone(table, &prefix).await;
     }
