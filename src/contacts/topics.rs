@@ -170,6 +170,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
             "This team has {max} topics, the most it may have ([contacts] topics_max); delete one first"
         )));
     }
+    let now = store.now();
     let topic = Topic {
         id: store.next_id(),
         team_id: caller.team_id,
@@ -177,8 +178,8 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
         description,
         default_subscription,
         visibility: new.visibility.unwrap_or_default(),
-        created_at: store.now(),
-        updated_at: store.now(),
+        created_at: now,
+        updated_at: now,
     };
     let event = events::new(store, caller.team_id, EventKind::TopicCreated, || {
         topic.event_json(false)
