@@ -393,6 +393,18 @@ async fn upload(addr: SocketAddr, fields: &[(&str, &str)], csv: &[u8]) -> HttpRe
     .await
 }
 
+async fn api_raw(addr: SocketAddr, content_type: &str, body: Vec<u8>) -> HttpResponse {
+    call_with_headers(
+        addr,
+        Method::POST,
+        "/contacts/imports",
+        Some(OPERATOR_KEY),
+        &[("content-type", content_type)],
+        Bytes::from(body),
+    )
+    .await
+}
+
 async fn finished(addr: SocketAddr, id: &str) -> Value {
     util::eventually(WAIT, "the import to finish", || async {
         let import = api(addr, Method::GET, &format!("/contacts/imports/{id}"), None)
@@ -406,11 +418,7 @@ async fn finished(addr: SocketAddr, id: &str) -> Value {
 #[tokio::test]
 async fn imports_count_and_keep_bad_rows_apply_column_maps_and_refuse_what_is_too_big() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let running = util::start_api(
-        dir.path(),
-        "[contacts]\nimport_size_max = \"64KiB\"\ncontacts_max = 4\n",
-    )
-    .await;
+    let running = util::start_api(dir.path(), "[contacts]\nimport_size_max = \"4MiB\"\ncontacts_max = 4\n").await;
     let addr = running.http_addr;
     let segment = created(addr, "/segments", json!({ "name": "Imported" })).await;
     let topic = created(
@@ -523,7 +531,7 @@ async fn imports_count_and_keep_bad_rows_apply_column_maps_and_refuse_what_is_to
     )
     .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text());
-    let big = vec![b'a'; 70 * 1024];
+    let big = vec![b'a'; 4 * 1024 * 1024 + 1];
     let too_big = upload(addr, &[], &big).await;
     assert_eq!(too_big.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", too_big.text());
     assert!(too_big.text().contains("import_size_max"));
@@ -533,6 +541,28 @@ async fn imports_count_and_keep_bad_rows_apply_column_maps_and_refuse_what_is_to
         StatusCode::UNPROCESSABLE_ENTITY,
         "{}",
         json_body.text()
+    );
+    let long_header = format!("email,{}\nann@example.com,x\n", "h".repeat(65 * 1024));
+    let refused = upload(addr, &[], long_header.as_bytes()).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("header row is longer"), "{}", refused.text());
+    let framing = api_raw(addr, "multipart/form-data; boundary=b", vec![b'x'; 3 * 1024 * 1024]).await;
+    assert_eq!(framing.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", framing.text());
+    assert!(framing.text().contains("outside any field"), "{}", framing.text());
+
+    // A row past ROW_MAX (an unclosed quote) stops the import instead of being read whole.
+    let unclosed = format!("email\nzed@example.com\n\"{}\n", "y".repeat(1_200_000));
+    let response = upload(addr, &[], unclosed.as_bytes()).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    let stopped = finished(addr, response.json()["id"].as_str().expect("id")).await;
+    assert_eq!(stopped["status"], "failed", "{stopped}");
+    assert_eq!(stopped["counts"]["total"], 1, "the row before it was read: {stopped}");
+    assert!(
+        stopped["failure_reason"]
+            .as_str()
+            .expect("reason")
+            .contains("longer than"),
+        "{stopped}"
     );
     let imports_dir = dir.path().join("data/imports");
     let left: Vec<_> = std::fs::read_dir(&imports_dir)
@@ -716,5 +746,73 @@ async fn limits_refuse_by_name_and_an_unsubscribed_contact_still_gets_transactio
     .await
     .json();
     assert_ne!(email["last_event"], "suppressed", "{email}");
+    assert!(running.shutdown().await);
+}
+
+#[tokio::test]
+async fn what_is_deleted_stays_gone_and_legacy_routes_name_members_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let plan = created(addr, "/contact-properties", json!({ "key": "plan", "type": "string" })).await;
+    let segment = created(addr, "/segments", json!({ "name": "Gone soon" })).await;
+    let kept = created(addr, "/audiences", json!({ "name": "Kept" })).await;
+    let ann = created(
+        addr,
+        "/contacts",
+        json!({ "email": "ann@example.com", "properties": { "plan": "pro" }, "segments": [segment, kept] }),
+    )
+    .await;
+    created(addr, "/contacts", json!({ "email": "bob@example.com" })).await;
+
+    // A property deleted and made again under its key starts empty.
+    let deleted = api(addr, Method::DELETE, &format!("/contact-properties/{plan}"), None).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    created(addr, "/contact-properties", json!({ "key": "plan", "type": "string" })).await;
+    let contact = api(addr, Method::GET, &format!("/contacts/{ann}"), None).await.json();
+    assert_eq!(contact["properties"], json!({}), "{contact}");
+
+    // A deleted segment leaves the contact's record at its next write.
+    let deleted = api(addr, Method::DELETE, &format!("/segments/{segment}"), None).await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    let joined = api(addr, Method::POST, &format!("/contacts/{ann}/segments/{segment}"), None).await;
+    assert_eq!(joined.status, StatusCode::NOT_FOUND, "no joining a deleted segment");
+    let changed = api(
+        addr,
+        Method::PATCH,
+        &format!("/contacts/{ann}"),
+        Some(json!({ "first_name": "Ann" })),
+    )
+    .await;
+    assert_eq!(changed.status, StatusCode::OK);
+    let of_ann = api(addr, Method::GET, &format!("/contacts/{ann}/segments"), None)
+        .await
+        .json();
+    assert_eq!(ids(&of_ann), [kept.as_str()]);
+
+    // Legacy routes name a contact through an audience it is in.
+    let member = api(
+        addr,
+        Method::GET,
+        &format!("/audiences/{kept}/contacts/ann@example.com"),
+        None,
+    )
+    .await;
+    assert_eq!(member.status, StatusCode::OK, "{}", member.text());
+    for method in [Method::GET, Method::PATCH, Method::DELETE] {
+        let body = (method == Method::PATCH).then(|| json!({ "first_name": "Bob" }));
+        let other = api(
+            addr,
+            method.clone(),
+            &format!("/audiences/{kept}/contacts/bob@example.com"),
+            body,
+        )
+        .await;
+        assert_eq!(other.status, StatusCode::NOT_FOUND, "{method}: {}", other.text());
+    }
+    assert_eq!(
+        api(addr, Method::GET, "/contacts/bob@example.com", None).await.status,
+        StatusCode::OK
+    );
     assert!(running.shutdown().await);
 }

@@ -36,13 +36,13 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 }
 
 /// `GET /contacts/imports/{id}`: its state, counts and first refused rows; herald's
-/// `?errors_after=<line>` pages through the rest.
+/// `?errors_after=<row>` pages through the rest.
 pub fn get(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let after = match ctx.request.query("errors_after") {
         None => 0,
         Some(text) => text.parse().map_err(|_| {
             ApiError::validation(format!(
-                "The `errors_after` parameter must be a line number, got {text:?}"
+                "The `errors_after` parameter must be a row number, got {text:?}"
             ))
         })?,
     };

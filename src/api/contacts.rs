@@ -135,11 +135,15 @@ pub fn delete(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     })))
 }
 
-/// The legacy `/audiences/{id}/contacts/{id-or-email}` routes: the audience must exist;
-/// then they are the contact's own routes.
-pub fn in_audience(ctx: &Ctx<'_>, audience: &str) -> Result<(), ApiError> {
-    segments::get(ctx.state, ctx.caller, audience)?;
-    Ok(())
+/// The legacy `/audiences/{id}/contacts/{id-or-email}` routes: the audience must exist
+/// and hold the contact (when it exists); then they are the contact's own routes.
+pub fn in_audience(ctx: &Ctx<'_>, audience: &str, target: &str) -> Result<(), ApiError> {
+    Ok(service::check_member(
+        ctx.state,
+        ctx.caller,
+        audience,
+        &decoded(target)?,
+    )?)
 }
 
 /// `GET /contacts/{id-or-email}/segments`.

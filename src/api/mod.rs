@@ -128,13 +128,13 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DeleteAudience(id) => segments::delete(ctx, id, Named::Audience),
         Route::CreateAudienceContact(id) => contacts::create_in(ctx, id),
         Route::GetAudienceContact(id, target) => {
-            contacts::in_audience(ctx, id).and_then(|()| contacts::get(ctx, target))
+            contacts::in_audience(ctx, id, target).and_then(|()| contacts::get(ctx, target))
         }
         Route::UpdateAudienceContact(id, target) => {
-            contacts::in_audience(ctx, id).and_then(|()| contacts::update(ctx, target))
+            contacts::in_audience(ctx, id, target).and_then(|()| contacts::update(ctx, target))
         }
         Route::DeleteAudienceContact(id, target) => {
-            contacts::in_audience(ctx, id).and_then(|()| contacts::delete(ctx, target))
+            contacts::in_audience(ctx, id, target).and_then(|()| contacts::delete(ctx, target))
         }
         Route::CreateTopic => topics::create(ctx),
         Route::ListTopics => topics::list(ctx),

@@ -23,6 +23,11 @@ pub struct ContactsConfig {
     /// Largest import upload, in bytes. Uploads stream to the data directory; this bounds
     /// the disk one request can take.
     pub import_size_max: u64,
+    /// Refused rows an import keeps the line and reason of; all are counted. Bounds what
+    /// a file of nothing but bad rows leaves in the store.
+    pub import_errors_max: u64,
+    /// Uploads received at once; each holds a connection and writes to disk.
+    pub uploads_max: u64,
 }
 
 impl Default for ContactsConfig {
@@ -34,6 +39,8 @@ impl Default for ContactsConfig {
             properties_max: 100,
             property_value_max: 2_048,
             import_size_max: 512 * 1024 * 1024,
+            import_errors_max: 10_000,
+            uploads_max: 4,
         }
     }
 }
@@ -73,6 +80,12 @@ impl Validator<'_> {
                 raw.import_size_max.as_deref(),
                 defaults.import_size_max,
             )?,
+            import_errors_max: count(
+                "contacts.import_errors_max",
+                raw.import_errors_max,
+                defaults.import_errors_max,
+            )?,
+            uploads_max: count("contacts.uploads_max", raw.uploads_max, defaults.uploads_max)?,
         })
     }
 }
@@ -86,5 +99,7 @@ pub(super) fn render(config: &ContactsConfig) -> RawContacts {
         properties_max: Some(config.properties_max),
         property_value_max: Some(config.property_value_max.to_string()),
         import_size_max: Some(config.import_size_max.to_string()),
+        import_errors_max: Some(config.import_errors_max),
+        uploads_max: Some(config.uploads_max),
     }
 }

@@ -162,6 +162,8 @@ pub struct RawContacts {
     pub properties_max: Option<u64>,
     pub property_value_max: Option<String>,
     pub import_size_max: Option<String>,
+    pub import_errors_max: Option<u64>,
+    pub uploads_max: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -12,7 +12,8 @@
 //! indexed by segment, so a segment's contacts page without reading anyone else's. When
 //! a segment, topic or property goes, the records that name it are not rewritten (there
 //! may be millions): what they say of it is ignored on reading, and dropped at the
-//! contact's next write.
+//! contact's next write (see [`service`]), so a record names at most the live segments
+//! and topics plus those deleted since its last write.
 
 pub mod imports;
 pub mod properties;
@@ -58,10 +59,11 @@ pub struct Contact {
     /// Its own topic choices; a topic it never chose follows the topic's default.
     #[serde(default)]
     pub topics: Vec<TopicChoice>,
-    /// Custom property values by key: strings and numbers, checked against the team's
-    /// definitions when written.
+    /// Custom property values by property id (not key: a property deleted and made
+    /// again under the same key starts empty): strings and numbers, checked against the
+    /// team's definitions when written.
     #[serde(default)]
-    pub properties: BTreeMap<String, Value>,
+    pub properties: BTreeMap<Id, Value>,
 }
 
 /// How an address is looked up: the domain part lower-cased (domains are
@@ -95,7 +97,7 @@ impl Contact {
         for definition in definitions {
             let value = self
                 .properties
-                .get(&definition.key)
+                .get(&definition.id)
                 .filter(|value| definition.kind.admits(value))
                 .or(definition.fallback_value.as_ref());
             if let Some(value) = value {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::accounts::Caller;
 use crate::services::page::PageRequest;
-use crate::services::{Error, RecordName, Services};
+use crate::services::{Error, Services};
 use crate::wire;
 
 /// Longest key, in characters.
@@ -111,14 +111,14 @@ pub fn text(value: &Value) -> String {
     }
 }
 
-/// Checks `given` (a request's `properties`) against the team's `definitions`: each key
-/// defined, each value of its type and at most `value_max` bytes. A `null` removes the
-/// value (`None` in the result).
+/// Checks `given` (a request's `properties`, by key) against the team's `definitions`:
+/// each key defined, each value of its type and at most `value_max` bytes. The result is
+/// by property id; a `null` removes the value (`None`).
 pub fn check(
     definitions: &[ContactProperty],
     given: &Map<String, Value>,
     value_max: u64,
-) -> Result<BTreeMap<String, Option<Value>>, Error> {
+) -> Result<BTreeMap<Id, Option<Value>>, Error> {
     let mut checked = BTreeMap::new();
     for (key, value) in given {
         let Some(definition) = definitions.iter().find(|d| d.key == *key) else {
@@ -127,11 +127,11 @@ pub fn check(
             )));
         };
         if value.is_null() {
-            checked.insert(key.clone(), None);
+            checked.insert(definition.id, None);
             continue;
         }
         check_value(&definition.key, definition.kind, value, value_max)?;
-        checked.insert(key.clone(), Some(value.clone()));
+        checked.insert(definition.id, Some(value.clone()));
     }
     Ok(checked)
 }
@@ -153,13 +153,18 @@ pub fn check_value(key: &str, kind: PropertyType, value: &Value, value_max: u64)
 }
 
 /// Applies checked values to a contact's: `None` removes.
-pub fn apply(values: &mut BTreeMap<String, Value>, checked: BTreeMap<String, Option<Value>>) {
-    for (key, value) in checked {
+pub fn apply(values: &mut BTreeMap<Id, Value>, checked: BTreeMap<Id, Option<Value>>) {
+    for (id, value) in checked {
         match value {
-            Some(value) => values.insert(key, value),
-            None => values.remove(&key),
+            Some(value) => values.insert(id, value),
+            None => values.remove(&id),
         };
     }
+}
+
+/// Drops the values of properties that are gone (deleted since the contact's last write).
+pub fn retain_defined(values: &mut BTreeMap<Id, Value>, definitions: &[ContactProperty]) {
+    values.retain(|id, _| definitions.iter().any(|d| d.id == *id));
 }
 
 /// A property to create, as a caller gives it.
@@ -174,10 +179,9 @@ pub struct NewProperty {
 }
 
 fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    services.lock_record(RecordName {
-        table: "contact_properties",
-        key: team_id.as_bytes(),
-    })
+    // One lock for a team's whole audience: record locks are striped and not
+    // reentrant, so a change that needs two of them could deadlock with itself.
+    super::service::lock(services, team_id)
 }
 
 fn check_key(key: &str) -> Result<(), Error> {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::accounts::Caller;
 use crate::services::page::PageRequest;
-use crate::services::{Error, RecordName, Services, required_text};
+use crate::services::{Error, Services, required_text};
 use crate::wire;
 
 /// Longest segment name, in characters.
@@ -43,10 +43,9 @@ impl Segment {
 /// Serialises the creation of a team's segments, so the count checked against
 /// `[contacts] segments_max` is the count written.
 fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    services.lock_record(RecordName {
-        table: "segments",
-        key: team_id.as_bytes(),
-    })
+    // One lock for a team's whole audience: record locks are striped and not
+    // reentrant, so a change that needs two of them could deadlock with itself.
+    super::service::lock(services, team_id)
 }
 
 /// Creates a segment named `name`.
@@ -112,7 +111,9 @@ pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<Strin
     Ok(segment.id)
 }
 
-/// Deletes the caller's segment `id` with its membership index; its contacts stay.
+/// Deletes the caller's segment `id` with its membership index; its contacts stay. It
+/// holds the team's contact lock, under which joins check that a segment exists, so no
+/// contact joins the segment after its index is gone.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
     let _guard = lock(services, caller.team_id);

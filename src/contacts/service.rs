@@ -51,10 +51,12 @@ pub struct ContactChange {
     pub properties: Option<Map<String, Value>>,
 }
 
-/// Serialises changes to a team's contacts: an address is looked up before it is taken,
-/// a change of address takes one while freeing another, and the team's count moves with
-/// each creation. One lock per team keeps that simple and deadlock-free; each change
-/// holds it for one read and one commit (an import, for one chunk).
+/// Serialises changes to a team's audience: an address is looked up before it is taken,
+/// a change of address takes one while freeing another, the team's count moves with
+/// each creation, and segments and topics are checked to exist before contacts join
+/// them (their deletion holds this lock too). One lock per team keeps that simple and
+/// deadlock-free; each change holds it for a few reads and one commit (an import, for
+/// one chunk).
 pub fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
     services.lock_record(RecordName {
         table: "contacts",
@@ -115,8 +117,10 @@ fn event(services: &Services, contact: &Contact, kind: EventKind) -> Result<Opti
     })?)
 }
 
-/// Each segment of `ids` exists for the team; the ids without repeats.
-fn existing_segments(services: &Services, team_id: Id, ids: &[Id]) -> Result<Vec<Id>, Error> {
+/// Each segment of `ids` exists for the team; the ids without repeats. Checked under the
+/// team's contact lock, which a segment's deletion also takes, so no membership is
+/// written for a segment deleted meanwhile.
+pub fn existing_segments(services: &Services, team_id: Id, ids: &[Id]) -> Result<Vec<Id>, Error> {
     let mut kept: Vec<Id> = Vec::with_capacity(ids.len());
     for id in ids {
         segments::find(services, team_id, *id)?;
@@ -128,7 +132,7 @@ fn existing_segments(services: &Services, team_id: Id, ids: &[Id]) -> Result<Vec
 }
 
 /// Each topic of `choices` exists for the team; the choices, the last for each topic.
-fn existing_topics(services: &Services, team_id: Id, choices: &[TopicChoice]) -> Result<Vec<TopicChoice>, Error> {
+pub fn existing_topics(services: &Services, team_id: Id, choices: &[TopicChoice]) -> Result<Vec<TopicChoice>, Error> {
     let mut kept: Vec<TopicChoice> = Vec::with_capacity(choices.len());
     for choice in choices {
         topics::find(services, team_id, choice.id)?;
@@ -151,10 +155,10 @@ pub fn create(services: &Services, caller: &Caller, new: NewContact) -> Result<I
     let definitions = services.audience().properties(team)?;
     let value_max = services.config().contacts.property_value_max;
     let checked = properties::check(&definitions, &new.properties.unwrap_or_default(), value_max)?;
-    let segments = existing_segments(services, team, &new.segments)?;
-    let topics = existing_topics(services, team, &new.topics)?;
     let store = services.store();
     let _guard = lock(services, team);
+    let segments = existing_segments(services, team, &new.segments)?;
+    let topics = existing_topics(services, team, &new.topics)?;
     if services.contacts().by_email(team, &email)?.is_some() {
         return Err(Error::Conflict(format!(
             "A contact with the email {email} already exists"
@@ -194,11 +198,12 @@ pub fn create_in_segment(
     caller.require_full_access()?;
     let segment = segments::get(services, caller, segment)?;
     new.segments.push(segment.id);
-    let (email, first_name, last_name, unsubscribed) = (
+    let (email, first_name, last_name, unsubscribed, properties) = (
         new.email.clone(),
         new.first_name.clone(),
         new.last_name.clone(),
         new.unsubscribed,
+        new.properties.clone(),
     );
     match create(services, caller, new) {
         Err(Error::Conflict(_)) => {
@@ -207,6 +212,7 @@ pub fn create_in_segment(
                 first_name: first_name.map(Some),
                 last_name: last_name.map(Some),
                 unsubscribed,
+                properties,
                 ..ContactChange::default()
             };
             update(services, caller, &target, change)?;
@@ -221,6 +227,18 @@ pub fn create_in_segment(
 pub fn get(services: &Services, caller: &Caller, target: &str) -> Result<Contact, Error> {
     caller.require_full_access()?;
     find(services, caller.team_id, target)?.ok_or(Error::NotFound("Contact not found"))
+}
+
+/// Refuses, as not found, a contact named `target` that exists but is not in segment
+/// `segment` (which must exist): the legacy audience routes name a contact by audience.
+pub fn check_member(services: &Services, caller: &Caller, segment: &str, target: &str) -> Result<(), Error> {
+    let segment = segments::get(services, caller, segment)?;
+    match find(services, caller.team_id, target)? {
+        Some(contact) if !contact.segments.contains(&segment.id) => {
+            Err(Error::NotFound("Contact not found in this audience"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The caller's contact named `target` as `GET /contacts/{id-or-email}` answers it.
@@ -307,11 +325,28 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Contac
 }
 
 /// Writes `contact`, changed from `previous`, with an event of each of `kinds`; nothing
-/// when nothing changed.
+/// when nothing changed. What it says of segments, topics and properties deleted since
+/// it was last written goes with the write.
 fn save(services: &Services, mut contact: Contact, previous: &Contact, kinds: &[EventKind]) -> Result<Id, Error> {
     if contact == *previous {
         return Ok(contact.id);
     }
+    let (team, audience) = (contact.team_id, services.audience());
+    let mut live = Vec::with_capacity(contact.segments.len());
+    for id in &contact.segments {
+        if audience.segment(team, *id)?.is_some() {
+            live.push(*id);
+        }
+    }
+    contact.segments = live;
+    let mut live = Vec::with_capacity(contact.topics.len());
+    for choice in &contact.topics {
+        if audience.topic(team, choice.id)?.is_some() {
+            live.push(*choice);
+        }
+    }
+    contact.topics = live;
+    properties::retain_defined(&mut contact.properties, &audience.properties(team)?);
     contact.updated_at = services.store().now();
     let mut events = Vec::new();
     for kind in kinds {
@@ -356,8 +391,8 @@ pub fn segments_of(
 /// ids. Adding a member again changes nothing.
 pub fn add_to_segment(services: &Services, caller: &Caller, target: &str, segment: &str) -> Result<(Id, Id), Error> {
     caller.require_full_access()?;
-    let segment = segments::get(services, caller, segment)?;
     let _guard = lock(services, caller.team_id);
+    let segment = segments::get(services, caller, segment)?;
     let previous = get(services, caller, target)?;
     let mut contact = previous.clone();
     if !contact.segments.contains(&segment.id) {
@@ -415,8 +450,8 @@ pub fn set_topics(
     choices: &[TopicChoice],
 ) -> Result<(Id, Vec<TopicChoice>), Error> {
     caller.require_full_access()?;
-    let choices = existing_topics(services, caller.team_id, choices)?;
     let _guard = lock(services, caller.team_id);
+    let choices = existing_topics(services, caller.team_id, choices)?;
     let previous = get(services, caller, target)?;
     let mut contact = previous.clone();
     let mut opted_out = false;

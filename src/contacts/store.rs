@@ -90,7 +90,7 @@ pub trait AudienceStore: Send + Sync + std::fmt::Debug {
     fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error>;
     /// Writes an import.
     fn put_import(&self, import: &ContactImport) -> Result<(), Error>;
-    /// Up to `limit` rows import `import` refused, by line, after line `after`.
+    /// Up to `limit` rows import `import` refused, in file order, after row `after`.
     fn import_errors(&self, import: &ContactImport, after: u64, limit: usize) -> Result<Vec<ImportError>, Error>;
 }
 
@@ -221,8 +221,8 @@ fn member_key(team_id: Id, segment_id: Id, contact_id: Id) -> Vec<u8> {
     .concat()
 }
 
-fn error_key(team_id: Id, import_id: Id, line: u64) -> Vec<u8> {
-    [team_id.as_bytes().as_slice(), import_id.as_bytes(), &line.to_be_bytes()].concat()
+fn error_key(team_id: Id, import_id: Id, row: u64) -> Vec<u8> {
+    [team_id.as_bytes().as_slice(), import_id.as_bytes(), &row.to_be_bytes()].concat()
 }
 
 impl ContactStore for RocksContacts {
@@ -258,10 +258,13 @@ impl ContactStore for RocksContacts {
     }
 
     fn count(&self, team_id: Id) -> Result<u64, Error> {
-        Ok(self
-            .store
-            .get::<ContactCount>(team_id.as_bytes())?
-            .map_or(0, |count| count.contacts))
+        if let Some(count) = self.store.get::<ContactCount>(team_id.as_bytes())? {
+            return Ok(count.contacts);
+        }
+        // Contacts written before counts were kept: counted once here, then kept by the
+        // next write.
+        let keys = self.store.scan_raw(Table::CONTACTS, Scan::prefix(team_id.as_bytes()))?;
+        Ok(keys.len() as u64)
     }
 
     fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event]) -> Result<(), Error> {
@@ -298,7 +301,7 @@ impl ContactStore for RocksContacts {
         }
         self.stage_count(&mut batch, import.team_id, added, 0)?;
         for error in errors {
-            batch.put(error_key(import.team_id, import.id, error.line), error)?;
+            batch.put(error_key(import.team_id, import.id, error.row), error)?;
         }
         batch.put(id_key(import.team_id, import.id), import)?;
         self.commit(batch, events)

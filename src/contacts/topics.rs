@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::accounts::Caller;
 use crate::events::{self, EventKind};
 use crate::services::page::PageRequest;
-use crate::services::{Error, RecordName, Services, required_text};
+use crate::services::{Error, Services, required_text};
 use crate::wire;
 
 /// Longest topic name, in characters.
@@ -136,10 +136,9 @@ pub struct TopicChange {
 }
 
 fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    services.lock_record(RecordName {
-        table: "topics",
-        key: team_id.as_bytes(),
-    })
+    // One lock for a team's whole audience: record locks are striped and not
+    // reentrant, so a change that needs two of them could deadlock with itself.
+    super::service::lock(services, team_id)
 }
 
 fn description(text: Option<String>) -> Result<Option<String>, Error> {

@@ -12,6 +12,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::ratelimit::Decision;
 use super::request::{ApiRequest, BODY_MAX};
 use super::request_log::{self, RequestLog};
 use super::response::{self, ApiError};
@@ -39,10 +40,18 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         // make the server take in a body of up to `BODY_MAX`.
         _ => match authenticate(state, &request, peer) {
             Err(response) => ("unauthenticated", *response),
-            Ok(caller) => match read(state, request, &caller).await {
-                Ok(request) => api(state, request, caller, started).await,
-                Err(error) => ("unread", error.into_response()),
-            },
+            Ok(caller) => {
+                // Taken before the body is read: an upload is refused before it streams.
+                let decision = state.rate_limits.check(caller.team_id);
+                match read(state, request, &caller, &decision).await {
+                    Ok(request) => api(state, request, caller, decision, started).await,
+                    Err(error) => {
+                        let mut response = error.into_response();
+                        decision.apply(response.headers_mut());
+                        ("unread", response)
+                    }
+                }
+            }
         },
     };
     metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
@@ -53,15 +62,43 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
 
 /// Reads the request's body: into memory, up to [`BODY_MAX`], or for an upload, to a
 /// file in the data directory, up to `[contacts] import_size_max`. An upload is refused
-/// before it is read when the key could not use it anyway.
-async fn read(state: &AppState, request: Request<Incoming>, caller: &Caller) -> Result<ApiRequest, ApiError> {
+/// before it is read when it could not be taken anyway: a key that may not import, a team
+/// over its rate, `[contacts] uploads_max` uploads already streaming, or a disk without
+/// room for it above the spool's free-space floor.
+async fn read(
+    state: &AppState,
+    request: Request<Incoming>,
+    caller: &Caller,
+    decision: &Decision,
+) -> Result<ApiRequest, ApiError> {
     if !upload::is_upload(request.method(), request.uri().path()) {
         return ApiRequest::read(request, BODY_MAX).await;
     }
     if caller.permission == Permission::SendingAccess {
         return Err(ApiError::restricted_api_key());
     }
+    if !decision.allowed {
+        return Err(ApiError::rate_limited());
+    }
     let config = state.config();
+    let Ok(_permit) = state.uploads.try_acquire() else {
+        return Err(ApiError::unavailable(format!(
+            "{} contact imports are being uploaded, the most at once ([contacts] uploads_max); try again shortly",
+            config.contacts.uploads_max
+        )));
+    };
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok())
+        .and_then(|length| length.parse::<u64>().ok());
+    let needed = declared.unwrap_or(config.contacts.import_size_max);
+    let health = state.store().health();
+    if health.disk_available < health.disk_minimum.saturating_add(needed) {
+        return Err(ApiError::unavailable(format!(
+            "The server's disk has no room for an upload of {needed} bytes above its free-space minimum ([spool] min_free_space)"
+        )));
+    }
     let dir = crate::contacts::imports::directory(&config.server.data_dir);
     upload::read(request, &dir, config.contacts.import_size_max).await
 }
@@ -111,9 +148,9 @@ async fn api(
     state: &Arc<AppState>,
     request: ApiRequest,
     caller: Caller,
+    decision: Decision,
     started: Instant,
 ) -> (&'static str, Response<Full<Bytes>>) {
-    let decision = state.rate_limits.check(caller.team_id);
     let routed = router::route(&request.method, &request.path);
     let label = routed.as_ref().map_or("unknown", Route::label);
     let request = Arc::new(request);

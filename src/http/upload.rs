@@ -4,6 +4,10 @@
 //! the other form fields are small and read whole, within limits.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::StreamExt;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -19,6 +23,17 @@ pub const FIELD_MAX: u64 = 64 * 1024;
 
 /// Most form fields other than the file.
 pub const FIELDS_MAX: usize = 16;
+
+/// Most bytes received and not yet handed out as field data: the multipart framing (a
+/// preamble, boundaries, part headers) and what the parser holds while it looks for the
+/// end of a part's headers. Without it, a body that never finishes a part header would
+/// be buffered whole.
+pub const FRAMING_MAX: u64 = 2 * 1024 * 1024;
+
+/// The error that stops a body whose framing passes [`FRAMING_MAX`].
+#[derive(Debug, thiserror::Error)]
+#[error("more than {FRAMING_MAX} bytes of multipart framing")]
+struct Unframed;
 
 /// The form part that carries the file.
 const FILE_FIELD: &str = "file";
@@ -81,7 +96,19 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
             parts.uri.path()
         ))
     })?;
-    let stream = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX)).into_data_stream();
+    let received = Arc::new(AtomicU64::new(0));
+    let delivered = Arc::new(AtomicU64::new(0));
+    let (seen, used) = (Arc::clone(&received), Arc::clone(&delivered));
+    let stream = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX))
+        .into_data_stream()
+        .map(move |chunk| {
+            let chunk = chunk?;
+            let total = seen.fetch_add(chunk.len() as u64, Ordering::Relaxed) + chunk.len() as u64;
+            if total.saturating_sub(used.load(Ordering::Relaxed)) > FRAMING_MAX {
+                return Err(Box::new(Unframed) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(chunk)
+        });
     let constraints = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
             .whole_stream(limit)
@@ -108,6 +135,9 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
         {
             too_large()
         }
+        multer::Error::StreamReadFailed(error) if error.is::<Unframed>() => ApiError::validation(format!(
+            "The upload is not valid multipart/form-data: more than {FRAMING_MAX} bytes arrived outside any field"
+        )),
         multer::Error::StreamReadFailed(error) => ApiError::bad_request(format!("Could not read the upload: {error}")),
         other => ApiError::validation(format!("The upload is not valid multipart/form-data: {other}")),
     };
@@ -122,6 +152,7 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
             let out = file.insert(create(dir, &upload.path).await?);
             while let Some(chunk) = field.chunk().await.map_err(failed)? {
                 upload.bytes += chunk.len() as u64;
+                delivered.fetch_add(chunk.len() as u64, Ordering::Relaxed);
                 out.write_all(&chunk).await.map_err(|e| disk(&e))?;
             }
         } else {
@@ -131,6 +162,7 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
                 )));
             }
             let text = field.text().await.map_err(failed)?;
+            delivered.fetch_add(text.len() as u64, Ordering::Relaxed);
             upload.fields.push((name, text));
         }
     }

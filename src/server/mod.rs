@@ -42,6 +42,8 @@ pub struct AppState {
     pub blocking: Semaphore,
     /// Bounds walks of the whole spool (`herald queue` lists, stats and retries) at once.
     pub queue_scans: Semaphore,
+    /// Bounds contact imports being uploaded at once (`[contacts] uploads_max`).
+    pub uploads: Semaphore,
 }
 
 impl std::ops::Deref for AppState {
@@ -170,12 +172,14 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
             rate_limits.set_override(team.id, Some(rate));
         }
     }
+    let config_uploads = services.config().contacts.uploads_max;
     let state = Arc::new(AppState {
         services,
         rate_limits,
         anonymous_limits,
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
+        uploads: Semaphore::new(usize::try_from(config_uploads).unwrap_or(usize::MAX)),
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();

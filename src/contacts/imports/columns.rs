@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use herald_queue::Id;
 use serde_json::Value;
 
 use crate::contacts::ContactProperty;
@@ -59,6 +60,8 @@ pub struct Columns {
 /// One property's column.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PropertyColumn {
+    /// The property's id.
+    pub id: Id,
     /// The property's key.
     pub key: String,
     /// Its position.
@@ -80,8 +83,8 @@ pub struct Row {
     pub last_name: Option<String>,
     /// Unsubscribed.
     pub unsubscribed: Option<bool>,
-    /// Property values.
-    pub properties: BTreeMap<String, Value>,
+    /// Property values, by property id.
+    pub properties: BTreeMap<Id, Value>,
 }
 
 /// Reads the header row of the CSV at `path` and resolves `map` (or the header's own
@@ -106,6 +109,11 @@ pub fn resolve(path: &Path, map: Option<&ColumnMap>, definitions: &[ContactPrope
         ));
     }
     let offset = reader.position().byte();
+    if offset >= HEADER_MAX {
+        return Err(Error::invalid(format!(
+            "Invalid `file` field: the header row is longer than {HEADER_MAX} bytes; its first row must name the columns"
+        )));
+    }
     let names: Vec<String> = header
         .iter()
         .map(|n| n.trim().trim_start_matches('\u{feff}').to_owned())
@@ -154,6 +162,7 @@ pub fn resolve(path: &Path, map: Option<&ColumnMap>, definitions: &[ContactPrope
             }
         };
         property_columns.push(PropertyColumn {
+            id: definition.id,
             key: key.clone(),
             index: position(&mapped.column, &format!("properties.{key}"))?,
             kind: definition.kind,
@@ -165,6 +174,7 @@ pub fn resolve(path: &Path, map: Option<&ColumnMap>, definitions: &[ContactPrope
         for definition in definitions {
             if let Some(index) = names.iter().position(|name| *name == definition.key) {
                 property_columns.push(PropertyColumn {
+                    id: definition.id,
                     key: definition.key.clone(),
                     index,
                     kind: definition.kind,
@@ -214,7 +224,7 @@ impl Columns {
                     .map_err(|why| format!("property {}: {why}", column.key))?
             };
             properties::check_value(&column.key, column.kind, &value, value_max).map_err(|e| e.to_string())?;
-            row.properties.insert(column.key.clone(), value);
+            row.properties.insert(column.id, value);
         }
         Ok(row)
     }

@@ -16,14 +16,16 @@ use serde_json::{Value, json};
 pub use columns::{ColumnMap, Columns, PropertyColumn};
 pub use worker::run;
 
-use super::{TopicChoice, segments, topics};
+use super::TopicChoice;
+use super::segments;
+use super::service::{existing_segments, existing_topics};
 use crate::accounts::Caller;
-use crate::services::page::PageRequest;
+use crate::services::page::{Cursor, PageRequest};
 use crate::services::{Error, Services};
 use crate::wire;
 
-/// Refused rows shown with an import (`GET /contacts/imports/{id}`); all are kept, and
-/// `?errors_after=<line>` shows the next ones.
+/// Refused rows shown with an import (`GET /contacts/imports/{id}`); the first
+/// `[contacts] import_errors_max` are kept, and `?errors_after=<row>` shows the next ones.
 pub const ERRORS_SHOWN: usize = 100;
 
 /// Where an import is.
@@ -129,6 +131,9 @@ pub struct ContactImport {
 /// A row an import refused.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ImportError {
+    /// Its place among the file's rows (the first after the header is 1): the key it is
+    /// kept and paged by, which lines are not (a file with bare `\r` line ends, say).
+    pub row: u64,
     /// Its line in the file (the header is line 1).
     pub line: u64,
     /// Why.
@@ -199,14 +204,9 @@ pub fn create(services: &Services, caller: &Caller, upload: &Path, new: &NewImpo
             )));
         }
     };
-    let segments = parse_segments(new.segments.as_deref())?
-        .iter()
-        .map(|id| segments::find(services, team, *id).map(|s| s.id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let segments = existing_segments(services, team, &parse_segments(new.segments.as_deref())?)?;
     let topics: Vec<TopicChoice> = parse_json(new.topics.as_deref(), "topics")?.unwrap_or_default();
-    for choice in &topics {
-        topics::find(services, team, choice.id)?;
-    }
+    let topics = existing_topics(services, team, &topics)?;
     let map: Option<ColumnMap> = parse_json(new.column_map.as_deref(), "column_map")?;
     let definitions = services.audience().properties(team)?;
     let (columns, offset) = columns::resolve(upload, map.as_ref(), &definitions)?;
@@ -231,10 +231,14 @@ pub fn create(services: &Services, caller: &Caller, upload: &Path, new: &NewImpo
         tracing::error!(%error, "cannot move an import's upload into place");
         Error::Internal("cannot keep the uploaded file")
     })?;
-    // The rename must outlive a crash as the record will: sync the directory.
-    if let Ok(dir) = std::fs::File::open(directory(data_dir)) {
-        let _ = dir.sync_all();
-    }
+    // The rename must outlive a crash as the record will: sync the directory, or
+    // acknowledge nothing.
+    std::fs::File::open(directory(data_dir))
+        .and_then(|dir| dir.sync_all())
+        .map_err(|error| {
+            tracing::error!(%error, "cannot sync the imports directory");
+            Error::Internal("cannot keep the uploaded file")
+        })?;
     services.audience().put_import(&import)?;
     services.import_wake().wake();
     Ok(import.id)
@@ -268,7 +272,7 @@ pub fn segment_id(value: &Value) -> Result<Id, Error> {
     segments::parse_id(text)
 }
 
-/// The caller's import `id`, with up to [`ERRORS_SHOWN`] of its refused rows after line
+/// The caller's import `id`, with up to [`ERRORS_SHOWN`] of its refused rows after row
 /// `errors_after` (0 for the first), and whether more follow.
 pub fn get(
     services: &Services,
@@ -310,9 +314,42 @@ pub fn list(
             })
         })
         .transpose()?;
-    let (mut imports, has_more) = services.audience().import_page(caller.team_id, page)?;
-    if let Some(status) = status {
-        imports.retain(|import| import.status == status);
+    let Some(status) = status else {
+        return Ok(services.audience().import_page(caller.team_id, page)?);
+    };
+    // Filtered as they are read, page after page, so a page is never short while more
+    // match beyond it.
+    let mut found = Vec::new();
+    let mut cursor = *page;
+    loop {
+        let (imports, more) = services.audience().import_page(caller.team_id, &cursor)?;
+        let last = match cursor.cursor {
+            Cursor::Before(_) => imports.first().map(|i| i.id),
+            _ => imports.last().map(|i| i.id),
+        };
+        let matching = imports.into_iter().filter(|import| import.status == status);
+        match cursor.cursor {
+            // Each page is newer than the last: it goes in front, newest first.
+            Cursor::Before(_) => {
+                found.splice(0..0, matching);
+            }
+            _ => found.extend(matching),
+        }
+        let Some(last) = last.filter(|_| more && found.len() <= page.limit) else {
+            break;
+        };
+        cursor.cursor = match cursor.cursor {
+            Cursor::Before(_) => Cursor::Before(last),
+            _ => Cursor::After(last),
+        };
     }
-    Ok((imports, has_more))
+    let has_more = found.len() > page.limit;
+    match page.cursor {
+        // The ones just newer than the cursor: the end of the list.
+        Cursor::Before(_) => {
+            found.drain(..found.len().saturating_sub(page.limit));
+        }
+        _ => found.truncate(page.limit),
+    }
+    Ok((found, has_more))
 }
