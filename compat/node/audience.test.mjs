@@ -538,8 +538,9 @@ test('contacts.imports.create with the default columns; poll get until completed
   assert.deepEqual(done.counts, { total: 4, created: 2, updated: 1, skipped: 0, failed: 1 });
   assert.equal(done.errors_total, 1);
   assert.equal(done.errors.length, 1);
-  assert.deepEqual(Object.keys(done.errors[0]).sort(), ['line', 'reason']);
+  assert.deepEqual(Object.keys(done.errors[0]).sort(), ['line', 'reason', 'row']);
   assert.equal(done.errors[0].line, 3, 'the bad row is the file\'s third line (the header is line 1)');
+  assert.equal(done.errors[0].row, 2, 'and its second row (the first after the header is row 1)');
   assert.equal(typeof done.errors[0].reason, 'string');
   assert.ok(done.errors[0].reason.length > 0);
 

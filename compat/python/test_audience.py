@@ -645,8 +645,9 @@ def test_import_with_default_columns_then_poll_and_list():
         assert done["counts"] == {"total": 4, "created": 2, "updated": 1, "skipped": 0, "failed": 1}
         assert done["errors_total"] == 1
         assert len(done["errors"]) == 1
-        assert sorted(done["errors"][0]) == ["line", "reason"]
+        assert sorted(done["errors"][0]) == ["line", "reason", "row"]
         assert done["errors"][0]["line"] == 3, "the bad row is the file's third line (the header is line 1)"
+        assert done["errors"][0]["row"] == 2, "and its second row (the first after the header is row 1)"
         assert isinstance(done["errors"][0]["reason"], str) and done["errors"][0]["reason"]
 
         ann = resend.Contacts.get(email=a)
