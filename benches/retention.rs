@@ -154,6 +154,7 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             last_event: EmailState::Delivered,
             size: 1_500,
             source: Source::Api,
+            template: None,
             attempts: Vec::new(),
             content_expired: false,
         };

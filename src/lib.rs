@@ -68,6 +68,7 @@ pub mod shutdown;
 pub mod smtp;
 pub mod suppressions;
 pub mod telemetry;
+pub mod templates;
 #[cfg(test)]
 mod testing;
 pub mod webhooks;

@@ -47,3 +47,8 @@ fn email_request_corpus() {
 fn scheduled_at_corpus() {
     replay("scheduled_at", email_checks::scheduled_at);
 }
+
+#[test]
+fn template_merge_corpus() {
+    replay("template_merge", herald::templates::merge::fuzz);
+}

@@ -24,6 +24,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "runner.rs",
     "services",
     "suppressions",
+    "templates",
     "webhooks",
     "wire.rs",
 ];

@@ -103,8 +103,12 @@ impl Table {
     pub const CONTACT_PROPERTIES: Table = Table::new("contact_properties");
     /// Contact imports by team and import id.
     pub const CONTACT_IMPORTS: Table = Table::new("contact_imports");
-    /// The rows an import refused, by team, import id and line number.
+    /// The rows an import refused, by team, import id and row number.
     pub const IMPORT_ERRORS: Table = Table::new("import_errors");
+    /// Templates (with their versions) by team and template id.
+    pub const TEMPLATES: Table = Table::new("templates");
+    /// Template ids by team and lower-cased alias.
+    pub const TEMPLATE_ALIASES: Table = Table::new("template_aliases");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -156,6 +160,8 @@ impl Table {
         Table::CONTACT_PROPERTIES,
         Table::CONTACT_IMPORTS,
         Table::IMPORT_ERRORS,
+        Table::TEMPLATES,
+        Table::TEMPLATE_ALIASES,
     ];
 }
 

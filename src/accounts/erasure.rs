@@ -42,6 +42,8 @@ const BY_TEAM: &[Table] = &[
     Table::CONTACT_PROPERTIES,
     Table::CONTACT_IMPORTS,
     Table::IMPORT_ERRORS,
+    Table::TEMPLATES,
+    Table::TEMPLATE_ALIASES,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,

@@ -62,8 +62,10 @@ fn sender(ctx: &Ctx<'_>) -> Sender {
     }
 }
 
-/// Validates one email, downloading `path` attachments through the outbound client.
-fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiError> {
+/// Validates one email, rendering its template if it names one and downloading `path`
+/// attachments through the outbound client.
+fn check(ctx: &Ctx<'_>, mut input: SendEmail) -> Result<crate::emails::Email, ApiError> {
+    let template = crate::templates::send::apply(ctx.state, ctx.caller.team_id, &mut input)?;
     let outbound = ctx.state.outbound();
     let runtime = tokio::runtime::Handle::current();
     let mut fetch = |url: &str| -> Result<(Vec<u8>, Option<String>), String> {
@@ -73,7 +75,9 @@ fn check(ctx: &Ctx<'_>, input: SendEmail) -> Result<crate::emails::Email, ApiErr
             .map_err(|e| e.to_string())?;
         Ok((response.body.to_vec(), response.content_type))
     };
-    Ok(validate(input, ctx.state.store().now(), &mut fetch)?)
+    let mut email = validate(input, ctx.state.store().now(), &mut fetch)?;
+    email.template = template;
+    Ok(email)
 }
 
 /// `POST /emails`.

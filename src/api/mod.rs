@@ -14,6 +14,7 @@ mod segments;
 mod suppressions;
 mod suppressions_batch;
 mod teams;
+mod templates;
 mod topics;
 mod webhook_deliveries;
 mod webhook_events;
@@ -136,6 +137,13 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DeleteAudienceContact(id, target) => {
             contacts::in_audience(ctx, id, target).and_then(|()| contacts::delete(ctx, target))
         }
+        Route::CreateTemplate => templates::create(ctx),
+        Route::ListTemplates => templates::list(ctx),
+        Route::GetTemplate(target) => templates::get(ctx, target),
+        Route::UpdateTemplate(target) => templates::update(ctx, target),
+        Route::DeleteTemplate(target) => templates::delete(ctx, target),
+        Route::PublishTemplate(target) => templates::publish(ctx, target),
+        Route::DuplicateTemplate(target) => templates::duplicate(ctx, target),
         Route::CreateTopic => topics::create(ctx),
         Route::ListTopics => topics::list(ctx),
         Route::GetTopic(id) => topics::get(ctx, id),

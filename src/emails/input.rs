@@ -33,6 +33,17 @@ pub struct SendEmail {
     pub tags: Option<Vec<TagInput>>,
     /// When to send.
     pub scheduled_at: Option<String>,
+    /// A stored template to render instead of `html` and `text`.
+    pub template: Option<TemplateInput>,
+}
+
+/// `template` on a send: the template's id or alias, and the values of its variables.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TemplateInput {
+    /// The template's id or alias.
+    pub id: Option<String>,
+    /// Variable values: strings or numbers.
+    pub variables: Option<serde_json::Map<String, Value>>,
 }
 
 /// A string or an array of strings.

@@ -100,6 +100,7 @@ pub fn prepare(
         last_event: EmailState::Sent,
         size: message.len() as u64,
         source: Source::Smtp,
+        template: None,
         attempts: Vec::new(),
         content_expired: false,
     };

@@ -66,6 +66,9 @@ pub struct EmailRecord {
     pub size: u64,
     /// Where it came in.
     pub source: Source,
+    /// The template (and version) it was rendered from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::templates::TemplateRef>,
     /// The latest delivery attempts, for debugging (oldest first, at most
     /// [`EmailRecord::ATTEMPTS_KEPT`]).
     #[serde(default)]
@@ -129,6 +132,13 @@ impl EmailRecord {
             map.insert("tags".into(), json!(self.tags));
             // herald's own field: `html` and `text` are null because retention removed them.
             map.insert("content_expired".into(), json!(self.content_expired));
+            // herald's own field: the template and version it was rendered from.
+            if let Some(template) = &self.template {
+                map.insert(
+                    "template".into(),
+                    json!({ "id": template.id, "version_id": template.version_id }),
+                );
+            }
         }
         value
     }
@@ -150,6 +160,7 @@ impl EmailRecord {
             tags: self.tags.clone(),
             last_event: self.last_event,
             attempts: self.attempts.clone(),
+            template_id: self.template.map(|t| t.id),
         }
     }
 
@@ -186,13 +197,16 @@ pub struct EmailStatus {
     pub last_event: EmailState,
     /// The latest delivery attempts, oldest first.
     pub attempts: Vec<AttemptLog>,
+    /// The template it was rendered from, for its events' `template_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<Id>,
 }
 
 impl EmailStatus {
     /// The `data` of this email's webhook events.
     pub fn event_data(&self, at: Timestamp) -> Value {
         let tags: serde_json::Map<String, Value> = self.tags.iter().map(|t| (t.name.clone(), json!(t.value))).collect();
-        json!({
+        let mut data = json!({
             "email_id": self.id,
             "created_at": wire::iso8601(at),
             "from": self.from,
@@ -200,7 +214,12 @@ impl EmailStatus {
             "subject": self.subject,
             "message_id": self.message_id,
             "tags": tags,
-        })
+        });
+        // Resend's field for emails sent with a template (the SDKs' event types have it).
+        if let (Some(template), Value::Object(map)) = (self.template_id, &mut data) {
+            map.insert("template_id".into(), json!(template));
+        }
+        data
     }
 }
 

@@ -189,6 +189,7 @@ mod tests {
             tags: Vec::new(),
             last_event,
             attempts: Vec::new(),
+            template_id: None,
         }
     }
 

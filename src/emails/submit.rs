@@ -126,6 +126,7 @@ pub fn prepare(
         last_event,
         size: raw.len() as u64,
         source,
+        template: email.template,
         attempts: Vec::new(),
         content_expired: false,
     };

@@ -104,6 +104,8 @@ pub struct Email {
     pub tags: Vec<Tag>,
     /// When to send; `None` is now.
     pub scheduled_at: Option<Timestamp>,
+    /// The template it was rendered from.
+    pub template: Option<crate::templates::TemplateRef>,
 }
 
 impl Email {
@@ -171,6 +173,7 @@ pub fn validate(input: SendEmail, now: Timestamp, fetch: &mut Fetch<'_>) -> Resu
             .transpose()
             .map_err(Invalid::Field)?
             .filter(|at| *at > now),
+        template: None,
     })
 }
 

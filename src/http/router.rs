@@ -141,6 +141,20 @@ pub enum Route {
     UpdateContactProperty(String),
     /// `DELETE /contact-properties/{id}`
     DeleteContactProperty(String),
+    /// `POST /templates`
+    CreateTemplate,
+    /// `GET /templates`
+    ListTemplates,
+    /// `GET /templates/{id-or-alias}`
+    GetTemplate(String),
+    /// `PATCH /templates/{id-or-alias}`
+    UpdateTemplate(String),
+    /// `DELETE /templates/{id-or-alias}`
+    DeleteTemplate(String),
+    /// `POST /templates/{id-or-alias}/publish`
+    PublishTemplate(String),
+    /// `POST /templates/{id-or-alias}/duplicate`
+    DuplicateTemplate(String),
     /// `POST /suppressions`
     AddSuppression,
     /// `GET /suppressions`
@@ -255,6 +269,13 @@ impl Route {
             Route::GetContactProperty(_) => "contact_properties.get",
             Route::UpdateContactProperty(_) => "contact_properties.update",
             Route::DeleteContactProperty(_) => "contact_properties.delete",
+            Route::CreateTemplate => "templates.create",
+            Route::ListTemplates => "templates.list",
+            Route::GetTemplate(_) => "templates.get",
+            Route::UpdateTemplate(_) => "templates.update",
+            Route::DeleteTemplate(_) => "templates.delete",
+            Route::PublishTemplate(_) => "templates.publish",
+            Route::DuplicateTemplate(_) => "templates.duplicate",
             Route::AddSuppression => "suppressions.add",
             Route::ListSuppressions => "suppressions.list",
             Route::GetSuppression(_) => "suppressions.get",
@@ -390,6 +411,17 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
                 (Method::DELETE, Route::DeleteAudienceContact(id, target)),
             ])
         }
+        ["templates"] => one(&[
+            (Method::POST, Route::CreateTemplate),
+            (Method::GET, Route::ListTemplates),
+        ]),
+        ["templates", id] => one(&[
+            (Method::GET, Route::GetTemplate((*id).to_owned())),
+            (Method::PATCH, Route::UpdateTemplate((*id).to_owned())),
+            (Method::DELETE, Route::DeleteTemplate((*id).to_owned())),
+        ]),
+        ["templates", id, "publish"] => one(&[(Method::POST, Route::PublishTemplate((*id).to_owned()))]),
+        ["templates", id, "duplicate"] => one(&[(Method::POST, Route::DuplicateTemplate((*id).to_owned()))]),
         ["topics"] => one(&[(Method::POST, Route::CreateTopic), (Method::GET, Route::ListTopics)]),
         ["topics", id] => one(&[
             (Method::GET, Route::GetTopic((*id).to_owned())),

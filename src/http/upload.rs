@@ -30,6 +30,9 @@ pub const FIELDS_MAX: usize = 16;
 /// be buffered whole.
 pub const FRAMING_MAX: u64 = 2 * 1024 * 1024;
 
+/// Longest wait for the next bytes of an upload.
+pub const IDLE_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The error that stops a body whose framing passes [`FRAMING_MAX`].
 #[derive(Debug, thiserror::Error)]
 #[error("more than {FRAMING_MAX} bytes of multipart framing")]
@@ -141,7 +144,7 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
         multer::Error::StreamReadFailed(error) => ApiError::bad_request(format!("Could not read the upload: {error}")),
         other => ApiError::validation(format!("The upload is not valid multipart/form-data: {other}")),
     };
-    while let Some(mut field) = form.next_field().await.map_err(failed)? {
+    while let Some(mut field) = stalled(form.next_field()).await?.map_err(failed)? {
         let name = field.name().unwrap_or_default().to_owned();
         if name == FILE_FIELD {
             if file.is_some() {
@@ -150,7 +153,7 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
                 ));
             }
             let out = file.insert(create(dir, &upload.path).await?);
-            while let Some(chunk) = field.chunk().await.map_err(failed)? {
+            while let Some(chunk) = stalled(field.chunk()).await?.map_err(failed)? {
                 upload.bytes += chunk.len() as u64;
                 delivered.fetch_add(chunk.len() as u64, Ordering::Relaxed);
                 out.write_all(&chunk).await.map_err(|e| disk(&e))?;
@@ -161,7 +164,7 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
                     "The upload has more than {FIELDS_MAX} form fields"
                 )));
             }
-            let text = field.text().await.map_err(failed)?;
+            let text = stalled(field.text()).await?.map_err(failed)?;
             delivered.fetch_add(text.len() as u64, Ordering::Relaxed);
             upload.fields.push((name, text));
         }
@@ -190,6 +193,17 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
         headers: parts.headers,
         body: Bytes::from(serde_json::Value::Object(summary).to_string()),
         upload: Some(upload),
+    })
+}
+
+/// `step`, or a refusal when the client sends nothing for [`IDLE_MAX`]: a stalled
+/// upload must not hold one of the few upload slots for ever.
+async fn stalled<T>(step: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+    tokio::time::timeout(IDLE_MAX, step).await.map_err(|_| {
+        ApiError::bad_request(format!(
+            "The upload stalled: nothing arrived for {} s",
+            IDLE_MAX.as_secs()
+        ))
     })
 }
 

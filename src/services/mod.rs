@@ -22,6 +22,7 @@ use crate::limits::{DestinationLimits, LocalDestinations};
 use crate::outbound::Outbound;
 use crate::runner::Wake;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
+use crate::templates::{RocksTemplates, TemplateStore};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
 
 /// What every service operation may use.
@@ -50,6 +51,7 @@ pub struct Services {
     /// Contacts.
     contacts: Box<dyn ContactStore>,
     audience: Box<dyn AudienceStore>,
+    templates: Box<dyn TemplateStore>,
     import_wake: Wake,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
@@ -91,6 +93,7 @@ impl Services {
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
             contacts: Box::new(RocksContacts::new(store.clone())),
             audience: Box::new(RocksContacts::new(store.clone())),
+            templates: Box::new(RocksTemplates::new(store.clone())),
             import_wake: Wake::default(),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
@@ -154,6 +157,11 @@ impl Services {
     /// Contacts.
     pub fn contacts(&self) -> &dyn ContactStore {
         &*self.contacts
+    }
+
+    /// Templates.
+    pub fn templates(&self) -> &dyn TemplateStore {
+        &*self.templates
     }
 
     /// Segments, topics, contact property definitions and imports.

@@ -1,0 +1,176 @@
+//! Sending with a template: `POST /emails {"template": {"id", "variables"}}` (and each
+//! item of a batch). The published version's parts are rendered with the variables into
+//! the email's `from`, `subject`, `reply_to` (each unless the send gives its own), `html`
+//! and `text`, which then go through the same validation as any email: a variable can
+//! never put a CR or LF into a header, and one that has neither a value nor a fallback is
+//! refused by name, never sent as a hole.
+
+use std::borrow::Cow;
+
+use herald_queue::Id;
+use serde_json::{Map, Value};
+
+use super::merge::{self, Escape, Parsed};
+use super::service::{VALUE_MAX, VARIABLES_MAX, find};
+use super::{TemplateRef, Version};
+use crate::emails::input::{OneOrMany, SendEmail};
+use crate::services::{Error, Services};
+
+/// The names that would put an unsubscribe link in the email, which herald cannot make
+/// yet.
+const UNSUBSCRIBE: &[&str] = &["UNSUBSCRIBE_URL", "RESEND_UNSUBSCRIBE_URL"];
+
+/// Fills `input` from the template it names, if any; the template and version used.
+pub fn apply(services: &Services, team_id: Id, input: &mut SendEmail) -> Result<Option<TemplateRef>, Error> {
+    let Some(given) = input.template.take() else {
+        return Ok(None);
+    };
+    if input.html.as_deref().is_some_and(|h| !h.is_empty()) || input.text.as_deref().is_some_and(|t| !t.is_empty()) {
+        return Err(Error::invalid(
+            "`html` and `text` cannot be sent with `template`: the template's own are rendered (leave them out)",
+        ));
+    }
+    let target = given
+        .id
+        .filter(|id| !id.trim().is_empty())
+        .ok_or(Error::MissingField("template.id"))?;
+    let template = find(services, team_id, &target)?.ok_or(Error::NotFound("Template not found"))?;
+    let Some(version) = &template.published else {
+        return Err(Error::invalid(format!(
+            "The template {target} is not published; publish it (POST /templates/{}/publish) to send with it",
+            template.id
+        )));
+    };
+    let variables = given.variables.unwrap_or_default();
+    check_variables(version, &variables)?;
+    let rendered = render(version, &variables, input)?;
+    input.html = Some(rendered.html);
+    input.text = rendered.text;
+    if input.subject.as_deref().is_none_or(str::is_empty) {
+        input.subject = rendered.subject;
+    }
+    if input.from.as_deref().is_none_or(str::is_empty) {
+        input.from = rendered.from;
+    }
+    if input.reply_to.is_none() && !rendered.reply_to.is_empty() {
+        input.reply_to = Some(OneOrMany::Many(rendered.reply_to));
+    }
+    Ok(Some(TemplateRef {
+        id: template.id,
+        version_id: version.id,
+    }))
+}
+
+/// The variables a send gives: at most [`VARIABLES_MAX`], named as variables are, each a
+/// string (of at most [`VALUE_MAX`] bytes) or a number, of the declared type.
+fn check_variables(version: &Version, given: &Map<String, Value>) -> Result<(), Error> {
+    if given.len() > VARIABLES_MAX {
+        return Err(Error::invalid(format!(
+            "Invalid `template.variables` field: at most {VARIABLES_MAX} variables, got {}",
+            given.len()
+        )));
+    }
+    // A key the template never uses is ignored, whatever its name: only used ones matter.
+    for (key, value) in given {
+        let field = format!("template.variables.{key}");
+        match value {
+            Value::String(text) if text.len() > VALUE_MAX => {
+                return Err(Error::invalid(format!(
+                    "Invalid `{field}` field: longer than {VALUE_MAX} bytes"
+                )));
+            }
+            Value::String(_) | Value::Number(_) => {}
+            _ => return Err(Error::invalid(format!("Invalid `{field}` field: a string or a number"))),
+        }
+        if let Some(declared) = version.variables.iter().find(|v| v.key == *key)
+            && !declared.kind.admits(value)
+        {
+            return Err(Error::invalid(format!(
+                "Invalid `{field}` field: the template declares it a {}",
+                declared.kind.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A version's parts, rendered.
+struct Rendered {
+    from: Option<String>,
+    subject: Option<String>,
+    reply_to: Vec<String>,
+    html: String,
+    text: Option<String>,
+}
+
+fn render(version: &Version, given: &Map<String, Value>, input: &SendEmail) -> Result<Rendered, Error> {
+    let lookup = |name: &str| -> Option<Cow<'_, str>> {
+        let value = given.get(name).or_else(|| {
+            version
+                .variables
+                .iter()
+                .find(|v| v.key == name)?
+                .fallback_value
+                .as_ref()
+        })?;
+        Some(match value {
+            Value::String(text) => Cow::Borrowed(text.as_str()),
+            other => Cow::Owned(other.to_string()),
+        })
+    };
+    let one = |field: &str, source: &str, escape: Escape| -> Result<String, Error> {
+        let parsed = parse(field, source)?;
+        if let Some(name) = parsed.names().into_iter().find(|n| UNSUBSCRIBE.contains(n)) {
+            return Err(Error::invalid(format!(
+                "The template's `{field}` uses {{{{{{{name}}}}}}}: unsubscribe links are not available in herald yet"
+            )));
+        }
+        parsed.render(escape, lookup).map_err(|missing| {
+            Error::invalid(format!(
+                "Missing template variable `{}` (in the template's `{field}`): give it in `template.variables`, or give it a fallback",
+                missing.0
+            ))
+        })
+    };
+    let wanted = |given: bool, own: Option<&String>, field: &str| -> Result<Option<String>, Error> {
+        match own {
+            Some(source) if !given => one(field, source, Escape::None).map(Some),
+            _ => Ok(None),
+        }
+    };
+    Ok(Rendered {
+        from: wanted(
+            input.from.as_deref().is_some_and(|f| !f.is_empty()),
+            version.from.as_ref(),
+            "from",
+        )?,
+        subject: wanted(
+            input.subject.as_deref().is_some_and(|s| !s.is_empty()),
+            version.subject.as_ref(),
+            "subject",
+        )?,
+        reply_to: if input.reply_to.is_some() {
+            Vec::new()
+        } else {
+            version
+                .reply_to
+                .iter()
+                .map(|r| one("reply_to", r, Escape::None))
+                .collect::<Result<_, _>>()?
+        },
+        html: one("html", &version.html, Escape::Html)?,
+        text: version
+            .text
+            .as_ref()
+            .map(|t| one("text", t, Escape::None))
+            .transpose()?,
+    })
+}
+
+/// A stored part, parsed: it parsed when saved, so a failure here is herald's.
+fn parse(field: &str, source: &str) -> Result<Parsed, Error> {
+    merge::parse(source).map_err(|error| {
+        tracing::error!(%error, field, "a stored template part does not parse");
+        Error::Internal("a stored template does not parse")
+    })
+}

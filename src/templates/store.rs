@@ -1,0 +1,102 @@
+//! Where templates are kept. [`TemplateStore`] is the narrow interface the service uses;
+//! [`RocksTemplates`] keeps them in the node's RocksDB: a template by team and id in
+//! [`Table::TEMPLATES`] (both its versions in the one record), and its alias, lower-cased,
+//! pointing at it by team in [`Table::TEMPLATE_ALIASES`], written in the same batch.
+
+use herald_queue::{Batch, Error, Id, Record, Store, Table};
+
+use super::Template;
+use crate::services::page::PageRequest;
+
+/// A team's templates.
+pub trait TemplateStore: Send + Sync + std::fmt::Debug {
+    /// The team's template `id`.
+    fn get(&self, team_id: Id, id: Id) -> Result<Option<Template>, Error>;
+    /// The team's template with alias `alias` (in any case).
+    fn by_alias(&self, team_id: Id, alias: &str) -> Result<Option<Template>, Error>;
+    /// One page of the team's templates, newest first.
+    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Template>, bool), Error>;
+    /// Writes `template`, new or changed from `previous` (whose alias may go).
+    fn put(&self, template: &Template, previous: Option<&Template>) -> Result<(), Error>;
+    /// Deletes `template` with its alias.
+    fn delete(&self, template: &Template) -> Result<(), Error>;
+}
+
+/// Templates in the node's RocksDB.
+#[derive(Debug, Clone)]
+pub struct RocksTemplates {
+    store: Store,
+}
+
+impl RocksTemplates {
+    /// Templates in `store`.
+    pub fn new(store: Store) -> RocksTemplates {
+        RocksTemplates { store }
+    }
+}
+
+impl Record for Template {
+    const TABLE: Table = Table::TEMPLATES;
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Alias {
+    id: Id,
+}
+
+impl Record for Alias {
+    const TABLE: Table = Table::TEMPLATE_ALIASES;
+}
+
+fn id_key(team_id: Id, id: Id) -> Vec<u8> {
+    [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
+}
+
+fn alias_key(team_id: Id, alias: &str) -> Vec<u8> {
+    [team_id.as_bytes().as_slice(), alias.to_ascii_lowercase().as_bytes()].concat()
+}
+
+impl TemplateStore for RocksTemplates {
+    fn get(&self, team_id: Id, id: Id) -> Result<Option<Template>, Error> {
+        self.store.get(id_key(team_id, id))
+    }
+
+    fn by_alias(&self, team_id: Id, alias: &str) -> Result<Option<Template>, Error> {
+        let Some(entry) = self.store.get::<Alias>(alias_key(team_id, alias))? else {
+            return Ok(None);
+        };
+        Ok(self
+            .get(team_id, entry.id)?
+            .filter(|t| t.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(alias))))
+    }
+
+    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Template>, bool), Error> {
+        page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn put(&self, template: &Template, previous: Option<&Template>) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        if let Some(old) = previous.and_then(|p| p.alias.as_deref())
+            && template
+                .alias
+                .as_deref()
+                .is_none_or(|new| !new.eq_ignore_ascii_case(old))
+        {
+            batch.delete::<Alias>(alias_key(template.team_id, old));
+        }
+        if let Some(alias) = &template.alias {
+            batch.put(alias_key(template.team_id, alias), &Alias { id: template.id })?;
+        }
+        batch.put(id_key(template.team_id, template.id), template)?;
+        self.store.commit(batch).wait()
+    }
+
+    fn delete(&self, template: &Template) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        if let Some(alias) = &template.alias {
+            batch.delete::<Alias>(alias_key(template.team_id, alias));
+        }
+        batch.delete::<Template>(id_key(template.team_id, template.id));
+        self.store.commit(batch).wait()
+    }
+}
