@@ -14,6 +14,7 @@ use crate::emails::{EmailRecord, Invalid, Source, service, validate};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
 use crate::outbound::Limits;
+use crate::templates::send::Cache as Templates;
 
 /// Emails per batch at most.
 pub const BATCH_MAX: usize = 100;
@@ -64,8 +65,8 @@ fn sender(ctx: &Ctx<'_>) -> Sender {
 
 /// Validates one email, rendering its template if it names one and downloading `path`
 /// attachments through the outbound client.
-fn check(ctx: &Ctx<'_>, mut input: SendEmail) -> Result<crate::emails::Email, ApiError> {
-    let template = crate::templates::send::apply(ctx.state, ctx.caller.team_id, &mut input)?;
+fn check(ctx: &Ctx<'_>, mut input: SendEmail, templates: &mut Templates) -> Result<crate::emails::Email, ApiError> {
+    let template = crate::templates::send::apply(ctx.state, ctx.caller.team_id, &mut input, templates)?;
     let outbound = ctx.state.outbound();
     let runtime = tokio::runtime::Handle::current();
     let mut fetch = |url: &str| -> Result<(Vec<u8>, Option<String>), String> {
@@ -85,7 +86,7 @@ pub fn send(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let body = ctx.request.json_value()?;
     with_idempotency(ctx, &body, |in_flight| {
         let input: SendEmail = parse(&body)?;
-        let email = check(ctx, input)?;
+        let email = check(ctx, input, &mut Templates::default())?;
         let sender = sender(ctx);
         let domain = submit::authorize(ctx.state, &sender, &email)?;
         let prepared = submit::prepare(ctx.state, &sender, &email, &domain, Source::Api)?;
@@ -128,8 +129,9 @@ pub fn batch(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         let sender = sender(ctx);
         let mut prepared = Vec::new();
         let mut errors = Vec::new();
+        let mut templates = Templates::default();
         for (index, input) in inputs.into_iter().enumerate() {
-            match prepare_one(ctx, &sender, input) {
+            match prepare_one(ctx, &sender, input, &mut templates) {
                 Ok(one) => prepared.push(one),
                 Err(error) if permissive => errors.push(json!({ "index": index, "message": error.message })),
                 Err(mut error) => {
@@ -151,7 +153,12 @@ pub fn batch(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     })
 }
 
-fn prepare_one(ctx: &Ctx<'_>, sender: &Sender, input: SendEmail) -> Result<submit::Prepared, ApiError> {
+fn prepare_one(
+    ctx: &Ctx<'_>,
+    sender: &Sender,
+    input: SendEmail,
+    templates: &mut Templates,
+) -> Result<submit::Prepared, ApiError> {
     if input.attachments.as_ref().is_some_and(|a| !a.is_empty()) {
         return Err(ApiError::validation(
             "Attachments are not supported in batch emails; send them with POST /emails",
@@ -162,7 +169,7 @@ fn prepare_one(ctx: &Ctx<'_>, sender: &Sender, input: SendEmail) -> Result<submi
             "scheduled_at is not supported in batch emails; send them with POST /emails",
         ));
     }
-    let email = check(ctx, input)?;
+    let email = check(ctx, input, templates)?;
     let domain = submit::authorize(ctx.state, sender, &email)?;
     Ok(submit::prepare(ctx.state, sender, &email, &domain, Source::Api)?)
 }

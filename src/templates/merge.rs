@@ -16,16 +16,19 @@ pub const FALLBACK_MAX: usize = 2_000;
 const OPEN: &str = "{{{";
 const CLOSE: &str = "}}}";
 
-/// A parsed template: literal text and variables, in order.
+/// A parsed template: literal text and variables, in order. Each distinct variable has a
+/// slot, so a render looks each one up and escapes it once, however often it is used.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Parsed {
     parts: Vec<Part>,
+    /// The distinct variable names, by slot, in order of first use.
+    names: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Text(String),
-    Variable { name: String, fallback: Option<String> },
+    Variable { slot: usize, fallback: Option<String> },
 }
 
 /// Why a template does not parse, and where.
@@ -59,6 +62,7 @@ pub struct Missing(pub String);
 /// Parses `source`.
 pub fn parse(source: &str) -> Result<Parsed, ParseError> {
     let mut parts = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     let mut rest = 0;
     while let Some(found) = source[rest..].find(OPEN) {
         let open = rest + found;
@@ -84,8 +88,12 @@ pub fn parse(source: &str) -> Result<Parsed, ParseError> {
                 format!("the fallback of {name} is longer than {FALLBACK_MAX} bytes"),
             ));
         }
+        let slot = names.iter().position(|n| n == name).unwrap_or_else(|| {
+            names.push(name.to_owned());
+            names.len() - 1
+        });
         parts.push(Part::Variable {
-            name: name.to_owned(),
+            slot,
             fallback: fallback.map(str::to_owned),
         });
         rest = inner_start + length + CLOSE.len();
@@ -93,7 +101,7 @@ pub fn parse(source: &str) -> Result<Parsed, ParseError> {
     if rest < source.len() {
         parts.push(Part::Text(source[rest..].to_owned()));
     }
-    Ok(Parsed { parts })
+    Ok(Parsed { parts, names })
 }
 
 /// Whether `name` may name a variable: letters, digits and `_`, with `.` between parts
@@ -131,46 +139,56 @@ fn error(source: &str, offset: usize, message: String) -> ParseError {
 impl Parsed {
     /// The variables used, in order of first use.
     pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for part in &self.parts {
-            if let Part::Variable { name, .. } = part
-                && !names.contains(&name.as_str())
-            {
-                names.push(name);
-            }
-        }
-        names
+        self.names.iter().map(String::as_str).collect()
     }
 
     /// Renders with each variable's value from `lookup`, else its inline fallback;
     /// a variable with neither is [`Missing`].
     pub fn render<'v>(&self, escape: Escape, lookup: impl Fn(&str) -> Option<Cow<'v, str>>) -> Result<String, Missing> {
-        let mut out = String::with_capacity(self.parts.iter().map(Part::len_hint).sum());
+        // Each variable once: looked up, escaped, then copied wherever it is used.
+        let values: Vec<Option<Cow<'v, str>>> = self
+            .names
+            .iter()
+            .map(|name| {
+                lookup(name).map(|value| match escape {
+                    Escape::None => value,
+                    Escape::Html => escaped(value),
+                })
+            })
+            .collect();
+        let mut size = 0;
+        for part in &self.parts {
+            size += match part {
+                Part::Text(text) => text.len(),
+                Part::Variable { slot, .. } => values[*slot].as_deref().map_or(16, str::len),
+            };
+        }
+        let mut out = String::with_capacity(size);
         for part in &self.parts {
             match part {
                 Part::Text(text) => out.push_str(text),
-                Part::Variable { name, fallback } => {
-                    let value = lookup(name)
-                        .or_else(|| fallback.as_deref().map(Cow::Borrowed))
-                        .ok_or_else(|| Missing(name.clone()))?;
-                    match escape {
-                        Escape::None => out.push_str(&value),
-                        Escape::Html => escape_html(&value, &mut out),
-                    }
-                }
+                Part::Variable { slot, fallback } => match (&values[*slot], fallback) {
+                    (Some(value), _) => out.push_str(value),
+                    (None, Some(fallback)) => match escape {
+                        Escape::None => out.push_str(fallback),
+                        Escape::Html => escape_html(fallback, &mut out),
+                    },
+                    (None, None) => return Err(Missing(self.names[*slot].clone())),
+                },
             }
         }
         Ok(out)
     }
 }
 
-impl Part {
-    fn len_hint(&self) -> usize {
-        match self {
-            Part::Text(text) => text.len(),
-            Part::Variable { .. } => 16,
-        }
+/// `value` HTML-escaped, borrowed when there is nothing to escape.
+fn escaped(value: Cow<'_, str>) -> Cow<'_, str> {
+    if !value.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'')) {
+        return value;
     }
+    let mut out = String::with_capacity(value.len() + 16);
+    escape_html(&value, &mut out);
+    Cow::Owned(out)
 }
 
 /// Appends `text` to `out` with `&`, `<`, `>`, `"` and `'` as character references, so

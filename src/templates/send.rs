@@ -6,6 +6,8 @@
 //! refused by name, never sent as a hole.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use herald_queue::Id;
 use serde_json::{Map, Value};
@@ -20,8 +22,32 @@ use crate::services::{Error, Services};
 /// yet.
 const UNSUBSCRIBE: &[&str] = &["UNSUBSCRIBE_URL", "RESEND_UNSUBSCRIBE_URL"];
 
+/// The templates a request has sent with, each found and parsed once however many of
+/// its emails (a batch of a hundred) use it.
+#[derive(Debug, Default)]
+pub struct Cache {
+    found: HashMap<String, Arc<Prepared>>,
+}
+
+/// A published version, parsed.
+#[derive(Debug)]
+struct Prepared {
+    reference: TemplateRef,
+    version: Version,
+    from: Option<Parsed>,
+    subject: Option<Parsed>,
+    reply_to: Vec<Parsed>,
+    html: Parsed,
+    text: Option<Parsed>,
+}
+
 /// Fills `input` from the template it names, if any; the template and version used.
-pub fn apply(services: &Services, team_id: Id, input: &mut SendEmail) -> Result<Option<TemplateRef>, Error> {
+pub fn apply(
+    services: &Services,
+    team_id: Id,
+    input: &mut SendEmail,
+    cache: &mut Cache,
+) -> Result<Option<TemplateRef>, Error> {
     let Some(given) = input.template.take() else {
         return Ok(None);
     };
@@ -34,16 +60,17 @@ pub fn apply(services: &Services, team_id: Id, input: &mut SendEmail) -> Result<
         .id
         .filter(|id| !id.trim().is_empty())
         .ok_or(Error::MissingField("template.id"))?;
-    let template = find(services, team_id, &target)?.ok_or(Error::NotFound("Template not found"))?;
-    let Some(version) = &template.published else {
-        return Err(Error::invalid(format!(
-            "The template {target} is not published; publish it (POST /templates/{}/publish) to send with it",
-            template.id
-        )));
+    let prepared = match cache.found.get(&target) {
+        Some(prepared) => Arc::clone(prepared),
+        None => {
+            let prepared = Arc::new(prepare(services, team_id, &target)?);
+            cache.found.insert(target, Arc::clone(&prepared));
+            prepared
+        }
     };
     let variables = given.variables.unwrap_or_default();
-    check_variables(version, &variables)?;
-    let rendered = render(version, &variables, input)?;
+    check_variables(&prepared.version, &variables)?;
+    let rendered = render(&prepared, &variables, input)?;
     input.html = Some(rendered.html);
     input.text = rendered.text;
     if input.subject.as_deref().is_none_or(str::is_empty) {
@@ -55,10 +82,43 @@ pub fn apply(services: &Services, team_id: Id, input: &mut SendEmail) -> Result<
     if input.reply_to.is_none() && !rendered.reply_to.is_empty() {
         input.reply_to = Some(OneOrMany::Many(rendered.reply_to));
     }
-    Ok(Some(TemplateRef {
-        id: template.id,
-        version_id: version.id,
-    }))
+    Ok(Some(prepared.reference))
+}
+
+/// The published version of the team's template `target`, parsed.
+fn prepare(services: &Services, team_id: Id, target: &str) -> Result<Prepared, Error> {
+    let template = find(services, team_id, target)?.ok_or(Error::NotFound("Template not found"))?;
+    let Some(version) = template.published else {
+        return Err(Error::invalid(format!(
+            "The template {target} is not published; publish it (POST /templates/{}/publish) to send with it",
+            template.id
+        )));
+    };
+    let part = |field: &str, source: &str| -> Result<Parsed, Error> {
+        let parsed = parse(field, source)?;
+        if let Some(name) = parsed.names().into_iter().find(|n| UNSUBSCRIBE.contains(n)) {
+            return Err(Error::invalid(format!(
+                "The template's `{field}` uses {{{{{{{name}}}}}}}: unsubscribe links are not available in herald yet"
+            )));
+        }
+        Ok(parsed)
+    };
+    Ok(Prepared {
+        reference: TemplateRef {
+            id: template.id,
+            version_id: version.id,
+        },
+        from: version.from.as_deref().map(|f| part("from", f)).transpose()?,
+        subject: version.subject.as_deref().map(|s| part("subject", s)).transpose()?,
+        reply_to: version
+            .reply_to
+            .iter()
+            .map(|r| part("reply_to", r))
+            .collect::<Result<_, _>>()?,
+        html: part("html", &version.html)?,
+        text: version.text.as_deref().map(|t| part("text", t)).transpose()?,
+        version,
+    })
 }
 
 /// The variables a send gives: at most [`VARIABLES_MAX`], named as variables are, each a
@@ -103,7 +163,8 @@ struct Rendered {
     text: Option<String>,
 }
 
-fn render(version: &Version, given: &Map<String, Value>, input: &SendEmail) -> Result<Rendered, Error> {
+fn render(prepared: &Prepared, given: &Map<String, Value>, input: &SendEmail) -> Result<Rendered, Error> {
+    let version = &prepared.version;
     let lookup = |name: &str| -> Option<Cow<'_, str>> {
         let value = given.get(name).or_else(|| {
             version
@@ -118,13 +179,7 @@ fn render(version: &Version, given: &Map<String, Value>, input: &SendEmail) -> R
             other => Cow::Owned(other.to_string()),
         })
     };
-    let one = |field: &str, source: &str, escape: Escape| -> Result<String, Error> {
-        let parsed = parse(field, source)?;
-        if let Some(name) = parsed.names().into_iter().find(|n| UNSUBSCRIBE.contains(n)) {
-            return Err(Error::invalid(format!(
-                "The template's `{field}` uses {{{{{{{name}}}}}}}: unsubscribe links are not available in herald yet"
-            )));
-        }
+    let one = |field: &str, parsed: &Parsed, escape: Escape| -> Result<String, Error> {
         parsed.render(escape, lookup).map_err(|missing| {
             Error::invalid(format!(
                 "Missing template variable `{}` (in the template's `{field}`): give it in `template.variables`, or give it a fallback",
@@ -132,34 +187,34 @@ fn render(version: &Version, given: &Map<String, Value>, input: &SendEmail) -> R
             ))
         })
     };
-    let wanted = |given: bool, own: Option<&String>, field: &str| -> Result<Option<String>, Error> {
+    let wanted = |given: bool, own: Option<&Parsed>, field: &str| -> Result<Option<String>, Error> {
         match own {
-            Some(source) if !given => one(field, source, Escape::None).map(Some),
+            Some(parsed) if !given => one(field, parsed, Escape::None).map(Some),
             _ => Ok(None),
         }
     };
     Ok(Rendered {
         from: wanted(
             input.from.as_deref().is_some_and(|f| !f.is_empty()),
-            version.from.as_ref(),
+            prepared.from.as_ref(),
             "from",
         )?,
         subject: wanted(
             input.subject.as_deref().is_some_and(|s| !s.is_empty()),
-            version.subject.as_ref(),
+            prepared.subject.as_ref(),
             "subject",
         )?,
         reply_to: if input.reply_to.is_some() {
             Vec::new()
         } else {
-            version
+            prepared
                 .reply_to
                 .iter()
                 .map(|r| one("reply_to", r, Escape::None))
                 .collect::<Result<_, _>>()?
         },
-        html: one("html", &version.html, Escape::Html)?,
-        text: version
+        html: one("html", &prepared.html, Escape::Html)?,
+        text: prepared
             .text
             .as_ref()
             .map(|t| one("text", t, Escape::None))
