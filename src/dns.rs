@@ -90,6 +90,15 @@ impl Dns {
         found
     }
 
+    /// The CNAME targets at `name`, lower-cased without the trailing dot.
+    pub async fn cname(&self, name: &str) -> Lookup<Vec<String>> {
+        self.lookup(name, RecordType::CNAME, |rdata| match rdata {
+            RData::CNAME(target) => Some(exchange_name(&target.0)),
+            _ => None,
+        })
+        .await
+    }
+
     /// The IPv4 then IPv6 addresses of `name`. Found when either family has addresses;
     /// not found only when the authority says neither has any.
     pub async fn ips(&self, name: &str) -> Lookup<Vec<IpAddr>> {

@@ -71,5 +71,6 @@ pub mod telemetry;
 pub mod templates;
 #[cfg(test)]
 mod testing;
+pub mod tracking;
 pub mod webhooks;
 pub mod wire;

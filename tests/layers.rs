@@ -25,6 +25,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "services",
     "suppressions",
     "templates",
+    "tracking",
     "webhooks",
     "wire.rs",
 ];

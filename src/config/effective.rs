@@ -125,6 +125,7 @@ pub fn render(config: &Config) -> String {
         },
         retention: super::retention::render(&config.retention),
         contacts: super::contacts::render(&config.contacts),
+        tracking: super::tracking::render(&config.tracking),
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),
             allowed_networks: Some(

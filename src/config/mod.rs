@@ -9,6 +9,7 @@ mod contacts;
 mod effective;
 mod raw;
 mod retention;
+mod tracking;
 pub mod values;
 
 use std::net::SocketAddr;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 pub use contacts::ContactsConfig;
 pub use retention::RetentionConfig;
+pub use tracking::{TrackingConfig, TrackingScheme};
 pub use values::Rate;
 
 use raw::{RawConfig, RawDkimAlgorithm, RawLogFormat, RawTlsMode};
@@ -75,6 +77,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// `[contacts]`.
     pub contacts: ContactsConfig,
+    /// `[tracking]`.
+    pub tracking: TrackingConfig,
     /// `[log]`.
     pub log: LogConfig,
     /// What the file asks for in a way that still works but should change (a key's old
@@ -562,6 +566,7 @@ impl Validator<'_> {
             },
             retention,
             contacts: self.contacts(&raw.contacts)?,
+            tracking: self.tracking(&raw.tracking, &server.hostname)?,
             warnings,
             server,
         })

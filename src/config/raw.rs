@@ -20,6 +20,7 @@ pub struct RawConfig {
     pub spool: RawSpool,
     pub retention: RawRetention,
     pub contacts: RawContacts,
+    pub tracking: RawTracking,
     pub log: RawLog,
 }
 
@@ -151,6 +152,13 @@ pub struct RawRetention {
     pub webhook_messages: Option<String>,
     pub request_logs: Option<String>,
     pub metrics: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTracking {
+    pub cname_target: Option<String>,
+    pub scheme: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

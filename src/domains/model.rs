@@ -62,6 +62,20 @@ impl Domain {
         format!("{}._domainkey.{}", self.dkim.selector, self.name)
     }
 
+    /// The tracking host, `<tracking_subdomain>.<name>`, when the domain has one.
+    pub fn tracking_host(&self) -> Option<String> {
+        self.tracking_subdomain
+            .as_ref()
+            .map(|sub| format!("{sub}.{}", self.name))
+    }
+
+    /// Whether opens (`opens`) or clicks are tracked now: the flag is on and the tracking
+    /// host's record is verified, so tracking links always name the sender's own domain.
+    pub fn tracks(&self, opens: bool) -> bool {
+        let wanted = if opens { self.open_tracking } else { self.click_tracking };
+        wanted && self.tracking_subdomain.is_some() && self.checks.tracking == RecordStatus::Verified
+    }
+
     /// The DMARC record's host.
     pub fn dmarc_host(&self) -> String {
         format!("_dmarc.{}", self.name)
@@ -75,7 +89,7 @@ impl Domain {
     /// The records to publish, in Resend's shape, with their statuses: only the kinds the
     /// SDKs know (`SPF`, `DKIM`, ...), because some decode `record` as a strict enum.
     pub fn records(&self, config: &Config) -> Vec<Value> {
-        vec![
+        let mut records = vec![
             json!({
                 "record": "DKIM",
                 "name": format!("{}._domainkey", self.dkim.selector),
@@ -101,7 +115,18 @@ impl Domain {
                 "status": self.checks.spf_txt,
                 "value": Domain::spf_value(config),
             }),
-        ]
+        ];
+        if let Some(sub) = &self.tracking_subdomain {
+            records.push(json!({
+                "record": "Tracking",
+                "name": sub,
+                "type": "CNAME",
+                "ttl": "Auto",
+                "status": self.checks.tracking,
+                "value": config.tracking.cname_target,
+            }));
+        }
+        records
     }
 
     /// The recommended DMARC record, a herald field of its own beside `records`: DMARC is
@@ -237,6 +262,14 @@ pub struct RecordChecks {
     pub spf_mx: RecordStatus,
     /// DMARC TXT (recommended, not required).
     pub dmarc: RecordStatus,
+    /// The tracking host's CNAME (only with a `tracking_subdomain`; not required for
+    /// sending, required for tracking).
+    #[serde(default = "not_started")]
+    pub tracking: RecordStatus,
+}
+
+fn not_started() -> RecordStatus {
+    RecordStatus::NotStarted
 }
 
 impl RecordChecks {
@@ -247,6 +280,7 @@ impl RecordChecks {
             spf_txt: status,
             spf_mx: status,
             dmarc: status,
+            tracking: status,
         }
     }
 
@@ -285,6 +319,7 @@ mod tests {
             spf_txt,
             spf_mx,
             dmarc: Failed,
+            tracking: NotStarted,
         }
     }
 

@@ -8,11 +8,19 @@ use crate::dns::{Dns, Lookup};
 /// trouble is a `temporary_failure` status.
 pub async fn check(dns: &Dns, domain: &Domain, config: &Config) -> RecordChecks {
     let (dkim_host, return_path, dmarc_host) = (domain.dkim_host(), domain.return_path_host(), domain.dmarc_host());
-    let (dkim, spf_txt, spf_mx, dmarc) = tokio::join!(
+    let tracking_host = domain.tracking_host();
+    let tracking = async {
+        match &tracking_host {
+            Some(host) => Some(dns.cname(host).await),
+            None => None,
+        }
+    };
+    let (dkim, spf_txt, spf_mx, dmarc, tracking) = tokio::join!(
         dns.txt(&dkim_host),
         dns.txt(&return_path),
         dns.mx(&return_path),
-        dns.txt(&dmarc_host)
+        dns.txt(&dmarc_host),
+        tracking
     );
     RecordChecks {
         dkim: judge(dkim, |values| {
@@ -30,6 +38,13 @@ pub async fn check(dns: &Dns, domain: &Domain, config: &Config) -> RecordChecks 
             values
                 .iter()
                 .any(|v| v.trim_start().to_ascii_lowercase().starts_with("v=dmarc1"))
+        }),
+        tracking: tracking.map_or(RecordStatus::NotStarted, |found| {
+            judge(found, |targets| {
+                targets
+                    .iter()
+                    .any(|t| t.eq_ignore_ascii_case(&config.tracking.cname_target))
+            })
         }),
     }
 }

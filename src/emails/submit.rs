@@ -101,7 +101,10 @@ pub fn prepare(
     let now = store.now();
     let id = store.next_id();
     let hostname = &state.config().server.hostname;
-    let raw = mime::build(email, id, hostname, now)
+    // Links and the open pixel are rewritten in what is sent; the record keeps the
+    // email as it was given.
+    let tracked = crate::tracking::apply(state, domain, id, email);
+    let raw = mime::build(tracked.as_ref().unwrap_or(email), id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
     let (kind, last_event) = match email.scheduled_at {
         Some(_) => (EventKind::EmailScheduled, EmailState::Scheduled),

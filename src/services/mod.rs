@@ -52,6 +52,7 @@ pub struct Services {
     contacts: Box<dyn ContactStore>,
     audience: Box<dyn AudienceStore>,
     templates: Box<dyn TemplateStore>,
+    tracking: std::sync::OnceLock<Option<crate::tracking::Signer>>,
     import_wake: Wake,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
@@ -94,6 +95,7 @@ impl Services {
             contacts: Box::new(RocksContacts::new(store.clone())),
             audience: Box::new(RocksContacts::new(store.clone())),
             templates: Box::new(RocksTemplates::new(store.clone())),
+            tracking: std::sync::OnceLock::new(),
             import_wake: Wake::default(),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
@@ -162,6 +164,21 @@ impl Services {
     /// Templates.
     pub fn templates(&self) -> &dyn TemplateStore {
         &*self.templates
+    }
+
+    /// The signer of tracking URLs, with the key in the data directory (made on first
+    /// use); `None`, logged once, when the key cannot be read or made: mail then goes
+    /// untracked rather than not at all.
+    pub fn tracking_signer(&self) -> Option<&crate::tracking::Signer> {
+        self.tracking
+            .get_or_init(|| match crate::tracking::Signer::load(&self.config.server.data_dir) {
+                Ok(signer) => Some(signer),
+                Err(error) => {
+                    tracing::error!(%error, "cannot load the tracking key; mail goes untracked");
+                    None
+                }
+            })
+            .as_ref()
     }
 
     /// Segments, topics, contact property definitions and imports.

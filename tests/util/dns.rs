@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{A, MX, TXT};
+use hickory_proto::rr::rdata::{A, CNAME, MX, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -93,6 +93,12 @@ impl TestDns {
         self.state.zone().entry(key(name)).or_default().mx = records;
     }
 
+    /// Sets the CNAME at `name` to `target`.
+    pub fn set_cname(&self, name: &str, target: &str) {
+        let target = Name::from_ascii(target).expect("test CNAME target is a valid name");
+        self.state.zone().entry(key(name)).or_default().cname = Some(target);
+    }
+
     /// Replaces the A records at `name`.
     pub fn set_a(&self, name: &str, addresses: &[Ipv4Addr]) {
         self.state.zone().entry(key(name)).or_default().a = addresses.to_vec();
@@ -160,13 +166,14 @@ struct Entry {
     txt: Vec<TXT>,
     mx: Vec<MX>,
     a: Vec<Ipv4Addr>,
+    cname: Option<Name>,
     failing: bool,
 }
 
 impl Entry {
     /// Whether the name exists: it owns at least one record.
     fn exists(&self) -> bool {
-        !self.txt.is_empty() || !self.mx.is_empty() || !self.a.is_empty()
+        !self.txt.is_empty() || !self.mx.is_empty() || !self.a.is_empty() || self.cname.is_some()
     }
 
     fn records(&self, record_type: RecordType) -> Vec<RData> {
@@ -174,6 +181,7 @@ impl Entry {
             RecordType::TXT => self.txt.iter().cloned().map(RData::TXT).collect(),
             RecordType::MX => self.mx.iter().cloned().map(RData::MX).collect(),
             RecordType::A => self.a.iter().map(|ip| RData::A(A(*ip))).collect(),
+            RecordType::CNAME => self.cname.iter().cloned().map(|n| RData::CNAME(CNAME(n))).collect(),
             _ => Vec::new(),
         }
     }

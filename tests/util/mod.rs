@@ -143,11 +143,14 @@ pub async fn call_with_headers(
         .await
         .expect("HTTP handshake");
     tokio::spawn(connection);
-    let mut builder = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", addr.to_string())
-        .header("user-agent", "herald-tests/1.0");
+    let mut builder = Request::builder().method(method).uri(path);
+    // The server's address unless the caller names its own host (a tracking host).
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        builder = builder.header("host", addr.to_string());
+    }
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+        builder = builder.header("user-agent", "herald-tests/1.0");
+    }
     // JSON unless the caller names its own type (a multipart upload).
     if !headers
         .iter()

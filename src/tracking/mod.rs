@@ -1,0 +1,166 @@
+//! Open and click tracking (Resend's model): per domain, off by default, and active only
+//! when a flag is on and the domain's tracking host (`<tracking_subdomain>.<domain>`, a
+//! CNAME to `[tracking] cname_target`) is verified, so tracking links always name the
+//! sender's own domain. At acceptance, an email's links and open pixel are rewritten
+//! ([`rewrite`]) to signed URLs on that host ([`links`]); herald's HTTP listener answers
+//! them ([`record`] writes the `email.opened` / `email.clicked` event) with a pixel or a
+//! redirect.
+
+pub mod links;
+pub mod rewrite;
+
+use herald_queue::{Batch, Id};
+use serde_json::{Value, json};
+
+pub use links::{Signer, Tracked};
+
+use crate::domains::Domain;
+use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
+use crate::emails::{Email, EmailState};
+use crate::services::{Error, Services};
+use crate::wire;
+
+/// An open or click this soon after acceptance is a machine's (a link scanner's).
+const MACHINE_WINDOW_MS: u64 = 10_000;
+
+/// User agents of known link scanners and privacy proxies, whose opens and clicks are
+/// flagged as a machine's (Apple Mail Privacy Protection's proxy sends a bare
+/// `Mozilla/5.0`).
+const MACHINES: &[&str] = &[
+    "bingpreview",
+    "barracuda",
+    "mimecast",
+    "proofpoint",
+    "symantec",
+    "trendmicro",
+    "python-requests",
+    "curl/",
+    "go-http-client",
+    "headlesschrome",
+];
+
+/// `email` with its links and open pixel rewritten for tracking, when `domain` tracks
+/// opens or clicks now; `None` when it tracks neither (or the signing key is missing).
+pub fn apply(services: &Services, domain: &Domain, email_id: Id, email: &Email) -> Option<Email> {
+    let (opens, clicks) = (domain.tracks(true), domain.tracks(false));
+    if !opens && !clicks {
+        return None;
+    }
+    let signer = services.tracking_signer()?;
+    let host = domain.tracking_host()?;
+    let base = format!("{}://{host}", services.config().tracking.scheme.name());
+    let team = domain.team_id;
+    let click = |index: u16, target: &str| {
+        signer
+            .click_path(team, email_id, index, target)
+            .map(|path| format!("{base}{path}"))
+    };
+    let click: Option<rewrite::Click<'_>> = if clicks { Some(&click) } else { None };
+    let mut tracked = email.clone();
+    match &email.html {
+        Some(html) => {
+            let pixel = opens.then(|| format!("{base}{}", signer.open_path(team, email_id)));
+            match rewrite::html(html, click, pixel.as_deref()) {
+                Ok(rewritten) => tracked.html = Some(rewritten),
+                Err(error) => {
+                    tracing::warn!(%error, email_id = %email_id, "sending without tracking");
+                    return None;
+                }
+            }
+        }
+        // A text-only message has no pixel to show; its links can still be counted.
+        None => match (click, &email.text) {
+            (Some(click), Some(text)) => tracked.text = Some(rewrite::text(text, click)),
+            _ => return None,
+        },
+    }
+    Some(tracked)
+}
+
+/// The verified tracking host `host` of `team_id`'s domains, if it is one.
+pub fn tracking_domain(services: &Services, team_id: Id, host: &str) -> Result<Option<std::sync::Arc<Domain>>, Error> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let mut rest = host.as_str();
+    while let Some((_, parent)) = rest.split_once('.') {
+        if let Some(domain) = services.domains().by_name(team_id, parent)?
+            && domain.tracking_host().as_deref() == Some(host.as_str())
+            && domain.checks.tracking == crate::domains::RecordStatus::Verified
+        {
+            return Ok(Some(domain));
+        }
+        rest = parent;
+    }
+    Ok(None)
+}
+
+/// Who opened or clicked.
+#[derive(Debug, Clone)]
+pub struct Visitor {
+    /// The client's address.
+    pub ip: std::net::IpAddr,
+    /// Its `User-Agent`.
+    pub user_agent: String,
+}
+
+/// Writes the open or click `tracked` names: on the email's timeline, its `last_event`,
+/// the daily counters (a machine's apart), and `email.opened` / `email.clicked` for
+/// webhooks, in one batch. An email that is gone (expired, its team erased) is ignored.
+pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Result<(), Error> {
+    let (team_id, email_id, kind) = match tracked {
+        Tracked::Open { team_id, email_id } => (*team_id, *email_id, EmailState::Opened),
+        Tracked::Click { team_id, email_id, .. } => (*team_id, *email_id, EmailState::Clicked),
+    };
+    let store = services.store();
+    let key = EmailRecord::key(team_id, email_id);
+    let _guard = services.lock_record(crate::services::RecordName {
+        table: "email_status",
+        key: &key,
+    });
+    let Some(mut status) = store.get::<EmailStatus>(&key)? else {
+        return Ok(());
+    };
+    let now = store.now();
+    let agent = visitor.user_agent.to_ascii_lowercase();
+    let machine = visitor.user_agent.trim() == "Mozilla/5.0"
+        || MACHINES.iter().any(|m| agent.contains(m))
+        || email_id
+            .timestamp()
+            .is_some_and(|sent| now.as_millis().saturating_sub(sent.as_millis()) < MACHINE_WINDOW_MS);
+    let mut extra = json!({ "machine": machine });
+    if let Tracked::Click { target, .. } = tracked {
+        extra["click"] = json!({
+            "ipAddress": visitor.ip.to_string(),
+            "link": target,
+            "timestamp": wire::iso8601(now),
+            "userAgent": visitor.user_agent,
+        });
+    }
+    let mut batch = Batch::new();
+    status.last_event = kind;
+    let timeline = EmailEvent {
+        id: store.next_id(),
+        email_id,
+        kind,
+        created_at: now,
+        data: extra.clone(),
+    };
+    batch.put(EmailEvent::key(email_id, timeline.id), &timeline)?;
+    batch.put(&key, &status)?;
+    if machine {
+        metrics::counter!("herald_tracking_machine_total", "kind" => kind.name()).increment(1);
+    } else {
+        crate::counters::count(&mut batch, team_id, now, kind);
+    }
+    metrics::counter!("herald_tracking_total", "kind" => kind.name()).increment(1);
+    if let Some(webhook_kind) = kind.event_kind() {
+        crate::events::push(&mut batch, store, team_id, webhook_kind, || {
+            let mut data = status.event_data(now);
+            if let (Value::Object(data), Value::Object(extra)) = (&mut data, &extra) {
+                data.extend(extra.clone());
+            }
+            data
+        })?;
+    }
+    store.commit(batch).wait()?;
+    Ok(())
+}
