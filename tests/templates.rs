@@ -314,3 +314,43 @@ async fn bad_templates_and_sends_are_refused_by_name() {
     );
     assert!(running.shutdown().await);
 }
+
+#[tokio::test]
+async fn templates_refuse_what_escaping_cannot_keep_safe_and_renders_without_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "[delivery]\nenabled = false\n").await;
+    let addr = running.http_addr;
+    util::verified_domain(addr, "shop.test").await;
+    let create = |body: Value| async move { api(addr, Method::POST, "/templates", Some(body)).await };
+    let unquoted = create(json!({ "name": "x", "html": "<a href={{{URL}}}>x</a>" })).await;
+    refused(&unquoted, StatusCode::UNPROCESSABLE_ENTITY, "quoted attribute value");
+    let nested = create(json!({ "name": "x", "html": "<p>{{{A|{{{B}}}}}}</p>" })).await;
+    refused(
+        &nested,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a fallback cannot hold a variable",
+    );
+    let control = create(json!({ "name": "x", "html": "x", "from": "{{{N}}}\u{7}@shop.test" })).await;
+    refused(&control, StatusCode::UNPROCESSABLE_ENTITY, "control characters");
+    // A small template that renders huge is refused at the send, not allocated.
+    let huge = create(json!({
+        "name": "huge",
+        "alias": "huge",
+        "from": "a@shop.test",
+        "subject": "s",
+        "html": format!("<p>{}</p>", "{{{A}}}".repeat(1_000)),
+    }))
+    .await;
+    assert_eq!(huge.status, StatusCode::CREATED, "{}", huge.text());
+    api(addr, Method::POST, "/templates/huge/publish", None).await;
+    let value = "\"".repeat(9_000);
+    let sent = api(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(json!({ "to": "ann@example.net", "template": { "id": "huge", "variables": { "A": value } } })),
+    )
+    .await;
+    refused(&sent, StatusCode::UNPROCESSABLE_ENTITY, "longer than");
+    assert!(running.shutdown().await);
+}

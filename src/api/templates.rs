@@ -83,13 +83,14 @@ fn present_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Opt
 /// `PATCH /templates/{id-or-alias}`: content changes go into a draft.
 pub fn update(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
+    // The Go SDK always sends `name` and `html`, empty when unchanged: empty is absent.
     let change = TemplateChange {
-        name: body.name,
+        name: body.name.filter(|n| !n.is_empty()),
         alias: body.alias,
         from: body.from,
         subject: body.subject,
         reply_to: body.reply_to.map(|r| r.map(OneOrMany::into_vec)),
-        html: body.html,
+        html: body.html.filter(|h| !h.is_empty()),
         text: body.text,
         variables: body.variables,
     };

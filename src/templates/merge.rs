@@ -3,7 +3,8 @@
 //! A template is parsed once, when it is saved (a template that does not parse is
 //! refused there, with the position), and rendered many times. Rendering is pure: a
 //! lookup gives each variable's value, and values are HTML-escaped in HTML, so no value
-//! can add markup.
+//! can add markup in element text or a quoted attribute value; [`check_html`] refuses,
+//! when a template is saved, a variable anywhere else inside a tag.
 
 use std::borrow::Cow;
 
@@ -12,6 +13,10 @@ pub const KEY_MAX: usize = 50;
 
 /// Longest inline fallback (`{{{KEY|fallback}}}`), in bytes.
 pub const FALLBACK_MAX: usize = 2_000;
+
+/// Longest rendered part, in bytes: a template of 1 MiB whose variables hold long values
+/// must not make a render allocate without bound.
+pub const RENDERED_MAX: usize = 4 * 1024 * 1024;
 
 const OPEN: &str = "{{{";
 const CLOSE: &str = "}}}";
@@ -54,10 +59,16 @@ pub enum Escape {
     Html,
 }
 
-/// A variable the template uses that has no value and no fallback.
+/// Why a render failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the variable {0} has no value and no fallback")]
-pub struct Missing(pub String);
+pub enum RenderError {
+    /// A variable the template uses has no value and no fallback.
+    #[error("the variable {0} has no value and no fallback")]
+    Missing(String),
+    /// The output would pass [`RENDERED_MAX`].
+    #[error("the rendered text would be longer than {RENDERED_MAX} bytes")]
+    TooLarge,
+}
 
 /// Parses `source`.
 pub fn parse(source: &str) -> Result<Parsed, ParseError> {
@@ -74,6 +85,13 @@ pub fn parse(source: &str) -> Result<Parsed, ParseError> {
             return Err(error(source, open, "`{{{` is never closed by `}}}`".to_owned()));
         };
         let inner = &source[inner_start..inner_start + length];
+        if inner.contains(OPEN) {
+            return Err(error(
+                source,
+                open,
+                "a `{{{` inside `{{{...}}}`: a fallback cannot hold a variable".to_owned(),
+            ));
+        }
         let (name, fallback) = match inner.split_once('|') {
             Some((name, fallback)) => (name.trim(), Some(fallback.trim())),
             None => (inner.trim(), None),
@@ -142,9 +160,13 @@ impl Parsed {
         self.names.iter().map(String::as_str).collect()
     }
 
-    /// Renders with each variable's value from `lookup`, else its inline fallback;
-    /// a variable with neither is [`Missing`].
-    pub fn render<'v>(&self, escape: Escape, lookup: impl Fn(&str) -> Option<Cow<'v, str>>) -> Result<String, Missing> {
+    /// Renders with each variable's value from `lookup`, else its inline fallback; a
+    /// variable with neither is [`RenderError::Missing`].
+    pub fn render<'v>(
+        &self,
+        escape: Escape,
+        lookup: impl Fn(&str) -> Option<Cow<'v, str>>,
+    ) -> Result<String, RenderError> {
         // Each variable once: looked up, escaped, then copied wherever it is used.
         let values: Vec<Option<Cow<'v, str>>> = self
             .names
@@ -156,12 +178,22 @@ impl Parsed {
                 })
             })
             .collect();
-        let mut size = 0;
+        // The size is known before anything is allocated: a fallback counts at its
+        // longest escaped length (six bytes a character).
+        let mut size: usize = 0;
         for part in &self.parts {
-            size += match part {
+            let len = match part {
                 Part::Text(text) => text.len(),
-                Part::Variable { slot, .. } => values[*slot].as_deref().map_or(16, str::len),
+                Part::Variable { slot, fallback } => match (&values[*slot], fallback) {
+                    (Some(value), _) => value.len(),
+                    (None, Some(fallback)) => fallback.len().saturating_mul(6),
+                    (None, None) => 0,
+                },
             };
+            size = size.saturating_add(len);
+            if size > RENDERED_MAX.saturating_mul(6) {
+                return Err(RenderError::TooLarge);
+            }
         }
         let mut out = String::with_capacity(size);
         for part in &self.parts {
@@ -173,8 +205,11 @@ impl Parsed {
                         Escape::None => out.push_str(fallback),
                         Escape::Html => escape_html(fallback, &mut out),
                     },
-                    (None, None) => return Err(Missing(self.names[*slot].clone())),
+                    (None, None) => return Err(RenderError::Missing(self.names[*slot].clone())),
                 },
+            }
+            if out.len() > RENDERED_MAX {
+                return Err(RenderError::TooLarge);
             }
         }
         Ok(out)
@@ -211,6 +246,55 @@ pub fn escape_html(text: &str, out: &mut String) {
     out.push_str(&text[last..]);
 }
 
+/// Checks that every variable of `html` sits in element text or inside a quoted
+/// attribute value, where escaping keeps its value text: a variable elsewhere in a tag
+/// (`<a href={{{URL}}}>`, `<p {{{ATTRS}}}>`) could add attributes, and is refused with its
+/// position.
+pub fn check_html(html: &str) -> Result<(), ParseError> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Text,
+        Tag,
+        Quoted(u8),
+        Comment,
+    }
+    let bytes = html.as_bytes();
+    let mut state = State::Text;
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        match state {
+            State::Text if rest.starts_with(b"<!--") => {
+                state = State::Comment;
+                at += 4;
+                continue;
+            }
+            State::Text if rest[0] == b'<' && rest.get(1).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'/') => {
+                state = State::Tag;
+            }
+            State::Comment if rest.starts_with(b"-->") => {
+                state = State::Text;
+                at += 3;
+                continue;
+            }
+            State::Tag if rest.starts_with(OPEN.as_bytes()) => {
+                return Err(error(
+                    html,
+                    at,
+                    "a variable inside a tag must be inside a quoted attribute value, as in href=\"{{{URL}}}\""
+                        .to_owned(),
+                ));
+            }
+            State::Tag if rest[0] == b'"' || rest[0] == b'\'' => state = State::Quoted(rest[0]),
+            State::Tag if rest[0] == b'>' => state = State::Text,
+            State::Quoted(quote) if rest[0] == quote => state = State::Tag,
+            _ => {}
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
 #[doc(hidden)]
 /// The fuzz target's entry: parse anything, render what parses with every variable set
 /// to the input itself.
@@ -222,6 +306,7 @@ pub fn fuzz(data: &[u8]) {
         let _ = parsed.render(Escape::Html, |_| Some(Cow::Borrowed(source)));
         let _ = parsed.render(Escape::None, |_| None);
     }
+    let _ = check_html(source);
 }
 
 #[cfg(test)]
@@ -230,7 +315,7 @@ mod tests {
 
     use super::*;
 
-    fn render(source: &str, vars: &[(&str, &str)], escape: Escape) -> Result<String, Missing> {
+    fn render(source: &str, vars: &[(&str, &str)], escape: Escape) -> Result<String, RenderError> {
         parse(source).expect("parses").render(escape, |name| {
             vars.iter()
                 .find(|(n, _)| *n == name)
@@ -249,7 +334,17 @@ mod tests {
             render("Hi {{{CITY|there}}}", &vars, Escape::None),
             Ok("Hi there".into())
         );
-        assert_eq!(render("{{{CITY}}}", &vars, Escape::None), Err(Missing("CITY".into())));
+        assert_eq!(
+            render("{{{CITY}}}", &vars, Escape::None),
+            Err(RenderError::Missing("CITY".into()))
+        );
+        let huge = parse(&"{{{A}}}".repeat(1_000)).expect("parses");
+        let value = "x".repeat(10_000);
+        assert_eq!(
+            huge.render(Escape::None, |_| Some(Cow::Borrowed(value.as_str()))),
+            Err(RenderError::TooLarge)
+        );
+        assert!(parse("{{{A|{{{B}}}}}}").is_err(), "a fallback holds no variable");
         assert_eq!(
             render("{{not one}} {x}", &[], Escape::None),
             Ok("{{not one}} {x}".into())

@@ -13,7 +13,7 @@ use herald_queue::Id;
 use serde_json::{Map, Value};
 
 use super::merge::{self, Escape, Parsed};
-use super::service::{VALUE_MAX, VARIABLES_MAX, find};
+use super::service::{ALIAS_MAX, RESERVED, VALUE_MAX, VARIABLES_MAX, find};
 use super::{TemplateRef, Version};
 use crate::emails::input::{OneOrMany, SendEmail};
 use crate::services::{Error, Services};
@@ -60,6 +60,11 @@ pub fn apply(
         .id
         .filter(|id| !id.trim().is_empty())
         .ok_or(Error::MissingField("template.id"))?;
+    if target.len() > ALIAS_MAX.max(36) {
+        return Err(Error::invalid(
+            "Invalid `template.id` field: not a template id or alias",
+        ));
+    }
     let prepared = match cache.found.get(&target) {
         Some(prepared) => Arc::clone(prepared),
         None => {
@@ -124,14 +129,22 @@ fn prepare(services: &Services, team_id: Id, target: &str) -> Result<Prepared, E
 /// The variables a send gives: at most [`VARIABLES_MAX`], named as variables are, each a
 /// string (of at most [`VALUE_MAX`] bytes) or a number, of the declared type.
 fn check_variables(version: &Version, given: &Map<String, Value>) -> Result<(), Error> {
-    if given.len() > VARIABLES_MAX {
+    // The declared variables, and the reserved names a transactional send fills in.
+    let most = VARIABLES_MAX + RESERVED.len();
+    if given.len() > most {
         return Err(Error::invalid(format!(
-            "Invalid `template.variables` field: at most {VARIABLES_MAX} variables, got {}",
+            "Invalid `template.variables` field: at most {most} variables, got {}",
             given.len()
         )));
     }
     // A key the template never uses is ignored, whatever its name: only used ones matter.
     for (key, value) in given {
+        if key.len() > merge::KEY_MAX {
+            return Err(Error::invalid(format!(
+                "Invalid `template.variables` field: a key longer than {} bytes",
+                merge::KEY_MAX
+            )));
+        }
         let field = format!("template.variables.{key}");
         match value {
             Value::String(text) if text.len() > VALUE_MAX => {
@@ -180,11 +193,14 @@ fn render(prepared: &Prepared, given: &Map<String, Value>, input: &SendEmail) ->
         })
     };
     let one = |field: &str, parsed: &Parsed, escape: Escape| -> Result<String, Error> {
-        parsed.render(escape, lookup).map_err(|missing| {
-            Error::invalid(format!(
-                "Missing template variable `{}` (in the template's `{field}`): give it in `template.variables`, or give it a fallback",
-                missing.0
-            ))
+        parsed.render(escape, lookup).map_err(|error| match error {
+            merge::RenderError::Missing(name) => Error::invalid(format!(
+                "Missing template variable `{name}` (in the template's `{field}`): give it in `template.variables`, or give it a fallback"
+            )),
+            merge::RenderError::TooLarge => Error::invalid(format!(
+                "The template's `{field}` rendered with these variables is longer than {} bytes",
+                merge::RENDERED_MAX
+            )),
         })
     };
     let wanted = |given: bool, own: Option<&Parsed>, field: &str| -> Result<Option<String>, Error> {

@@ -119,6 +119,11 @@ fn part(field: &str, text: &str, max: usize) -> Result<(), Error> {
 /// a mailbox now rather than at the first send.
 fn address(field: &str, text: &str) -> Result<(), Error> {
     part(field, text, SUBJECT_MAX)?;
+    if text.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "Invalid `{field}` field: must not contain control characters"
+        )));
+    }
     if !text.contains("{{{") {
         Mailbox::parse(text).map_err(|why| Error::invalid(format!("Invalid `{field}` field: {why}")))?;
     }
@@ -133,7 +138,8 @@ fn alias(text: Option<String>) -> Result<Option<String>, Error> {
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ' '))
-        && text.parse::<Id>().is_err();
+        && text.parse::<Id>().is_err()
+        && !text.chars().all(|c| c == '.');
     if !valid {
         return Err(Error::invalid(format!(
             "Invalid `alias` field: {text:?} must be 1 to {ALIAS_MAX} letters, digits, spaces, '-', '_' and '.', and not a UUID"
@@ -211,6 +217,7 @@ fn check_version(version: &Version) -> Result<(), Error> {
         return Err(Error::MissingField("html"));
     }
     part("html", &version.html, CONTENT_MAX)?;
+    merge::check_html(&version.html).map_err(|e| Error::invalid(format!("Invalid `html` field: {e}")))?;
     if let Some(text) = &version.text {
         part("text", text, CONTENT_MAX)?;
     }
@@ -224,6 +231,12 @@ fn check_version(version: &Version) -> Result<(), Error> {
     }
     if let Some(from) = &version.from {
         address("from", from)?;
+    }
+    if version.reply_to.len() > crate::emails::validate::RECIPIENTS_MAX {
+        return Err(Error::invalid(format!(
+            "Invalid `reply_to` field: at most {} addresses",
+            crate::emails::validate::RECIPIENTS_MAX
+        )));
     }
     for reply_to in &version.reply_to {
         address("reply_to", reply_to)?;
@@ -361,7 +374,18 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
             && version.html == current.html
             && version.text == current.text
             && version.variables == current.variables;
-        if !same {
+        let published = template.published.as_ref().is_some_and(|p| {
+            version.from == p.from
+                && version.subject == p.subject
+                && version.reply_to == p.reply_to
+                && version.html == p.html
+                && version.text == p.text
+                && version.variables == p.variables
+        });
+        if published {
+            // Edited back to what sends: nothing is unpublished any more.
+            template.draft = None;
+        } else if !same {
             if template.draft.is_none() {
                 // The published version stays as it is, sending, until this draft is
                 // published.
