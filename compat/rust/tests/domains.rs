@@ -23,7 +23,14 @@ use serde_json::{Value, json};
 /// `return_path`: one DKIM TXT record, the SPF MX and TXT records, all `not_started`.
 #[track_caller]
 fn assert_records(domain: &Domain, return_path: &str) {
+    assert_records_with(domain, return_path, None);
+}
+
+/// As [`assert_records`], with a Tracking CNAME named `tracking` (the tracking
+/// subdomain) pointing at the suite's herald when one is given.
+fn assert_records_with(domain: &Domain, return_path: &str, tracking: Option<&str>) {
     let records = domain.records.as_ref().expect("a full domain carries its records");
+    let mut tracked = 0;
     let mut dkim = 0;
     let mut spf_mx = 0;
     let mut spf_txt = 0;
@@ -55,10 +62,19 @@ fn assert_records(domain: &Domain, return_path: &str) {
                     SpfRecordType::CNAME => panic!("unexpected SPF CNAME record {r:?}"),
                 }
             }
+            DomainRecord::TrackingRecord(r) if tracking.is_some() => {
+                tracked += 1;
+                assert_eq!(Some(r.name.as_str()), tracking, "{r:?}");
+                assert_eq!(r.value, "mail.herald.test");
+                assert_eq!(format!("{:?}", r.r#type), "CNAME", "{r:?}");
+                assert_eq!(r.ttl, "Auto");
+                assert!(matches!(r.status, DomainRecordStatus::NotStarted), "{r:?}");
+            }
             other => panic!("unexpected record {other:?}"),
         }
     }
     assert_eq!((dkim, spf_mx, spf_txt), (1, 1, 1), "{records:?}");
+    assert_eq!(tracked, usize::from(tracking.is_some()), "{records:?}");
 }
 
 /// Creates a domain through the SDK, which must decode herald's answer.
@@ -129,13 +145,13 @@ async fn create_passes_options_through_and_keeps_the_tracking_subdomain() {
     assert!(matches!(domain.region, Region::EuWest1), "{:?}", domain.region);
     assert_eq!(domain.open_tracking, Some(true));
     assert_eq!(domain.click_tracking, Some(true));
-    assert_records(&domain, "bounces");
+    assert_records_with(&domain, "bounces", Some("links"));
 
     let got = resend.domains.get(&domain.id).await.expect("domains.get decodes");
     assert!(matches!(got.region, Region::EuWest1));
     assert_eq!(got.open_tracking, Some(true));
     assert_eq!(got.click_tracking, Some(true));
-    assert_records(&got, "bounces");
+    assert_records_with(&got, "bounces", Some("links"));
 
     // resend-rs sends `tracking_subdomain` but its `Domain` has no field for it: read raw.
     let wire = raw_get(&format!("/domains/{}", domain.id)).await;
