@@ -224,3 +224,54 @@ async fn without_a_verified_tracking_record_nothing_is_rewritten() {
     );
     assert!(running.shutdown().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_submitted_over_smtp_is_tracked_too() {
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n[tracking]\nscheme = \"http\"\n",
+        sink.addr()
+    );
+    let running = util::start_api(dir.path(), &extra).await;
+    let addr = running.http_addr;
+    let domain = api(
+        addr,
+        Method::POST,
+        "/domains",
+        Some(json!({ "name": "shop.test", "open_tracking": true, "click_tracking": true, "tracking_subdomain": "links" })),
+    )
+    .await
+    .json();
+    let id = domain["id"].as_str().expect("id");
+    // The operator vouches for the domain's DNS, its tracking host included.
+    api(
+        addr,
+        Method::POST,
+        &format!("/domains/{id}/verify"),
+        Some(json!({ "skip_dns": true })),
+    )
+    .await;
+    let script = format!(
+        "EHLO client\r\nAUTH PLAIN {}\r\nMAIL FROM:<app@shop.test>\r\nRCPT TO:<user@example.net>\r\nDATA\r\nFrom: App <app@shop.test>\r\nTo: user@example.net\r\nSubject: over smtp\r\nMIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<html><body><a href=3D\"https://example.com/deal?x=3D1\">Deal</a></body></html>\r\n.\r\nQUIT\r\n",
+        util::auth_plain(OPERATOR_KEY)
+    );
+    let transcript = util::smtps_transcript(running.smtp[1].1, &script).await;
+    assert!(transcript.contains("250 2.0.0 OK"), "{transcript}");
+    let received = sink.wait_for(1, WAIT).await;
+    let message = MessageParser::default().parse(&received[0].data).expect("MIME");
+    assert_eq!(message.subject(), Some("over smtp"));
+    let html = message.body_html(0).expect("html").into_owned();
+    let link = html
+        .split("href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a link")
+        .to_owned();
+    assert!(link.starts_with("http://links.shop.test/t/c/"), "{html}");
+    assert!(html.contains("<img src=\"http://links.shop.test/t/o/"), "{html}");
+    let clicked = visit(addr, "links.shop.test", &link, "Mozilla/5.0 (X11; Linux) Firefox/130.0").await;
+    assert_eq!(clicked.status, StatusCode::FOUND, "{}", clicked.text());
+    assert_eq!(clicked.headers["location"], "https://example.com/deal?x=1");
+    assert!(running.shutdown().await);
+}

@@ -62,8 +62,11 @@ pub fn prepare(
     if parsed.date().is_none() {
         added.push_str(&format!("Date: {}\r\n", rfc2822(now)));
     }
+    // Links and the open pixel are rewritten in what is sent (the record keeps the
+    // message's own bodies, read from `parsed`).
+    let tracked = crate::tracking::apply_raw(state, &domain, id, raw, &parsed);
     // The idempotency key is for herald, not for the recipients.
-    let raw = without_field(raw, IDEMPOTENCY_HEADER);
+    let raw = without_field(tracked.as_deref().unwrap_or(raw), IDEMPOTENCY_HEADER);
     let mut message = Vec::with_capacity(added.len() + raw.len());
     message.extend_from_slice(added.as_bytes());
     message.extend_from_slice(&raw);

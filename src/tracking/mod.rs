@@ -7,6 +7,7 @@
 //! redirect.
 
 pub mod links;
+pub mod message;
 pub mod rewrite;
 
 use herald_queue::{Batch, Id};
@@ -75,6 +76,33 @@ pub fn apply(services: &Services, domain: &Domain, email_id: Id, email: &Email) 
         },
     }
     Some(tracked)
+}
+
+/// A message submitted whole (`raw`, parsed as `parsed`) rewritten for tracking, when
+/// `domain` tracks opens or clicks now; `None` when it tracks neither or nothing changed.
+pub fn apply_raw(
+    services: &Services,
+    domain: &Domain,
+    email_id: Id,
+    raw: &[u8],
+    parsed: &mail_parser::Message<'_>,
+) -> Option<Vec<u8>> {
+    let (opens, clicks) = (domain.tracks(true), domain.tracks(false));
+    if !opens && !clicks {
+        return None;
+    }
+    let signer = services.tracking_signer()?;
+    let host = domain.tracking_host()?;
+    let base = format!("{}://{host}", services.config().tracking.scheme.name());
+    let team = domain.team_id;
+    let click = |index: u16, target: &str| {
+        signer
+            .click_path(team, email_id, index, target)
+            .map(|path| format!("{base}{path}"))
+    };
+    let click: Option<rewrite::Click<'_>> = if clicks { Some(&click) } else { None };
+    let pixel = opens.then(|| format!("{base}{}", signer.open_path(team, email_id)));
+    message::rewrite(raw, parsed, click, pixel.as_deref())
 }
 
 /// The verified tracking host `host` of `team_id`'s domains, if it is one.

@@ -1,0 +1,151 @@
+//! Tracking for messages submitted whole (SMTP): each `text/html` part is decoded, has
+//! its links and the open pixel rewritten ([`super::rewrite`]), and is put back in
+//! base64 with its own `Content-Transfer-Encoding`; a message without an HTML part gets
+//! its plain-text parts' URLs rewritten. Parts in a charset other than UTF-8 (or ASCII)
+//! are left as they are: re-encoding them would need their `Content-Type` rewritten too.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use mail_parser::{Message, MessagePart, MimeHeaders, PartType};
+
+use super::rewrite::{self, Click};
+
+/// `raw` (parsed as `parsed`) with its body parts rewritten through `click` and `pixel`;
+/// `None` when nothing was rewritten.
+pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel: Option<&str>) -> Option<Vec<u8>> {
+    let has_html = parsed.parts.iter().any(MessagePart::is_text_html);
+    let mut edits: Vec<(usize, usize, usize, Vec<u8>)> = Vec::new();
+    for part in &parsed.parts {
+        if !utf8(part) {
+            continue;
+        }
+        let rewritten = match &part.body {
+            PartType::Html(html) => match rewrite::html(html, click, pixel) {
+                Ok(out) => out,
+                Err(error) => {
+                    tracing::warn!(%error, "a submitted HTML part is sent untracked");
+                    continue;
+                }
+            },
+            PartType::Text(text) if !has_html && part.content_disposition().is_none_or(|d| !d.is_attachment()) => {
+                match click {
+                    Some(click) => rewrite::text(text, click),
+                    None => continue,
+                }
+            }
+            _ => continue,
+        };
+        if rewritten.as_str() == part.text_contents().unwrap_or_default() {
+            continue;
+        }
+        edits.push((
+            part.offset_header as usize,
+            part.offset_body as usize,
+            part.offset_end as usize,
+            base64_lines(rewritten.as_bytes()),
+        ));
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    // From the end, so the offsets of the parts before stay true.
+    edits.sort_by_key(|(header, ..)| std::cmp::Reverse(*header));
+    let mut out = raw.to_vec();
+    for (header, body, end, encoded) in edits {
+        let (Some(head), Some(_)) = (out.get(header..body), out.get(body..end)) else {
+            continue;
+        };
+        let mut replacement = headers_with_base64(head);
+        replacement.extend_from_slice(&encoded);
+        out.splice(header..end, replacement);
+    }
+    Some(out)
+}
+
+/// Whether `part`'s text is UTF-8 (or ASCII, or says no charset).
+fn utf8(part: &MessagePart<'_>) -> bool {
+    part.content_type()
+        .and_then(|ct| ct.attribute("charset"))
+        .is_none_or(|cs| cs.eq_ignore_ascii_case("utf-8") || cs.eq_ignore_ascii_case("us-ascii"))
+}
+
+/// A part's header block (up to and including the blank line) with any
+/// `Content-Transfer-Encoding` field replaced by `base64`.
+fn headers_with_base64(head: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut out = String::with_capacity(head.len() + 40);
+    let mut dropping = false;
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // The blank line that ends the block (absent for a part without headers).
+    let blank = lines
+        .last()
+        .is_some_and(|l| l.trim().is_empty())
+        .then(|| lines.pop())
+        .flatten();
+    for line in lines {
+        let continuation = line.starts_with([' ', '\t']);
+        if !continuation {
+            dropping = line
+                .split_once(':')
+                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("content-transfer-encoding"));
+        }
+        if !dropping {
+            out.push_str(line);
+        }
+    }
+    out.push_str("Content-Transfer-Encoding: base64\r\n");
+    out.push_str(blank.unwrap_or("\r\n"));
+    out.into_bytes()
+}
+
+/// `bytes` in base64, in lines of 76 characters, each ending in CRLF.
+fn base64_lines(bytes: &[u8]) -> Vec<u8> {
+    let encoded = STANDARD.encode(bytes);
+    let mut out = Vec::with_capacity(encoded.len() + encoded.len() / 38 + 2);
+    for line in encoded.as_bytes().chunks(76) {
+        out.extend_from_slice(line);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use mail_parser::MessageParser;
+
+    use super::*;
+
+    fn tracked(index: u16, target: &str) -> Option<String> {
+        Some(format!("https://t.test/{index}?u={target}"))
+    }
+
+    #[test]
+    fn quoted_printable_html_is_decoded_rewritten_and_put_back_in_base64() {
+        let raw = b"From: a@shop.test\r\nTo: b@example.net\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nSee https://a.test/x\r\n--b1\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<html><body><a href=3D\"https://a.test/x?q=3D1\">x</a></body></html>\r\n--b1--\r\n";
+        let parsed = MessageParser::default().parse(raw).expect("parses");
+        let out = rewrite(raw, &parsed, Some(&tracked), Some("https://t.test/o")).expect("rewritten");
+        let again = MessageParser::default().parse(&out).expect("still a message");
+        let html = again.body_html(0).expect("html");
+        assert!(
+            html.contains("href=\"https://t.test/0?u=https://a.test/x?q=1\""),
+            "{html}"
+        );
+        assert!(html.contains("<img src=\"https://t.test/o\""), "{html}");
+        // With an HTML part, the text part is left alone.
+        assert_eq!(again.body_text(0).expect("text").trim(), "See https://a.test/x");
+        assert_eq!(again.subject(), Some("s"));
+    }
+
+    #[test]
+    fn a_text_only_message_gets_its_urls_rewritten() {
+        let raw = b"From: a@shop.test\r\nSubject: s\r\nContent-Type: text/plain\r\n\r\nSee https://a.test/x.\r\n";
+        let parsed = MessageParser::default().parse(raw).expect("parses");
+        let out = rewrite(raw, &parsed, Some(&tracked), None).expect("rewritten");
+        let again = MessageParser::default().parse(&out).expect("still a message");
+        assert_eq!(
+            again.body_text(0).expect("text").trim(),
+            "See https://t.test/0?u=https://a.test/x."
+        );
+        assert_eq!(again.subject(), Some("s"));
+    }
+}
