@@ -142,7 +142,6 @@ async fn tracked_links_redirect_and_pixels_count_with_their_events() {
 
     // A person's click redirects to the link (the HTML's `&amp;` is the URL's `&`).
     let agent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) AppleWebKit/605.1.15";
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let clicked = visit(addr, "links.shop.test", &link, agent).await;
     assert_eq!(clicked.status, StatusCode::FOUND, "{}", clicked.text());
     assert_eq!(clicked.headers["location"], "https://example.com/offer?a=1&b=2");
