@@ -109,6 +109,9 @@ impl Table {
     pub const TEMPLATES: Table = Table::new("templates");
     /// Template ids by team and lower-cased alias.
     pub const TEMPLATE_ALIASES: Table = Table::new("template_aliases");
+    /// Templates' list items (no content) by team and template id, written with each
+    /// template, so lists and counts never read whole templates.
+    pub const TEMPLATE_SUMMARIES: Table = Table::new("template_summaries");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -162,6 +165,7 @@ impl Table {
         Table::IMPORT_ERRORS,
         Table::TEMPLATES,
         Table::TEMPLATE_ALIASES,
+        Table::TEMPLATE_SUMMARIES,
     ];
 }
 

@@ -44,6 +44,7 @@ const BY_TEAM: &[Table] = &[
     Table::IMPORT_ERRORS,
     Table::TEMPLATES,
     Table::TEMPLATE_ALIASES,
+    Table::TEMPLATE_SUMMARIES,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,

@@ -7,7 +7,7 @@ use super::{Ctx, Reply};
 use crate::emails::input::OneOrMany;
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
-use crate::templates::Template;
+use crate::templates::TemplateSummary;
 use crate::templates::service::{self, NewTemplate, TemplateChange, VariableInput};
 
 #[derive(Debug, serde::Deserialize)]
@@ -47,7 +47,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let page = PageRequest::parse(ctx.request, Some(20))?;
     let (found, has_more) = service::list(ctx.state, ctx.caller, &page)?;
     Ok(Reply::ok(envelope(
-        found.iter().map(Template::summary_json).collect(),
+        found.iter().map(TemplateSummary::to_json).collect(),
         has_more,
     )))
 }

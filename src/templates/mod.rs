@@ -126,17 +126,17 @@ impl Template {
         if self.published.is_some() { "published" } else { "draft" }
     }
 
-    /// The list item.
-    pub fn summary_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "status": self.status(),
-            "published_at": self.published_at.map(wire::timestamp),
-            "created_at": wire::timestamp(self.created_at),
-            "updated_at": wire::timestamp(self.updated_at),
-            "alias": self.alias,
-        })
+    /// Its list item.
+    pub fn summary(&self) -> TemplateSummary {
+        TemplateSummary {
+            id: self.id,
+            name: self.name.clone(),
+            alias: self.alias.clone(),
+            published: self.published.is_some(),
+            published_at: self.published_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
     }
 
     /// The answer to `GET /templates/{id-or-alias}`: the current version's content.
@@ -173,6 +173,40 @@ impl Template {
             "created_at": wire::timestamp(self.created_at),
             "updated_at": wire::timestamp(self.updated_at),
             "has_unpublished_versions": self.published.is_some() && self.draft.is_some(),
+        })
+    }
+}
+
+/// A template as lists show it, without its content.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TemplateSummary {
+    /// Its id.
+    pub id: Id,
+    /// Its name.
+    pub name: String,
+    /// Its alias.
+    pub alias: Option<String>,
+    /// Whether a version was ever published.
+    pub published: bool,
+    /// When it was last published.
+    pub published_at: Option<Timestamp>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+impl TemplateSummary {
+    /// The list item (`GET /templates`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "status": if self.published { "published" } else { "draft" },
+            "published_at": self.published_at.map(wire::timestamp),
+            "created_at": wire::timestamp(self.created_at),
+            "updated_at": wire::timestamp(self.updated_at),
+            "alias": self.alias,
         })
     }
 }

@@ -19,6 +19,8 @@ pub const ALIAS_MAX: usize = 64;
 pub const CONTENT_MAX: usize = 1024 * 1024;
 /// Longest subject, in characters (a header line's limit).
 pub const SUBJECT_MAX: usize = 998;
+/// Most templates a team keeps: each may hold a megabyte or two of content.
+pub const TEMPLATES_MAX: usize = 1_000;
 /// Most variables a template declares (Resend's limit).
 pub const VARIABLES_MAX: usize = 50;
 /// Longest string fallback or sent value of a variable, in bytes.
@@ -278,9 +280,19 @@ pub fn create(services: &Services, caller: &Caller, new: NewTemplate) -> Result<
         updated_at: now,
     };
     let _guard = lock(services, caller.team_id);
+    check_room(services, caller.team_id)?;
     check_alias_free(services, &template)?;
     services.templates().put(&template, None)?;
     Ok(template.id)
+}
+
+fn check_room(services: &Services, team_id: Id) -> Result<(), Error> {
+    if services.templates().count(team_id)? >= TEMPLATES_MAX {
+        return Err(Error::invalid(format!(
+            "This team has {TEMPLATES_MAX} templates, the most it may have; delete one first"
+        )));
+    }
+    Ok(())
 }
 
 fn check_alias_free(services: &Services, template: &Template) -> Result<(), Error> {
@@ -313,7 +325,11 @@ pub fn find(services: &Services, team_id: Id, target: &str) -> Result<Option<Tem
 }
 
 /// One page of the caller's templates, newest first.
-pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Template>, bool), Error> {
+pub fn list(
+    services: &Services,
+    caller: &Caller,
+    page: &PageRequest,
+) -> Result<(Vec<super::TemplateSummary>, bool), Error> {
     caller.require_full_access()?;
     Ok(services.templates().page(caller.team_id, page)?)
 }
@@ -446,6 +462,8 @@ pub fn duplicate(services: &Services, caller: &Caller, target: &str) -> Result<I
         created_at: now,
         updated_at: now,
     };
+    let _guard = lock(services, caller.team_id);
+    check_room(services, caller.team_id)?;
     services.templates().put(&copy, None)?;
     Ok(copy.id)
 }

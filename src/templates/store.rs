@@ -5,7 +5,7 @@
 
 use herald_queue::{Batch, Error, Id, Record, Store, Table};
 
-use super::Template;
+use super::{Template, TemplateSummary};
 use crate::services::page::PageRequest;
 
 /// A team's templates.
@@ -14,8 +14,10 @@ pub trait TemplateStore: Send + Sync + std::fmt::Debug {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Template>, Error>;
     /// The team's template with alias `alias` (in any case).
     fn by_alias(&self, team_id: Id, alias: &str) -> Result<Option<Template>, Error>;
-    /// One page of the team's templates, newest first.
-    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Template>, bool), Error>;
+    /// One page of the team's templates' list items, newest first.
+    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<TemplateSummary>, bool), Error>;
+    /// How many templates the team has.
+    fn count(&self, team_id: Id) -> Result<usize, Error>;
     /// Writes `template`, new or changed from `previous` (whose alias may go).
     fn put(&self, template: &Template, previous: Option<&Template>) -> Result<(), Error>;
     /// Deletes `template` with its alias.
@@ -37,6 +39,10 @@ impl RocksTemplates {
 
 impl Record for Template {
     const TABLE: Table = Table::TEMPLATES;
+}
+
+impl Record for TemplateSummary {
+    const TABLE: Table = Table::TEMPLATE_SUMMARIES;
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -70,8 +76,18 @@ impl TemplateStore for RocksTemplates {
             .filter(|t| t.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(alias))))
     }
 
-    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Template>, bool), Error> {
+    fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<TemplateSummary>, bool), Error> {
         page.load(&self.store, team_id.as_bytes())
+    }
+
+    fn count(&self, team_id: Id) -> Result<usize, Error> {
+        Ok(self
+            .store
+            .scan_raw(
+                Table::TEMPLATE_SUMMARIES,
+                herald_queue::Scan::prefix(team_id.as_bytes()),
+            )?
+            .len())
     }
 
     fn put(&self, template: &Template, previous: Option<&Template>) -> Result<(), Error> {
@@ -88,6 +104,7 @@ impl TemplateStore for RocksTemplates {
             batch.put(alias_key(template.team_id, alias), &Alias { id: template.id })?;
         }
         batch.put(id_key(template.team_id, template.id), template)?;
+        batch.put(id_key(template.team_id, template.id), &template.summary())?;
         self.store.commit(batch).wait()
     }
 
@@ -97,6 +114,7 @@ impl TemplateStore for RocksTemplates {
             batch.delete::<Alias>(alias_key(template.team_id, alias));
         }
         batch.delete::<Template>(id_key(template.team_id, template.id));
+        batch.delete::<TemplateSummary>(id_key(template.team_id, template.id));
         self.store.commit(batch).wait()
     }
 }
