@@ -105,6 +105,9 @@ impl Table {
     pub const CONTACT_IMPORTS: Table = Table::new("contact_imports");
     /// The rows an import refused, by team, import id and row number.
     pub const IMPORT_ERRORS: Table = Table::new("import_errors");
+    /// Imports not yet finished: empty values keyed by import id (time-ordered) and team,
+    /// so the worker finds the next one without reading finished imports.
+    pub const IMPORT_QUEUE: Table = Table::new("import_queue");
     /// Templates (with their versions) by team and template id.
     pub const TEMPLATES: Table = Table::new("templates");
     /// Template ids by team and lower-cased alias.
@@ -163,6 +166,7 @@ impl Table {
         Table::CONTACT_PROPERTIES,
         Table::CONTACT_IMPORTS,
         Table::IMPORT_ERRORS,
+        Table::IMPORT_QUEUE,
         Table::TEMPLATES,
         Table::TEMPLATE_ALIASES,
         Table::TEMPLATE_SUMMARIES,

@@ -150,6 +150,17 @@ impl RocksContacts {
         batch.put(team_id.as_bytes(), &ContactCount { contacts })
     }
 
+    /// Stages `import` with its place in [`Table::IMPORT_QUEUE`]: there while unfinished.
+    fn stage_import(batch: &mut Batch, import: &ContactImport) -> Result<(), Error> {
+        let queued = [import.id.as_bytes().as_slice(), import.team_id.as_bytes()].concat();
+        if import.status.is_final() {
+            batch.delete_raw(Table::IMPORT_QUEUE, queued);
+        } else {
+            batch.put_raw(Table::IMPORT_QUEUE, queued, Vec::new());
+        }
+        batch.put(id_key(import.team_id, import.id), import)
+    }
+
     fn all<R: Record>(&self, team_id: Id) -> Result<Vec<R>, Error> {
         Ok(self
             .store
@@ -303,7 +314,7 @@ impl ContactStore for RocksContacts {
         for error in errors {
             batch.put(error_key(import.team_id, import.id, error.row), error)?;
         }
-        batch.put(id_key(import.team_id, import.id), import)?;
+        Self::stage_import(&mut batch, import)?;
         self.commit(batch, events)
     }
 }
@@ -393,20 +404,31 @@ impl AudienceStore for RocksContacts {
     }
 
     fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error> {
-        let mut imports: Vec<ContactImport> = self
-            .store
-            .scan::<ContactImport>(Scan::prefix(&[]))?
-            .into_iter()
-            .map(|(_, import)| import)
-            .filter(|import| !import.status.is_final())
-            .collect();
-        imports.sort_by_key(|import| import.id);
+        let mut imports = Vec::new();
+        let mut stale = Batch::new();
+        for (key, _) in self.store.scan_raw(Table::IMPORT_QUEUE, Scan::prefix(&[]))? {
+            let (Some(id), Some(team)) = (
+                Id::from_slice(&key[..16.min(key.len())]),
+                key.get(16..).and_then(Id::from_slice),
+            ) else {
+                stale.delete_raw(Table::IMPORT_QUEUE, key);
+                continue;
+            };
+            match self.import(team, id)? {
+                Some(import) if !import.status.is_final() => imports.push(import),
+                // Finished, or erased with its team: the entry outlived it.
+                _ => stale.delete_raw(Table::IMPORT_QUEUE, key),
+            }
+        }
+        if !stale.is_empty() {
+            self.store.commit(stale).wait()?;
+        }
         Ok(imports)
     }
 
     fn put_import(&self, import: &ContactImport) -> Result<(), Error> {
         let mut batch = Batch::new();
-        batch.put(id_key(import.team_id, import.id), import)?;
+        Self::stage_import(&mut batch, import)?;
         self.commit(batch, &[])
     }
 
