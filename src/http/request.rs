@@ -53,20 +53,29 @@ impl ApiRequest {
                 }
             })?
             .to_bytes();
+        Ok(ApiRequest::from_parts(parts, body, None))
+    }
+
+    /// A request of `parts` whose body was read as `body` (or streamed to `upload`).
+    pub fn from_parts(
+        parts: hyper::http::request::Parts,
+        body: Bytes,
+        upload: Option<super::upload::Upload>,
+    ) -> ApiRequest {
         let query = parts
             .uri
             .query()
             .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
             .unwrap_or_default();
-        Ok(ApiRequest {
+        ApiRequest {
             method: parts.method,
             path: parts.uri.path().to_owned(),
             query,
             raw_query: parts.uri.query().map(str::to_owned),
             headers: parts.headers,
             body,
-            upload: None,
-        })
+            upload,
+        }
     }
 
     /// The first value of query parameter `name`.

@@ -180,20 +180,8 @@ pub async fn read(request: Request<Incoming>, dir: &Path, limit: u64) -> Result<
     for (name, value) in &upload.fields {
         summary.insert(name.clone(), serde_json::Value::String(value.clone()));
     }
-    let query = parts
-        .uri
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    Ok(ApiRequest {
-        method: parts.method,
-        path: parts.uri.path().to_owned(),
-        query,
-        raw_query: parts.uri.query().map(str::to_owned),
-        headers: parts.headers,
-        body: Bytes::from(serde_json::Value::Object(summary).to_string()),
-        upload: Some(upload),
-    })
+    let body = Bytes::from(serde_json::Value::Object(summary).to_string());
+    Ok(ApiRequest::from_parts(parts, body, Some(upload)))
 }
 
 /// `step`, or a refusal when the client sends nothing for [`IDLE_MAX`]: a stalled

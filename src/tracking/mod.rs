@@ -40,35 +40,69 @@ const MACHINES: &[&str] = &[
     "headlesschrome",
 ];
 
+/// How one email's links and pixel are written: on its domain's tracking host, signed.
+struct Links<'a> {
+    signer: &'a Signer,
+    base: String,
+    team_id: Id,
+    email_id: Id,
+    opens: bool,
+    clicks: bool,
+}
+
+impl<'a> Links<'a> {
+    /// The links of `email_id`, when `domain` tracks opens or clicks now; `None` when it
+    /// tracks neither (or the signing key is missing).
+    fn of(services: &'a Services, domain: &Domain, email_id: Id) -> Option<Links<'a>> {
+        let (opens, clicks) = (domain.tracks(true), domain.tracks(false));
+        if !opens && !clicks {
+            return None;
+        }
+        Some(Links {
+            signer: services.tracking_signer()?,
+            base: format!(
+                "{}://{}",
+                services.config().tracking.scheme.name(),
+                domain.tracking_host()?
+            ),
+            team_id: domain.team_id,
+            email_id,
+            opens,
+            clicks,
+        })
+    }
+
+    /// The tracked URL of link `index` to `target`, when clicks are tracked.
+    fn click(&self, index: u16, target: &str) -> Option<String> {
+        if !self.clicks {
+            return None;
+        }
+        let path = self.signer.click_path(self.team_id, self.email_id, index, target)?;
+        Some(format!("{}{path}", self.base))
+    }
+
+    /// The open pixel's URL, when opens are tracked.
+    fn pixel(&self) -> Option<String> {
+        self.opens
+            .then(|| format!("{}{}", self.base, self.signer.open_path(self.team_id, self.email_id)))
+    }
+}
+
 /// `email` with its links and open pixel rewritten for tracking, when `domain` tracks
 /// opens or clicks now; `None` when it tracks neither (or the signing key is missing).
 pub fn apply(services: &Services, domain: &Domain, email_id: Id, email: &Email) -> Option<Email> {
-    let (opens, clicks) = (domain.tracks(true), domain.tracks(false));
-    if !opens && !clicks {
-        return None;
-    }
-    let signer = services.tracking_signer()?;
-    let host = domain.tracking_host()?;
-    let base = format!("{}://{host}", services.config().tracking.scheme.name());
-    let team = domain.team_id;
-    let click = |index: u16, target: &str| {
-        signer
-            .click_path(team, email_id, index, target)
-            .map(|path| format!("{base}{path}"))
-    };
-    let click: Option<rewrite::Click<'_>> = if clicks { Some(&click) } else { None };
+    let links = Links::of(services, domain, email_id)?;
+    let click = |index: u16, target: &str| links.click(index, target);
+    let click: Option<rewrite::Click<'_>> = links.clicks.then_some(&click);
     let mut tracked = email.clone();
     match &email.html {
-        Some(html) => {
-            let pixel = opens.then(|| format!("{base}{}", signer.open_path(team, email_id)));
-            match rewrite::html(html, click, pixel.as_deref()) {
-                Ok(rewritten) => tracked.html = Some(rewritten),
-                Err(error) => {
-                    tracing::warn!(%error, email_id = %email_id, "sending without tracking");
-                    return None;
-                }
+        Some(html) => match rewrite::html(html, click, links.pixel().as_deref()) {
+            Ok(rewritten) => tracked.html = Some(rewritten),
+            Err(error) => {
+                tracing::warn!(%error, email_id = %email_id, "sending without tracking");
+                return None;
             }
-        }
+        },
         // A text-only message has no pixel to show; its links can still be counted.
         None => match (click, &email.text) {
             (Some(click), Some(text)) => tracked.text = Some(rewrite::text(text, click)),
@@ -87,22 +121,10 @@ pub fn apply_raw(
     raw: &[u8],
     parsed: &mail_parser::Message<'_>,
 ) -> Option<Vec<u8>> {
-    let (opens, clicks) = (domain.tracks(true), domain.tracks(false));
-    if !opens && !clicks {
-        return None;
-    }
-    let signer = services.tracking_signer()?;
-    let host = domain.tracking_host()?;
-    let base = format!("{}://{host}", services.config().tracking.scheme.name());
-    let team = domain.team_id;
-    let click = |index: u16, target: &str| {
-        signer
-            .click_path(team, email_id, index, target)
-            .map(|path| format!("{base}{path}"))
-    };
-    let click: Option<rewrite::Click<'_>> = if clicks { Some(&click) } else { None };
-    let pixel = opens.then(|| format!("{base}{}", signer.open_path(team, email_id)));
-    message::rewrite(raw, parsed, click, pixel.as_deref())
+    let links = Links::of(services, domain, email_id)?;
+    let click = |index: u16, target: &str| links.click(index, target);
+    let click: Option<rewrite::Click<'_>> = links.clicks.then_some(&click);
+    message::rewrite(raw, parsed, click, links.pixel().as_deref())
 }
 
 /// The verified tracking host `host` of `team_id`'s domains, if it is one.
