@@ -51,14 +51,8 @@ struct UpdateBody {
     key: Option<String>,
     #[serde(rename = "type")]
     kind: Option<PropertyType>,
-    #[serde(default, deserialize_with = "present_value")]
+    #[serde(default, deserialize_with = "super::present")]
     fallback_value: Option<Option<Value>>,
-}
-
-/// An absent field (`None`) apart from an explicit `null` (`Some(None)`).
-fn present_value<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<Value>>, D::Error> {
-    let value: Value = serde::Deserialize::deserialize(deserializer)?;
-    Ok(Some(Some(value).filter(|v| !v.is_null())))
 }
 
 /// `PATCH /contact-properties/{id}`: only the fallback changes.

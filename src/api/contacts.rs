@@ -225,11 +225,7 @@ pub fn update_topics(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     })))
 }
 
-/// A path segment naming a contact, percent-decoded.
+/// A path segment naming a contact by id or address, percent-decoded (SDKs percent-encode an address).
 fn decoded(target: &str) -> Result<String, ApiError> {
-    format::path_segment(target).ok_or_else(|| {
-        ApiError::invalid_parameter(format!(
-            "The contact id or address {target:?} is not validly percent-encoded"
-        ))
-    })
+    format::named(target, "contact id or address")
 }

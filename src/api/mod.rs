@@ -69,7 +69,9 @@ impl Reply {
 
 /// Tells an absent field (`None`) from an explicit `null` (`Some(None)`), for a
 /// `PATCH` body's `#[serde(default, deserialize_with = "super::present")]` fields.
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<String>>, D::Error> {
+fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
     serde::Deserialize::deserialize(deserializer).map(Some)
 }
 

@@ -58,11 +58,7 @@ pub(super) fn removed_json(suppression: &Suppression) -> serde_json::Value {
     json!({ "object": "suppression", "id": suppression.id, "deleted": true })
 }
 
-/// A path segment naming an entry, percent-decoded (SDKs percent-encode an address).
+/// A path segment naming a suppression by id or address, percent-decoded (SDKs percent-encode an address).
 fn decoded(target: &str) -> Result<String, ApiError> {
-    format::path_segment(target).ok_or_else(|| {
-        ApiError::invalid_parameter(format!(
-            "The suppression id or address {target:?} is not validly percent-encoded"
-        ))
-    })
+    format::named(target, "suppression id or address")
 }

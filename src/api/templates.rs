@@ -68,16 +68,12 @@ struct UpdateBody {
     from: Option<Option<String>>,
     #[serde(default, deserialize_with = "super::present")]
     subject: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present_list")]
+    #[serde(default, deserialize_with = "super::present")]
     reply_to: Option<Option<OneOrMany>>,
     html: Option<String>,
     #[serde(default, deserialize_with = "super::present")]
     text: Option<Option<String>>,
     variables: Option<Vec<VariableInput>>,
-}
-
-fn present_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<OneOrMany>>, D::Error> {
-    serde::Deserialize::deserialize(deserializer).map(Some)
 }
 
 /// `PATCH /templates/{id-or-alias}`: content changes go into a draft.
@@ -116,10 +112,7 @@ pub fn duplicate(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
     Ok(Reply::ok(json!({ "object": "template", "id": id })))
 }
 
+/// A path segment naming a template by id or alias, percent-decoded (SDKs percent-encode an address).
 fn decoded(target: &str) -> Result<String, ApiError> {
-    format::path_segment(target).ok_or_else(|| {
-        ApiError::invalid_parameter(format!(
-            "The template id or alias {target:?} is not validly percent-encoded"
-        ))
-    })
+    format::named(target, "template id or alias")
 }

@@ -178,12 +178,6 @@ pub struct NewProperty {
     pub fallback_value: Option<Value>,
 }
 
-fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    // One lock for a team's whole audience: record locks are striped and not
-    // reentrant, so a change that needs two of them could deadlock with itself.
-    super::service::lock(services, team_id)
-}
-
 fn check_key(key: &str) -> Result<(), Error> {
     if key.is_empty() || key.chars().count() > KEY_MAX || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(Error::invalid(format!(
@@ -221,7 +215,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<
     let fallback_value = fallback(services, &key, kind, new.fallback_value)?;
     let store = services.store();
     let max = services.config().contacts.properties_max;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let existing = services.audience().properties(caller.team_id)?;
     if existing.iter().any(|p| p.key == key) {
         return Err(Error::Conflict(format!(
@@ -248,10 +242,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<
 /// The caller's property `id` (as written in a path).
 pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<ContactProperty, Error> {
     caller.require_full_access()?;
-    let id: Id = id.trim().parse().map_err(|_| Error::Invalid {
-        name: "invalid_parameter",
-        message: format!("A contact property id must be a valid UUID, got {id:?}"),
-    })?;
+    let id = crate::services::parse_id(id, "contact property")?;
     services
         .audience()
         .property(caller.team_id, id)?
@@ -279,7 +270,7 @@ pub struct PropertyChange {
 /// Changes the caller's property `id`.
 pub fn update(services: &Services, caller: &Caller, id: &str, change: PropertyChange) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let mut property = get(services, caller, id)?;
     if change.key.is_some_and(|key| key != property.key) || change.kind.is_some_and(|kind| kind != property.kind) {
         return Err(Error::invalid(
@@ -299,7 +290,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: PropertyCh
 /// Deletes the caller's property `id`; contacts' values for it are ignored from now on.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let property = get(services, caller, id)?;
     services.audience().delete_property(&property)?;
     Ok(property.id)

@@ -40,21 +40,13 @@ impl Segment {
     }
 }
 
-/// Serialises the creation of a team's segments, so the count checked against
-/// `[contacts] segments_max` is the count written.
-fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    // One lock for a team's whole audience: record locks are striped and not
-    // reentrant, so a change that needs two of them could deadlock with itself.
-    super::service::lock(services, team_id)
-}
-
 /// Creates a segment named `name`.
 pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Result<Segment, Error> {
     caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
     let store = services.store();
     let max = services.config().contacts.segments_max;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     if services.audience().segments(caller.team_id)?.len() as u64 >= max {
         return Err(Error::invalid(format!(
             "This team has {max} segments, the most it may have ([contacts] segments_max); delete one first"
@@ -86,10 +78,7 @@ pub fn find(services: &Services, team_id: Id, id: Id) -> Result<Segment, Error> 
 
 /// A segment id from a path or body.
 pub fn parse_id(text: &str) -> Result<Id, Error> {
-    text.trim().parse().map_err(|_| Error::Invalid {
-        name: "invalid_parameter",
-        message: format!("A segment id must be a valid UUID, got {text:?}"),
-    })
+    crate::services::parse_id(text, "segment")
 }
 
 /// One page of the caller's segments, newest first.
@@ -102,7 +91,7 @@ pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<
 pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<String>) -> Result<Id, Error> {
     caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let mut segment = get(services, caller, id)?;
     if segment.name != name {
         segment.name = name;
@@ -116,7 +105,7 @@ pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<Strin
 /// contact joins the segment after its index is gone.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let segment = get(services, caller, id)?;
     services.audience().delete_segment(&segment)?;
     Ok(segment.id)

@@ -135,12 +135,6 @@ pub struct TopicChange {
     pub visibility: Option<Visibility>,
 }
 
-fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
-    // One lock for a team's whole audience: record locks are striped and not
-    // reentrant, so a change that needs two of them could deadlock with itself.
-    super::service::lock(services, team_id)
-}
-
 fn description(text: Option<String>) -> Result<Option<String>, Error> {
     let Some(text) = text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else {
         return Ok(None);
@@ -163,7 +157,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
     let description = description(new.description)?;
     let store = services.store();
     let max = services.config().contacts.topics_max;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     if services.audience().topics(caller.team_id)?.len() as u64 >= max {
         return Err(Error::invalid(format!(
             "This team has {max} topics, the most it may have ([contacts] topics_max); delete one first"
@@ -203,10 +197,7 @@ pub fn find(services: &Services, team_id: Id, id: Id) -> Result<Topic, Error> {
 
 /// A topic id from a path or body.
 pub fn parse_id(text: &str) -> Result<Id, Error> {
-    text.trim().parse().map_err(|_| Error::Invalid {
-        name: "invalid_parameter",
-        message: format!("A topic id must be a valid UUID, got {text:?}"),
-    })
+    crate::services::parse_id(text, "topic")
 }
 
 /// One page of the caller's topics, newest first.
@@ -223,7 +214,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
         .map(|name| required_text(Some(name), "name", NAME_MAX))
         .transpose()?;
     let new_description = change.description.map(description).transpose()?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let mut topic = get(services, caller, id)?;
     if change
         .default_subscription
@@ -257,7 +248,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
 /// ignored from now on.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = lock(services, caller.team_id);
+    let _guard = super::service::lock(services, caller.team_id);
     let topic = get(services, caller, id)?;
     let event = events::new(services.store(), caller.team_id, EventKind::TopicDeleted, || {
         topic.event_json(true)

@@ -13,6 +13,13 @@ pub fn id(text: &str, what: &str) -> Result<Id, ApiError> {
         .map_err(|_| ApiError::invalid_parameter(format!("The {what} id must be a valid UUID, got {text:?}")))
 }
 
+/// A path segment naming a resource (`what`: "contact id or address", ...), decoded as
+/// [`path_segment`] does, or the refusal of a malformed one.
+pub fn named(target: &str, what: &str) -> Result<String, ApiError> {
+    path_segment(target)
+        .ok_or_else(|| ApiError::invalid_parameter(format!("The {what} {target:?} is not validly percent-encoded")))
+}
+
 /// A path segment with its `%XX` escapes decoded, as SDKs send an email address in a
 /// path (`bob%40example.com`). `+` stays `+`: it means a space only in query strings.
 /// `None` when an escape is malformed or the bytes are not UTF-8.

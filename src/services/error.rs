@@ -48,6 +48,15 @@ impl Error {
     }
 }
 
+/// A resource id from `text` (a path segment or a body field); `what` names the resource
+/// in the refusal.
+pub fn parse_id(text: &str, what: &str) -> Result<herald_queue::Id, Error> {
+    text.trim().parse().map_err(|_| Error::Invalid {
+        name: "invalid_parameter",
+        message: format!("The {what} id must be a valid UUID, got {text:?}"),
+    })
+}
+
 /// A trimmed, non-empty text of at most `max` characters without control characters,
 /// from the optional `value` of the field `field`.
 pub fn required_text(value: Option<String>, field: &'static str, max: usize) -> Result<String, Error> {

@@ -7,7 +7,7 @@
 mod error;
 pub mod page;
 
-pub use error::{Error, required_text};
+pub use error::{Error, parse_id, required_text};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -87,6 +87,18 @@ pub struct Version {
     pub created_at: Timestamp,
 }
 
+impl Version {
+    /// Whether `other` says the same: every part but the version's own id and time.
+    pub fn same_content(&self, other: &Version) -> bool {
+        self.from == other.from
+            && self.subject == other.subject
+            && self.reply_to == other.reply_to
+            && self.html == other.html
+            && self.text == other.text
+            && self.variables == other.variables
+    }
+}
+
 /// A template.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Template {

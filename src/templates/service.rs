@@ -383,21 +383,8 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
         check_version(&version)?;
         // The SDKs resend every field on an update (resend-rs always sends `html`): a
         // "change" to what the current version already says makes no draft.
-        let current = template.current();
-        let same = version.from == current.from
-            && version.subject == current.subject
-            && version.reply_to == current.reply_to
-            && version.html == current.html
-            && version.text == current.text
-            && version.variables == current.variables;
-        let published = template.published.as_ref().is_some_and(|p| {
-            version.from == p.from
-                && version.subject == p.subject
-                && version.reply_to == p.reply_to
-                && version.html == p.html
-                && version.text == p.text
-                && version.variables == p.variables
-        });
+        let same = version.same_content(template.current());
+        let published = template.published.as_ref().is_some_and(|p| version.same_content(p));
         if published {
             // Edited back to what sends: nothing is unpublished any more.
             template.draft = None;

@@ -281,10 +281,7 @@ pub fn get(
     errors_after: u64,
 ) -> Result<(ContactImport, Vec<ImportError>, bool), Error> {
     caller.require_full_access()?;
-    let id: Id = id.trim().parse().map_err(|_| Error::Invalid {
-        name: "invalid_parameter",
-        message: format!("An import id must be a valid UUID, got {id:?}"),
-    })?;
+    let id = crate::services::parse_id(id, "import")?;
     let import = services
         .audience()
         .import(caller.team_id, id)?
