@@ -88,13 +88,18 @@ async fn a_logged_get_has_no_request_body_and_logs_page() {
         "response_body is the answer's JSON object"
     );
 
-    let page = resend
-        .logs
-        .list(ListOptions::default().with_limit(1))
-        .await
-        .expect("a page of one decodes");
-    assert_eq!(page.len(), 1);
-    assert!(page.has_more, "the suppressions request and at least one logs request");
+    // The logs requests above are logged without waiting too: poll until a second log shows.
+    let page = eventually(Duration::from_secs(5), || async {
+        let page = resend
+            .logs
+            .list(ListOptions::default().with_limit(1))
+            .await
+            .expect("a page of one decodes");
+        assert_eq!(page.len(), 1);
+        page.has_more.then_some(page)
+    })
+    .await
+    .expect("the suppressions request and at least one logs request");
     let next = resend
         .logs
         .list(ListOptions::default().with_limit(1).list_after(&page[0].id))
