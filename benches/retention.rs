@@ -155,6 +155,7 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             size: 1_500,
             source: Source::Api,
             template: None,
+            topic_id: None,
             attempts: Vec::new(),
             content_expired: false,
         };

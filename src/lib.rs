@@ -72,5 +72,6 @@ pub mod templates;
 #[cfg(test)]
 mod testing;
 pub mod tracking;
+pub mod unsubscribe;
 pub mod webhooks;
 pub mod wire;

@@ -90,7 +90,7 @@ async fn tracked_links_redirect_and_pixels_count_with_their_events() {
     })
     .await;
 
-    let html = "<html><body><p>Hi</p><a href=\"https://example.com/offer?a=1&amp;b=2\">Offer</a> <a href=\"mailto:help@shop.test\">Help</a></body></html>";
+    let html = "<html><body><p>Hi</p><a href=\"https://example.com/offer?a=1&amp;b=2\">Offer</a> <a href=\"mailto:help@shop.test\">Help</a> <a href=\"{{{RESEND_UNSUBSCRIBE_URL}}}\">Unsubscribe</a></body></html>";
     let sent = api(
         addr,
         Method::POST,
@@ -104,6 +104,10 @@ async fn tracked_links_redirect_and_pixels_count_with_their_events() {
     let message = MessageParser::default().parse(&received[0].data).expect("MIME");
     let delivered = message.body_html(0).expect("html").into_owned();
     assert!(delivered.contains("mailto:help@shop.test"), "mailto stays: {delivered}");
+    assert!(
+        delivered.contains(&format!("href=\"http://{addr}/unsubscribe/")),
+        "the unsubscribe link is never tracked: {delivered}"
+    );
     assert!(
         !delivered.contains("href=\"https://example.com"),
         "the link is tracked: {delivered}"

@@ -776,17 +776,24 @@ test('template sends that are refused, with their errors', async () => {
     html: '<p>x</p>',
   });
   refused(await resend.emails.send({ to: RECIPIENT, template: { id: elsewhere.id } }), 403, 'validation_error');
-  // Unsubscribe links are reserved, and not available yet.
+  // The unsubscribe link is filled in at acceptance; it belongs in the body only.
   const unsubscribe = await publishedTemplate('unsubscribe', {
     from: from(),
     subject: 'Unsubscribe',
     html: '<p><a href="{{{UNSUBSCRIBE_URL}}}">Unsubscribe</a></p>',
   });
+  const linked = await resend.emails.send({ to: RECIPIENT, template: { id: unsubscribe.id } });
+  assert.equal(linked.error, null, JSON.stringify(linked.error));
+  const inSubject = await publishedTemplate('unsubscribe-subject', {
+    from: from(),
+    subject: 'Leave at {{{RESEND_UNSUBSCRIBE_URL}}}',
+    html: '<p>x</p>',
+  });
   refused(
-    await resend.emails.send({ to: RECIPIENT, template: { id: unsubscribe.id } }),
+    await resend.emails.send({ to: RECIPIENT, template: { id: inSubject.id } }),
     422,
     'validation_error',
-    /unsubscribe links are not available/,
+    /goes in `html` or `text` only/,
   );
 
   // On the wire.

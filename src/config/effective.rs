@@ -21,6 +21,8 @@ pub fn render(config: &Config) -> String {
         },
         http: RawHttp {
             listen: Some(config.http.listen.to_string()),
+            tls_listen: config.http.tls_listen.map(|a| a.to_string()),
+            public_url: Some(config.http.public_url.clone()),
             connections_max: Some(config.http.connections_max),
         },
         smtp: RawSmtp {
@@ -35,6 +37,7 @@ pub fn render(config: &Config) -> String {
                             TlsMode::StartTls => RawTlsMode::Starttls,
                             TlsMode::Implicit => RawTlsMode::Implicit,
                         },
+                        mx: Some(l.mx),
                     })
                     .collect(),
             ),

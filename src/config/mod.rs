@@ -102,6 +102,12 @@ pub struct ServerConfig {
 pub struct HttpConfig {
     /// Listen address.
     pub listen: SocketAddr,
+    /// A second listener serving the same routes over HTTPS with the `[tls]` certificates
+    /// (chosen by SNI): herald's public pages (tracking hosts, unsubscribe) without a proxy.
+    pub tls_listen: Option<SocketAddr>,
+    /// The base of herald's public pages (`scheme://host[:port]`, no trailing slash):
+    /// unsubscribe links and the dashboard's absolute links.
+    pub public_url: String,
     /// Connections open at once. Each holds a task and buffers; past this, a new
     /// connection is answered `503` and closed, as SMTP answers `421`.
     pub connections_max: usize,
@@ -157,6 +163,9 @@ pub struct Listener {
     pub addr: SocketAddr,
     /// How TLS starts on it.
     pub tls: TlsMode,
+    /// Whether receiving MXs may hand it bounces and complaints: `MAIL` without AUTH or
+    /// STARTTLS, for recipients at the return-path host of a verified domain only.
+    pub mx: bool,
 }
 
 /// How a listener does TLS.
@@ -477,13 +486,31 @@ impl Validator<'_> {
                 "must be one SPF mechanism such as \"a:mail.example.com\"",
             ));
         }
+        let listen = self.check(
+            "http.listen",
+            values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")),
+        )?;
+        let tls_listen = raw
+            .http
+            .tls_listen
+            .as_deref()
+            .map(|text| self.check("http.tls_listen", values::socket_addr(text)))
+            .transpose()?;
+        let public_url = match raw.http.public_url.as_deref() {
+            Some(text) => self.check("http.public_url", values::public_url(text))?,
+            None => format!("http://{listen}"),
+        };
+        if !public_url.starts_with("https://") {
+            warnings.push(format!(
+                "[http] public_url is {public_url}, not https: unsubscribe headers go out without List-Unsubscribe-Post (RFC 8058 one-click needs https)"
+            ));
+        }
         Ok(Config {
             file: self.file.map(Path::to_owned),
             http: HttpConfig {
-                listen: self.check(
-                    "http.listen",
-                    values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")),
-                )?,
+                listen,
+                tls_listen,
+                public_url,
                 connections_max: positive(self, "http.connections_max", raw.http.connections_max.unwrap_or(1000))?,
             },
             smtp: self.smtp(raw.smtp)?,
@@ -610,6 +637,9 @@ impl Validator<'_> {
                             RawTlsMode::Starttls => TlsMode::StartTls,
                             RawTlsMode::Implicit => TlsMode::Implicit,
                         },
+                        mx: l
+                            .mx
+                            .unwrap_or_else(|| values::socket_addr(&l.addr).is_ok_and(|a| a.port() == 25)),
                     })
                 })
                 .collect::<Result<Vec<_>, ConfigError>>()?,
@@ -890,6 +920,7 @@ fn default_listeners() -> Vec<Listener> {
     .map(|(port, tls)| Listener {
         addr: SocketAddr::from(([0, 0, 0, 0], port)),
         tls,
+        mx: port == 25,
     })
     .collect()
 }

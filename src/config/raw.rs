@@ -36,6 +36,8 @@ pub struct RawServer {
 #[serde(deny_unknown_fields, default)]
 pub struct RawHttp {
     pub listen: Option<String>,
+    pub tls_listen: Option<String>,
+    pub public_url: Option<String>,
     pub connections_max: Option<usize>,
 }
 
@@ -62,6 +64,8 @@ pub struct RawSmtp {
 pub struct RawListener {
     pub addr: String,
     pub tls: RawTlsMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mx: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -69,6 +69,30 @@ pub fn socket_addr(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// The base URL of public pages: `http(s)://host[:port]`, with no path, query or
+/// fragment; a trailing `/` is dropped.
+pub fn public_url(text: &str) -> Result<String, String> {
+    let trimmed = text.trim().trim_end_matches('/');
+    let fail = || {
+        format!(
+            "invalid URL {text:?}; write it as https://host or https://host:port, like \"https://mail.example.com\""
+        )
+    };
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"))
+        .ok_or_else(fail)?;
+    let host = rest
+        .rsplit_once(':')
+        .filter(|(_, port)| port.parse::<u16>().is_ok())
+        .map_or(rest, |(host, _)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || !(is_hostname(host) || host.parse::<IpAddr>().is_ok()) {
+        return Err(fail());
+    }
+    Ok(trimmed.to_owned())
+}
+
 /// A DNS server: `"ip:port"`, or a bare IP for port 53.
 pub fn nameserver(text: &str) -> Result<SocketAddr, String> {
     let trimmed = text.trim();

@@ -35,6 +35,9 @@ pub struct SendEmail {
     pub scheduled_at: Option<String>,
     /// A stored template to render instead of `html` and `text`.
     pub template: Option<TemplateInput>,
+    /// The topic the email is sent on: recipients opted out of it are not sent to, and
+    /// the email carries a link to unsubscribe from it.
+    pub topic_id: Option<String>,
 }
 
 /// `template` on a send: the template's id or alias, and the values of its variables.

@@ -8,7 +8,11 @@ use herald_queue::{Id, Timestamp};
 use mail_send::mail_builder::MessageBuilder;
 use mail_send::mail_builder::headers::address::Address;
 use mail_send::mail_builder::headers::date::Date;
+use mail_send::mail_builder::headers::raw::Raw;
 use mail_send::mail_builder::headers::text::Text;
+
+/// Longest custom header value written as it is, within RFC 5322's 998-byte line.
+const RAW_HEADER_MAX: usize = 900;
 use mail_send::mail_builder::mime::{BodyPart, MimePart};
 
 use super::address::Mailbox;
@@ -34,7 +38,14 @@ pub fn build(email: &Email, id: Id, hostname: &str, now: Timestamp) -> std::io::
         builder = builder.reply_to(list(&email.reply_to));
     }
     for (name, value) in &email.headers {
-        builder = builder.header(name.as_str(), Text::new(value.as_str()));
+        // Printable ASCII goes as written (folded at spaces): a URL header such as
+        // `List-Unsubscribe` must stay readable to mailbox providers, never RFC 2047
+        // encoded. Anything else (or a value too long to fit a line unfolded) is encoded.
+        builder = if value.len() <= RAW_HEADER_MAX && value.bytes().all(|b| b == b' ' || b.is_ascii_graphic()) {
+            builder.header(name.as_str(), Raw::new(value.as_str()))
+        } else {
+            builder.header(name.as_str(), Text::new(value.as_str()))
+        };
     }
     if let Some(html) = &email.html {
         builder.html_body = Some(text_part("text/html", Cow::Borrowed(html.as_str())));

@@ -104,6 +104,7 @@ pub fn prepare(
         size: message.len() as u64,
         source: Source::Smtp,
         template: None,
+        topic_id: None,
         attempts: Vec::new(),
         content_expired: false,
     };

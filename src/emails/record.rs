@@ -69,6 +69,9 @@ pub struct EmailRecord {
     /// The template (and version) it was rendered from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::templates::TemplateRef>,
+    /// The topic it was sent on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<Id>,
     /// The latest delivery attempts, for debugging (oldest first, at most
     /// [`EmailRecord::ATTEMPTS_KEPT`]).
     #[serde(default)]
@@ -132,6 +135,9 @@ impl EmailRecord {
             map.insert("tags".into(), json!(self.tags));
             // herald's own field: `html` and `text` are null because retention removed them.
             map.insert("content_expired".into(), json!(self.content_expired));
+            if let Some(topic) = self.topic_id {
+                map.insert("topic_id".into(), json!(topic));
+            }
             // herald's own field: the template and version it was rendered from.
             if let Some(template) = &self.template {
                 map.insert(

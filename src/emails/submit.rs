@@ -101,10 +101,11 @@ pub fn prepare(
     let now = store.now();
     let id = store.next_id();
     let hostname = &state.config().server.hostname;
-    // Links and the open pixel are rewritten in what is sent; the record keeps the
-    // email as it was given.
-    let tracked = crate::tracking::apply(state, domain, id, email);
-    let raw = mime::build(tracked.as_ref().unwrap_or(email), id, hostname, now)
+    // The unsubscribe link, links and the open pixel are written into what is sent; the
+    // record keeps the email as it was given.
+    let linked = crate::unsubscribe::apply(state, sender.team_id, id, email);
+    let tracked = crate::tracking::apply(state, domain, id, &linked);
+    let raw = mime::build(tracked.as_ref().unwrap_or(&linked), id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
     let (kind, last_event) = match email.scheduled_at {
         Some(_) => (EventKind::EmailScheduled, EmailState::Scheduled),
@@ -130,6 +131,7 @@ pub fn prepare(
         size: raw.len() as u64,
         source,
         template: email.template,
+        topic_id: email.topic_id,
         attempts: Vec::new(),
         content_expired: false,
     };

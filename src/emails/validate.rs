@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use herald_queue::Timestamp;
+use herald_queue::{Id, Timestamp};
 
 use super::address::Mailbox;
 use super::input::{AttachmentInput, Content, OneOrMany, SendEmail};
@@ -106,6 +106,8 @@ pub struct Email {
     pub scheduled_at: Option<Timestamp>,
     /// The template it was rendered from.
     pub template: Option<crate::templates::TemplateRef>,
+    /// The topic it is sent on.
+    pub topic_id: Option<Id>,
 }
 
 impl Email {
@@ -174,6 +176,11 @@ pub fn validate(input: SendEmail, now: Timestamp, fetch: &mut Fetch<'_>) -> Resu
             .map_err(Invalid::Field)?
             .filter(|at| *at > now),
         template: None,
+        topic_id: input
+            .topic_id
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| t.trim().parse().map_err(|_| field("topic_id", "not a topic id")))
+            .transpose()?,
     })
 }
 

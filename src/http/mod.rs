@@ -1,11 +1,15 @@
-//! The HTTP listener: REST API, `/healthz` and `/metrics`, on hyper 1.
+//! The HTTP listener: REST API, `/healthz`, `/metrics` and the public pages (tracking
+//! hosts, unsubscribe), on hyper 1.
 //!
 //! One task accepts connections; each connection is served by hyper's HTTP/1 server in
 //! its own task and watched by a graceful-shutdown handle, so shutdown lets responses in
-//! progress finish within the grace period.
+//! progress finish within the grace period. `[http] tls_listen` serves the same routes
+//! over HTTPS: the TLS handshake (certificate chosen by SNI from `[tls]`) runs in the
+//! connection's task, bounded by [`HANDSHAKE_TIMEOUT`].
 
 pub mod format;
 pub mod pagination;
+mod public;
 pub mod ratelimit;
 mod request;
 pub mod request_log;
@@ -22,6 +26,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 pub use request::{ApiRequest, BODY_MAX};
 pub use response::ApiError;
@@ -34,8 +39,19 @@ use crate::shutdown::Shutdown;
 /// that trickle header bytes.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves HTTP on `listener` until shutdown.
-pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Shutdown) {
+/// Time a client has to finish the TLS handshake on `[http] tls_listen`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The rustls config for HTTPS: `[tls]`'s (the same certificates, reloaded with them),
+/// offering HTTP/1.1 by ALPN.
+pub fn tls_acceptor(config: &rustls::ServerConfig) -> TlsAcceptor {
+    let mut config = config.clone();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    TlsAcceptor::from(Arc::new(config))
+}
+
+/// Serves HTTP on `listener` until shutdown; HTTPS when `tls` is given.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, tls: Option<TlsAcceptor>, mut shutdown: Shutdown) {
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(tokio::sync::Semaphore::new(state.config().http.connections_max));
     loop {
@@ -67,15 +83,38 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>, mut shutdown: Sh
             let state = Arc::clone(&state);
             async move { Ok::<_, std::convert::Infallible>(routes::handle(&state, request, peer.ip()).await) }
         });
-        let connection = http1::Builder::new()
+        let mut builder = http1::Builder::new();
+        builder
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
+            .header_read_timeout(HEADER_READ_TIMEOUT);
         let handle = shutdown.clone();
+        let Some(tls) = tls.clone() else {
+            let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, %peer, "HTTP connection ended with an error");
+                }
+                drop((handle, permit));
+            });
+            continue;
+        };
+        let watcher = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, %peer, "HTTP connection ended with an error");
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    if let Err(error) = watcher.watch(connection).await {
+                        tracing::debug!(%error, %peer, "HTTPS connection ended with an error");
+                    }
+                }
+                Ok(Err(error)) => {
+                    metrics::counter!("herald_http_tls_failures_total").increment(1);
+                    tracing::debug!(%error, %peer, "HTTPS handshake failed");
+                }
+                Err(_) => {
+                    metrics::counter!("herald_http_tls_failures_total").increment(1);
+                    tracing::debug!(%peer, "HTTPS handshake timed out");
+                }
             }
             drop((handle, permit));
         });

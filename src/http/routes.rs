@@ -17,7 +17,7 @@ use super::request::{ApiRequest, BODY_MAX};
 use super::request_log::{self, RequestLog};
 use super::response::{self, ApiError};
 use super::router::{self, Route};
-use super::upload;
+use super::{public, upload};
 use crate::accounts::{AuthError, Caller, Permission};
 use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
@@ -33,7 +33,10 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         ),
         (&Method::GET, "/metrics") => ("metrics", metrics(state.store())),
         (&Method::GET | &Method::HEAD, path) if path.starts_with("/t/") => {
-            ("tracking", tracking(state, &request, peer).await)
+            ("tracking", public::tracking(state, &request, peer).await)
+        }
+        (&Method::GET | &Method::HEAD | &Method::POST, path) if path.starts_with(crate::unsubscribe::PATH) => {
+            ("unsubscribe", public::unsubscribe(state, request).await)
         }
         (_, "/metrics") => (
             "metrics",
@@ -237,88 +240,6 @@ fn log(
     };
     request_log::record(store, &entry);
 }
-
-/// A tracking URL (`/t/o/...` or `/t/c/...`), answered without a key: a signature this
-/// node made, on a verified tracking host of the team it names (the `Host`), records the
-/// open or click and answers the pixel or the redirect. Anything else is a 404: a forged
-/// or altered URL never redirects.
-async fn tracking(state: &Arc<AppState>, request: &Request<Incoming>, peer: IpAddr) -> Response<Full<Bytes>> {
-    let not_found = || ApiError::not_found("No such tracking link").into_response();
-    let Some(tracked) = state.tracking_signer().and_then(|s| s.verify(request.uri().path())) else {
-        return not_found();
-    };
-    let host = request
-        .headers()
-        .get(hyper::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(|h| {
-            h.rsplit_once(':')
-                .filter(|(_, port)| port.parse::<u16>().is_ok())
-                .map_or(h, |(host, _)| host)
-        })
-        .unwrap_or_default()
-        .to_owned();
-    let user_agent = request
-        .headers()
-        .get(hyper::header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .chars()
-        .take(512)
-        .collect();
-    let visitor = crate::tracking::Visitor { ip: peer, user_agent };
-    let (services, job) = (Arc::clone(&state.services), tracked.clone());
-    let recorded = tokio::task::spawn_blocking(move || {
-        let team = match &job {
-            crate::tracking::Tracked::Open { team_id, .. } | crate::tracking::Tracked::Click { team_id, .. } => {
-                *team_id
-            }
-        };
-        match crate::tracking::tracking_domain(&services, team, &host)? {
-            Some(_) => crate::tracking::record(&services, &job, &visitor).map(|()| true),
-            None => Ok(false),
-        }
-    })
-    .await;
-    match recorded {
-        Ok(Ok(true)) => {}
-        Ok(Ok(false)) => return not_found(),
-        // The visitor still gets the pixel or the page: losing one count beats a broken link.
-        Ok(Err(error)) => tracing::warn!(%error, "cannot record a tracked open or click"),
-        Err(error) => tracing::error!(%error, "a tracking task failed"),
-    }
-    let mut response = match tracked {
-        crate::tracking::Tracked::Open { .. } => {
-            let mut response = Response::new(Full::new(Bytes::from_static(PIXEL)));
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("image/gif"),
-            );
-            response
-        }
-        crate::tracking::Tracked::Click { target, .. } => {
-            let Ok(location) = hyper::header::HeaderValue::from_str(&target) else {
-                return not_found();
-            };
-            let mut response = Response::new(Full::new(Bytes::new()));
-            *response.status_mut() = StatusCode::FOUND;
-            response.headers_mut().insert(hyper::header::LOCATION, location);
-            response
-        }
-    };
-    response.headers_mut().insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    response
-}
-
-/// A 1×1 transparent GIF.
-const PIXEL: &[u8] = &[
-    0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff,
-    0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x02,
-    0x02, 0x44, 0x01, 0x00, 0x3b,
-];
 
 /// `200` with the spool's state when herald can accept mail; `503` when storage refuses
 /// new mail, so a load balancer sends traffic elsewhere.

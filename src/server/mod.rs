@@ -82,6 +82,8 @@ pub struct Options {
 pub struct Running {
     /// The HTTP listener's address.
     pub http_addr: SocketAddr,
+    /// The HTTPS listener's address (`[http] tls_listen`), when there is one.
+    pub https_addr: Option<SocketAddr>,
     /// The SMTP listeners bound, with their actual addresses.
     pub smtp: Vec<(Listener, SocketAddr)>,
     /// Default SMTP listeners skipped for lack of privilege.
@@ -160,6 +162,19 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     let http_listener = smtp::listen(config.http.listen)
         .with_context(|| format!("cannot listen on {} (`http.listen`)", config.http.listen))?;
     let http_addr = http_listener.local_addr()?;
+    let https_listener = match config.http.tls_listen {
+        Some(addr) => Some(smtp::listen(addr).with_context(|| format!("cannot listen on {addr} (`http.tls_listen`)"))?),
+        None => None,
+    };
+    let https_addr = https_listener
+        .as_ref()
+        .map(tokio::net::TcpListener::local_addr)
+        .transpose()?;
+    let mut config = config;
+    if config.http.public_url == format!("http://{}", config.http.listen) {
+        // The default names the address bound, not the port 0 a test asked for.
+        config.http.public_url = format!("http://{http_addr}");
+    }
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
     let services = Arc::new(Services::new(config, store, spool, operator_team, outbound));
@@ -183,7 +198,21 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();
-    tasks.spawn(http::serve(http_listener, Arc::clone(&state), controller.handle()));
+    tasks.spawn(http::serve(
+        http_listener,
+        Arc::clone(&state),
+        None,
+        controller.handle(),
+    ));
+    if let Some(listener) = https_listener {
+        let acceptor = http::tls_acceptor(&tls.server_config());
+        tasks.spawn(http::serve(
+            listener,
+            Arc::clone(&state),
+            Some(acceptor),
+            controller.handle(),
+        ));
+    }
     tasks.spawn(
         state
             .verifier()
@@ -250,6 +279,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     }
     tracing::info!(
         http = %http_addr,
+        https = %https_addr.map(|a| a.to_string()).unwrap_or_default(),
         smtp = %smtp_addrs.iter().map(|(_, a)| a.to_string()).collect::<Vec<_>>().join(", "),
         data_dir = %data_dir.display(),
         hostname = %state.config().server.hostname,
@@ -257,6 +287,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     );
     Ok(Running {
         http_addr,
+        https_addr,
         smtp: smtp_addrs,
         skipped: bound.skipped,
         bootstrap,

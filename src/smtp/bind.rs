@@ -113,6 +113,7 @@ mod tests {
         Listener {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             tls: TlsMode::StartTls,
+            mx: false,
         }
     }
 
@@ -145,6 +146,7 @@ mod tests {
                 Listener {
                     addr,
                     tls: TlsMode::Implicit,
+                    mx: false,
                 },
             ],
             listeners_configured: true,

@@ -18,8 +18,9 @@ use super::{TemplateRef, Version};
 use crate::emails::input::{OneOrMany, SendEmail};
 use crate::services::{Error, Services};
 
-/// The names that would put an unsubscribe link in the email, which herald cannot make
-/// yet.
+/// The names of the unsubscribe link: in `html` and `text` they render to
+/// [`crate::unsubscribe::MARKER`], which acceptance replaces with the recipient's signed
+/// link (it needs the email's id); in headers they are refused.
 const UNSUBSCRIBE: &[&str] = &["UNSUBSCRIBE_URL", "RESEND_UNSUBSCRIBE_URL"];
 
 /// The templates a request has sent with, each found and parsed once however many of
@@ -101,9 +102,11 @@ fn prepare(services: &Services, team_id: Id, target: &str) -> Result<Prepared, E
     };
     let part = |field: &str, source: &str| -> Result<Parsed, Error> {
         let parsed = parse(field, source)?;
-        if let Some(name) = parsed.names().into_iter().find(|n| UNSUBSCRIBE.contains(n)) {
+        if let Some(name) = parsed.names().into_iter().find(|n| UNSUBSCRIBE.contains(n))
+            && !matches!(field, "html" | "text")
+        {
             return Err(Error::invalid(format!(
-                "The template's `{field}` uses {{{{{{{name}}}}}}}: unsubscribe links are not available in herald yet"
+                "The template's `{field}` uses {{{{{{{name}}}}}}}: the unsubscribe link goes in `html` or `text` only"
             )));
         }
         Ok(parsed)
@@ -179,6 +182,9 @@ struct Rendered {
 fn render(prepared: &Prepared, given: &Map<String, Value>, input: &SendEmail) -> Result<Rendered, Error> {
     let version = &prepared.version;
     let lookup = |name: &str| -> Option<Cow<'_, str>> {
+        if UNSUBSCRIBE.contains(&name) {
+            return Some(Cow::Borrowed(crate::unsubscribe::MARKER));
+        }
         let value = given.get(name).or_else(|| {
             version
                 .variables

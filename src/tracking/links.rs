@@ -81,6 +81,17 @@ impl Signer {
         Ok(Signer::new(&secret))
     }
 
+    /// The HMAC-SHA256 tag of `parts` (concatenated), for the other signed public links
+    /// (unsubscribe), each starting with a kind byte of its own.
+    pub fn tag(&self, parts: &[&[u8]]) -> Vec<u8> {
+        hmac::sign(&self.key, &parts.concat()).as_ref().to_vec()
+    }
+
+    /// Whether `tag` is the tag of `parts`, compared in constant time.
+    pub fn verify_tag(&self, parts: &[&[u8]], tag: &[u8]) -> bool {
+        hmac::verify(&self.key, &parts.concat(), tag).is_ok()
+    }
+
     /// The path of the open pixel of `email_id`.
     pub fn open_path(&self, team_id: Id, email_id: Id) -> String {
         let ids = ids(team_id, email_id);

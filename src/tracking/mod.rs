@@ -48,6 +48,8 @@ struct Links<'a> {
     email_id: Id,
     opens: bool,
     clicks: bool,
+    /// The prefix of unsubscribe links, which are never tracked.
+    unsubscribe: String,
 }
 
 impl<'a> Links<'a> {
@@ -69,12 +71,13 @@ impl<'a> Links<'a> {
             email_id,
             opens,
             clicks,
+            unsubscribe: crate::unsubscribe::prefix(services),
         })
     }
 
     /// The tracked URL of link `index` to `target`, when clicks are tracked.
     fn click(&self, index: u16, target: &str) -> Option<String> {
-        if !self.clicks {
+        if !self.clicks || target.starts_with(&self.unsubscribe) {
             return None;
         }
         let path = self.signer.click_path(self.team_id, self.email_id, index, target)?;

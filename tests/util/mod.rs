@@ -174,6 +174,52 @@ pub async fn call_with_headers(
     HttpResponse { status, headers, body }
 }
 
+/// An HTTPS request to `addr`, asking for `host` by SNI and in `Host` (the server's
+/// certificate is not verified); the answer and the certificate the server offered.
+pub async fn https_call(
+    addr: SocketAddr,
+    host: &str,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> (HttpResponse, Vec<u8>) {
+    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).expect("name");
+    let stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .expect("TLS");
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .map(|der| der.as_ref().to_vec())
+        .unwrap_or_default();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("HTTP handshake");
+    tokio::spawn(connection);
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", host)
+        .header("user-agent", "herald-tests/1.0");
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let response = sender
+        .send_request(builder.body(Full::new(body)).expect("request"))
+        .await
+        .expect("response");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.expect("body").to_bytes();
+    (HttpResponse { status, headers, body }, certificate)
+}
+
 /// Adds `name` for the operator's team and marks it verified without DNS; its id.
 pub async fn verified_domain(addr: SocketAddr, name: &str) -> String {
     let body = serde_json::json!({ "name": name, "dkim_algorithm": "ed25519" });
