@@ -500,11 +500,6 @@ impl Validator<'_> {
             Some(text) => self.check("http.public_url", values::public_url(text))?,
             None => format!("http://{listen}"),
         };
-        if !public_url.starts_with("https://") {
-            warnings.push(format!(
-                "[http] public_url is {public_url}, not https: unsubscribe headers go out without List-Unsubscribe-Post (RFC 8058 one-click needs https)"
-            ));
-        }
         Ok(Config {
             file: self.file.map(Path::to_owned),
             http: HttpConfig {

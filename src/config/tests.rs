@@ -52,8 +52,10 @@ fn every_documented_key_is_accepted() {
         shutdown_grace = "10s"
         [http]
         listen = "127.0.0.1:0"
+        tls_listen = "127.0.0.1:0"
+        public_url = "https://mail.example.com/"
         [smtp]
-        listeners = [{ addr = "127.0.0.1:2587", tls = "starttls" }, { addr = "[::1]:2465", tls = "implicit" }]
+        listeners = [{ addr = "127.0.0.1:2587", tls = "starttls" }, { addr = "[::1]:2465", tls = "implicit", mx = true }]
         username = "resend"
         line_length_max = 1000
         message_size_max = "10MiB"
@@ -99,6 +101,9 @@ fn every_documented_key_is_accepted() {
     );
     assert!(config.smtp.listeners_configured);
     assert_eq!(config.smtp.listeners[1].tls, TlsMode::Implicit);
+    assert!(config.smtp.listeners[1].mx && !config.smtp.listeners[0].mx);
+    assert_eq!(config.http.public_url, "https://mail.example.com");
+    assert!(config.http.tls_listen.is_some());
     assert_eq!(config.smtp.limits.message_size_max, 10 << 20);
     assert_eq!(config.smtp.limits.connections_per_address_max, 2);
     assert_eq!(config.smtp.limits.auth_lockout, Duration::from_secs(300));
@@ -140,6 +145,12 @@ fn bad_values_fail_naming_the_key() {
         ("[delivery]\nrelay_password = \"x\"\n", "delivery.relay_username"),
         ("[delivery]\nmx_port = 70000\n", "delivery.mx_port"),
         ("[http]\nlisten = \"localhost\"\n", "http.listen"),
+        ("[http]\ntls_listen = \"443\"\n", "http.tls_listen"),
+        ("[http]\npublic_url = \"mail.example.com\"\n", "http.public_url"),
+        (
+            "[http]\npublic_url = \"https://mail.example.com/x?y\"\n",
+            "http.public_url",
+        ),
         ("[api]\nrate_limit = \"fast\"\n", "api.rate_limit"),
         (
             "[smtp]\nlisteners = [{ addr = \"127.0.0.1:25\", tls = \"maybe\" }]\n",

@@ -175,6 +175,12 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         // The default names the address bound, not the port 0 a test asked for.
         config.http.public_url = format!("http://{http_addr}");
     }
+    if !config.http.public_url.starts_with("https://") {
+        tracing::info!(
+            public_url = %config.http.public_url,
+            "[http] public_url is not https: unsubscribe links go out without List-Unsubscribe-Post (RFC 8058 one-click needs https)"
+        );
+    }
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
     let services = Arc::new(Services::new(config, store, spool, operator_team, outbound));
