@@ -56,6 +56,7 @@ pub mod dns;
 pub mod domains;
 pub mod emails;
 pub mod events;
+pub mod feedback;
 pub mod http;
 pub mod limits;
 pub mod mailqueue;

@@ -49,6 +49,11 @@ fn scheduled_at_corpus() {
 }
 
 #[test]
+fn feedback_report_corpus() {
+    replay("feedback_report", herald::feedback::report::fuzz);
+}
+
+#[test]
 fn template_merge_corpus() {
     replay("template_merge", herald::templates::merge::fuzz);
 }

@@ -1,7 +1,7 @@
 //! The properties the SMTP fuzz targets check, shared with the corpus replay test
 //! (`smtp/tests/fuzz_corpus.rs`), which runs every committed input through them in CI.
 
-use herald_smtp::{Action, DataReceiver, Limits, Session, Settings};
+use herald_smtp::{Action, DataReceiver, Limits, Reply, Session, Settings};
 
 /// Line reading and command parsing: nothing panics, and a line read never holds a CR
 /// or LF.
@@ -39,8 +39,8 @@ pub fn data(data: &[u8]) {
 /// A whole session, as a client could drive it: the input is fed in pieces (its first
 /// byte picks the piece size), every AUTH succeeds when the password is `good` and
 /// every message is accepted. Nothing panics; no message is handed over before AUTH
-/// succeeded; no delivered message holds a bare CR or LF; after a close nothing more
-/// happens.
+/// succeeded, but inbound mail on an `mx` listener to checked recipients; no delivered
+/// message holds a bare CR or LF; after a close nothing more happens.
 pub fn session(data: &[u8]) {
     let Some((&first, input)) = data.split_first() else {
         return;
@@ -56,7 +56,9 @@ pub fn session(data: &[u8]) {
             errors_max: 5,
         },
         starttls: first & 0x80 != 0,
+        mx: first & 0x20 != 0,
     };
+    let mx = settings.mx;
     let mut session = Session::new(settings, first & 0x40 != 0);
     let mut authenticated = false;
     let mut buffer = Vec::new();
@@ -92,8 +94,25 @@ pub fn session(data: &[u8]) {
                         queue.extend(session.sender_checked(Ok(())));
                         resumed = true;
                     }
+                    Action::CheckRecipient { to } => {
+                        assert!(mx && !authenticated, "an inbound recipient off an mx listener");
+                        let outcome = if to.ends_with("@bounces.fuzz.test") {
+                            Ok(())
+                        } else {
+                            Err(Reply::new(550, "5.7.1", "refused"))
+                        };
+                        queue.extend(session.recipient_checked(outcome));
+                        resumed = true;
+                    }
                     Action::Deliver(envelope) => {
-                        assert!(authenticated, "a message was handed over without AUTH");
+                        assert!(
+                            authenticated || (mx && envelope.inbound),
+                            "a message was handed over without AUTH off an mx listener"
+                        );
+                        assert!(
+                            !envelope.inbound || envelope.recipients.iter().all(|r| r.ends_with("@bounces.fuzz.test")),
+                            "an inbound message to an unchecked recipient"
+                        );
                         for (i, byte) in envelope.message.iter().enumerate() {
                             match byte {
                                 b'\r' => assert_eq!(envelope.message.get(i + 1), Some(&b'\n')),

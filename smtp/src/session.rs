@@ -51,6 +51,11 @@ pub struct Settings {
     pub limits: Limits,
     /// Whether STARTTLS may be offered (a STARTTLS listener before the upgrade).
     pub starttls: bool,
+    /// Whether receiving MXs may hand this listener mail (bounces, complaints): `MAIL`
+    /// without AUTH, and without TLS, opens an inbound transaction whose every recipient
+    /// the driver checks ([`Action::CheckRecipient`]). Authenticated clients submit as
+    /// on any listener.
+    pub mx: bool,
 }
 
 /// A message ready for delivery.
@@ -64,6 +69,9 @@ pub struct Envelope {
     pub recipients: Vec<String>,
     /// The message, unstuffed.
     pub message: Vec<u8>,
+    /// Whether it came in without AUTH on an `mx` listener: mail to herald itself, not a
+    /// submission.
+    pub inbound: bool,
 }
 
 /// What the driver must do.
@@ -89,6 +97,13 @@ pub enum Action {
         /// The reverse path.
         from: String,
     },
+    /// Check that an inbound transaction (see [`Settings::mx`]) may have this recipient
+    /// (the forward path, without angle brackets), then call
+    /// [`Session::recipient_checked`].
+    CheckRecipient {
+        /// The forward path.
+        to: String,
+    },
     /// Deliver this message, then call [`Session::delivered`].
     Deliver(Envelope),
     /// Close the connection after sending the replies before this action.
@@ -108,6 +123,8 @@ enum Phase {
     AuthLoginPassword(String),
     /// `MAIL` named this reverse path; the driver is checking it.
     CheckingSender(String),
+    /// `RCPT` of an inbound transaction named this forward path; the driver is checking it.
+    CheckingRecipient(String),
     /// A refused `BDAT`'s chunk: this many octets still to read and drop before the
     /// refusal is answered. They follow the command whatever its answer (RFC 3030), so
     /// they must never be read as commands.
@@ -126,6 +143,8 @@ pub struct Session {
     /// The client's `EHLO`/`HELO` name, once it has greeted.
     helo: Option<String>,
     authenticated: bool,
+    /// The open transaction is inbound (no AUTH, on an `mx` listener).
+    inbound: bool,
     from: Option<String>,
     recipients: Vec<String>,
     bdat: Vec<u8>,
@@ -142,6 +161,7 @@ impl Session {
             tls,
             helo: None,
             authenticated: false,
+            inbound: false,
             from: None,
             recipients: Vec::new(),
             bdat: Vec::new(),
@@ -173,7 +193,7 @@ impl Session {
         loop {
             let rest = &input[consumed..];
             match &mut self.phase {
-                Phase::Waiting | Phase::CheckingSender(_) | Phase::Closed => break,
+                Phase::Waiting | Phase::CheckingSender(_) | Phase::CheckingRecipient(_) | Phase::Closed => break,
                 Phase::Data(receiver) => match receiver.feed(rest) {
                     Ok(progress) => {
                         consumed += progress.consumed;
@@ -298,6 +318,25 @@ impl Session {
         }
     }
 
+    /// The answer to [`Action::CheckRecipient`]: `Ok` adds the recipient, or the reply
+    /// refusing it.
+    pub fn recipient_checked(&mut self, outcome: Result<(), Reply>) -> Vec<Action> {
+        let Phase::CheckingRecipient(to) = std::mem::replace(&mut self.phase, Phase::Command) else {
+            return Vec::new();
+        };
+        match outcome {
+            Ok(()) => {
+                self.recipients.push(to);
+                vec![Action::Reply(Reply::new(250, "2.1.5", "OK"))]
+            }
+            Err(reply) => {
+                let mut actions = vec![Action::Reply(reply)];
+                self.count_error(&mut actions);
+                actions
+            }
+        }
+    }
+
     /// The answer to [`Action::Deliver`]: the email id, or the reply explaining why not.
     pub fn delivered(&mut self, outcome: Result<String, Reply>) -> Vec<Action> {
         self.phase = Phase::Command;
@@ -381,8 +420,13 @@ impl Session {
             }
             Command::Auth { mechanism, initial } => return self.auth(&mechanism, initial, actions),
             Command::Mail { .. } if self.helo.is_none() => Reply::new(503, "5.5.1", "Send EHLO first"),
-            Command::Mail { .. } if !self.tls => Reply::new(530, "5.7.0", "Must issue a STARTTLS command first"),
-            Command::Mail { .. } if !self.authenticated => Reply::new(530, "5.7.0", "Authentication required"),
+            // A receiving MX may not use TLS, and never authenticates.
+            Command::Mail { .. } if !self.tls && !self.settings.mx => {
+                Reply::new(530, "5.7.0", "Must issue a STARTTLS command first")
+            }
+            Command::Mail { .. } if !self.authenticated && !self.settings.mx => {
+                Reply::new(530, "5.7.0", "Authentication required")
+            }
             Command::Mail { .. } if self.from.is_some() => Reply::new(503, "5.5.1", "Nested MAIL command"),
             Command::Mail { .. } if self.messages >= self.settings.limits.messages_max => {
                 return self.close(
@@ -394,6 +438,14 @@ impl Session {
                     actions,
                 );
             }
+            Command::Mail { from, params } if !self.authenticated => match self.mail_parameters(&params) {
+                Ok(()) => {
+                    self.from = Some(from);
+                    self.inbound = true;
+                    Reply::new(250, "2.1.0", "OK")
+                }
+                Err(reply) => reply,
+            },
             Command::Mail { from, params } => match self.mail_parameters(&params) {
                 Ok(()) => {
                     self.phase = Phase::CheckingSender(from.clone());
@@ -409,6 +461,11 @@ impl Session {
                 format!("Too many recipients (at most {})", self.settings.limits.recipients_max),
             ),
             Command::Rcpt { to, .. } if !to.contains('@') => Reply::new(501, "5.1.3", "Bad recipient address syntax"),
+            Command::Rcpt { to, .. } if self.inbound => {
+                self.phase = Phase::CheckingRecipient(to.clone());
+                actions.push(Action::CheckRecipient { to });
+                return;
+            }
             Command::Rcpt { to, .. } => {
                 self.recipients.push(to);
                 Reply::new(250, "2.1.5", "OK")
@@ -596,6 +653,7 @@ impl Session {
             from: self.from.clone().unwrap_or_default(),
             recipients: self.recipients.clone(),
             message,
+            inbound: self.inbound,
         })
     }
 
@@ -632,6 +690,7 @@ impl Session {
 
     fn reset(&mut self) {
         self.from = None;
+        self.inbound = false;
         self.recipients.clear();
         self.bdat.clear();
     }

@@ -53,6 +53,8 @@ pub struct Services {
     audience: Box<dyn AudienceStore>,
     templates: Box<dyn TemplateStore>,
     tracking: std::sync::OnceLock<Option<crate::tracking::Signer>>,
+    /// The return-path hosts inbound bounces and complaints may be sent to.
+    return_paths: crate::feedback::ReturnPaths,
     import_wake: Wake,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
@@ -96,6 +98,7 @@ impl Services {
             audience: Box::new(RocksContacts::new(store.clone())),
             templates: Box::new(RocksTemplates::new(store.clone())),
             tracking: std::sync::OnceLock::new(),
+            return_paths: crate::feedback::ReturnPaths::default(),
             import_wake: Wake::default(),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
@@ -164,6 +167,11 @@ impl Services {
     /// Templates.
     pub fn templates(&self) -> &dyn TemplateStore {
         &*self.templates
+    }
+
+    /// The return-path hosts of verified domains, for inbound mail.
+    pub fn return_paths(&self) -> &crate::feedback::ReturnPaths {
+        &self.return_paths
     }
 
     /// The signer of tracking URLs, with the key in the data directory (made on first

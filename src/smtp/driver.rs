@@ -52,6 +52,7 @@ pub async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     mode: TlsMode,
+    mx: bool,
     context: &ListenerContext,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
@@ -67,6 +68,7 @@ pub async fn connection(
             errors_max: configured.errors_max,
         },
         starttls: mode == TlsMode::StartTls,
+        mx,
     };
     let mut caller = None;
     let deadline = after(configured.session_time_max);
@@ -245,6 +247,18 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     queue.extend(session.sender_checked(check_sender(context, caller.as_ref(), &from)));
                     resumed = true;
                 }
+                Action::CheckRecipient { to } => {
+                    queue.extend(session.recipient_checked(crate::feedback::check_recipient(
+                        &context.state,
+                        &to,
+                    )));
+                    resumed = true;
+                }
+                Action::Deliver(envelope) if envelope.inbound => {
+                    let outcome = inbound(context, envelope).await;
+                    queue.extend(session.delivered(outcome));
+                    resumed = true;
+                }
                 Action::Deliver(envelope) => {
                     let outcome = deliver(context, caller.as_ref(), envelope, peer).await;
                     queue.extend(session.delivered(outcome));
@@ -326,6 +340,31 @@ fn check_sender(context: &ListenerContext, caller: Option<&Caller>, from: &str) 
     submit::authorize_domain(&context.state, &sender_of(caller), address.domain())
         .map(drop)
         .map_err(|error| failure_reply(RawError::Send(error)))
+}
+
+/// Takes in a message a receiving MX sent to herald's return path (a bounce, a
+/// complaint, or anything else, which is dropped): `250` once what it says is recorded,
+/// whatever it is, so that nothing is ever bounced back; `451` when storage fails.
+async fn inbound(context: &ListenerContext, envelope: Envelope) -> Result<String, Reply> {
+    let state = Arc::clone(&context.state);
+    let taken = tokio::task::spawn_blocking(move || {
+        crate::feedback::intake(&state, &envelope.recipients, &envelope.message)
+    })
+    .await;
+    match taken {
+        Ok(Ok(intake)) => {
+            tracing::info!(?intake, "inbound report taken");
+            Ok("taken".to_owned())
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "cannot record an inbound report");
+            Err(Reply::new(451, "4.3.0", "Temporary storage failure, try again later"))
+        }
+        Err(error) => {
+            tracing::error!(%error, "an inbound report's task failed");
+            Err(Reply::new(451, "4.3.0", "Temporary failure, try again later"))
+        }
+    }
 }
 
 /// The sender an authenticated SMTP client sends as.

@@ -61,7 +61,7 @@ pub async fn serve(listener: TcpListener, config: Listener, context: ListenerCon
                     return;
                 }
             };
-            if let Err(error) = driver::connection(stream, peer, config.tls, &context, handle).await {
+            if let Err(error) = driver::connection(stream, peer, config.tls, config.mx, &context, handle).await {
                 tracing::debug!(%error, %peer, "SMTP connection ended with an error");
             }
             drop(slot);

@@ -16,6 +16,7 @@ fn settings(starttls: bool) -> Settings {
             ..Limits::default()
         },
         starttls,
+        mx: false,
     }
 }
 
@@ -50,6 +51,15 @@ fn run(session: &mut Session, input: &[u8]) -> (String, Vec<Envelope>) {
                         Ok(())
                     };
                     queue.extend(session.sender_checked(outcome));
+                    progressed = true;
+                }
+                Action::CheckRecipient { to } => {
+                    let outcome = if to.ends_with("@bounces.example.test") {
+                        Ok(())
+                    } else {
+                        Err(Reply::new(550, "5.7.1", "Relay access denied"))
+                    };
+                    queue.extend(session.recipient_checked(outcome));
                     progressed = true;
                 }
                 Action::Deliver(envelope) => {
@@ -117,6 +127,36 @@ fn before_tls_there_is_no_auth_and_no_mail() {
     assert!(!out.contains("AUTH PLAIN LOGIN"), "{out}");
     assert_eq!(codes(&out), vec!["250", "530", "530"]);
     assert!(out.contains("530 5.7.0 Must issue a STARTTLS command first"));
+}
+
+#[test]
+fn an_mx_listener_takes_mail_without_auth_or_tls_for_checked_recipients_only() {
+    let mut session = Session::new(Settings { mx: true, ..settings(true) }, false);
+    let (out, delivered) = run(
+        &mut session,
+        b"EHLO mx.example.org\r\nMAIL FROM:<>\r\nRCPT TO:<someone@elsewhere.test>\r\nRCPT TO:<0190@bounces.example.test>\r\nDATA\r\nSubject: bounce\r\n\r\nx\r\n.\r\n",
+    );
+    assert_eq!(codes(&out), vec!["250", "250", "550", "250", "354", "250"], "{out}");
+    assert!(out.contains("550 5.7.1 Relay access denied"), "{out}");
+    assert_eq!(delivered.len(), 1);
+    assert!(delivered[0].inbound);
+    assert_eq!(delivered[0].from, "");
+    assert_eq!(delivered[0].recipients, vec!["0190@bounces.example.test"]);
+    // The next transaction starts over: inbound again, never a submission.
+    let (out, _) = run(&mut session, b"MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.org>\r\n");
+    assert_eq!(codes(&out), vec!["250", "550"], "{out}");
+}
+
+#[test]
+fn an_authenticated_client_on_an_mx_listener_submits() {
+    let mut session = Session::new(Settings { mx: true, ..settings(false) }, true);
+    let script = format!(
+        "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nx\r\n.\r\n",
+        plain("resend", "re_good")
+    );
+    let (out, delivered) = run(&mut session, script.as_bytes());
+    assert_eq!(codes(&out), vec!["250", "235", "250", "250", "354", "250"], "{out}");
+    assert!(!delivered[0].inbound);
 }
 
 #[test]
