@@ -104,7 +104,11 @@ pub fn check_recipient(services: &Services, to: &str) -> Result<(), herald_smtp:
         Ok(_) => Err(refused()),
         Err(error) => {
             tracing::warn!(%error, "cannot look up return-path hosts");
-            Err(herald_smtp::Reply::new(451, "4.3.0", "Temporary lookup failure, try again later"))
+            Err(herald_smtp::Reply::new(
+                451,
+                "4.3.0",
+                "Temporary lookup failure, try again later",
+            ))
         }
     }
 }

@@ -248,10 +248,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     resumed = true;
                 }
                 Action::CheckRecipient { to } => {
-                    queue.extend(session.recipient_checked(crate::feedback::check_recipient(
-                        &context.state,
-                        &to,
-                    )));
+                    queue.extend(session.recipient_checked(crate::feedback::check_recipient(&context.state, &to)));
                     resumed = true;
                 }
                 Action::Deliver(envelope) if envelope.inbound => {
@@ -347,10 +344,9 @@ fn check_sender(context: &ListenerContext, caller: Option<&Caller>, from: &str) 
 /// whatever it is, so that nothing is ever bounced back; `451` when storage fails.
 async fn inbound(context: &ListenerContext, envelope: Envelope) -> Result<String, Reply> {
     let state = Arc::clone(&context.state);
-    let taken = tokio::task::spawn_blocking(move || {
-        crate::feedback::intake(&state, &envelope.recipients, &envelope.message)
-    })
-    .await;
+    let taken =
+        tokio::task::spawn_blocking(move || crate::feedback::intake(&state, &envelope.recipients, &envelope.message))
+            .await;
     match taken {
         Ok(Ok(intake)) => {
             tracing::info!(?intake, "inbound report taken");

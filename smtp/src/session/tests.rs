@@ -131,7 +131,13 @@ fn before_tls_there_is_no_auth_and_no_mail() {
 
 #[test]
 fn an_mx_listener_takes_mail_without_auth_or_tls_for_checked_recipients_only() {
-    let mut session = Session::new(Settings { mx: true, ..settings(true) }, false);
+    let mut session = Session::new(
+        Settings {
+            mx: true,
+            ..settings(true)
+        },
+        false,
+    );
     let (out, delivered) = run(
         &mut session,
         b"EHLO mx.example.org\r\nMAIL FROM:<>\r\nRCPT TO:<someone@elsewhere.test>\r\nRCPT TO:<0190@bounces.example.test>\r\nDATA\r\nSubject: bounce\r\n\r\nx\r\n.\r\n",
@@ -143,13 +149,22 @@ fn an_mx_listener_takes_mail_without_auth_or_tls_for_checked_recipients_only() {
     assert_eq!(delivered[0].from, "");
     assert_eq!(delivered[0].recipients, vec!["0190@bounces.example.test"]);
     // The next transaction starts over: inbound again, never a submission.
-    let (out, _) = run(&mut session, b"MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.org>\r\n");
+    let (out, _) = run(
+        &mut session,
+        b"MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.org>\r\n",
+    );
     assert_eq!(codes(&out), vec!["250", "550"], "{out}");
 }
 
 #[test]
 fn an_authenticated_client_on_an_mx_listener_submits() {
-    let mut session = Session::new(Settings { mx: true, ..settings(false) }, true);
+    let mut session = Session::new(
+        Settings {
+            mx: true,
+            ..settings(false)
+        },
+        true,
+    );
     let script = format!(
         "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nx\r\n.\r\n",
         plain("resend", "re_good")
