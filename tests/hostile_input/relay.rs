@@ -1,5 +1,7 @@
 //! The open-relay matrix: every listener, TLS state, credential, sender and external
-//! recipient, and only the own key over TLS from the verified domain may send.
+//! recipient, and only the own key over TLS from the verified domain may send; the same
+//! again with both listeners `mx = true`, where a client without AUTH opens an inbound
+//! transaction and every external recipient is refused at `RCPT`.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -116,9 +118,24 @@ struct Attempt {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_combination_of_listener_tls_and_credentials_relays() {
+    matrix(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_combination_relays_through_mx_listeners_either() {
+    matrix(true).await;
+}
+
+/// Runs every combination against listeners with `mx` as given.
+async fn matrix(mx: bool) {
     // Wrong keys come from their own address, with no lockout, so that guessing does not
     // lock out the valid combinations running beside them.
-    let mut server = Server::start("auth_failures_max = 1000\nconnections_per_address_max = 1000\n").await;
+    let limits = "auth_failures_max = 1000\nconnections_per_address_max = 1000\n";
+    let mut server = if mx {
+        Server::start_mx(limits).await
+    } else {
+        Server::start(limits).await
+    };
     let other_team = util::call(
         server.http(),
         Method::POST,
@@ -175,7 +192,7 @@ async fn no_combination_of_listener_tls_and_credentials_relays() {
         match attempt {
             Err(why) => failures.push(format!("[{combination}] {why}")),
             Ok(attempt) => {
-                if let Err(why) = judge(&combination, &attempt) {
+                if let Err(why) = judge(&combination, &attempt, mx) {
                     failures.push(format!("[{combination}] {why}\n{}", attempt.transcript));
                 }
                 if let Ok(id) = attempt.outcome {
@@ -206,8 +223,10 @@ async fn no_combination_of_listener_tls_and_credentials_relays() {
     server.running.shutdown().await;
 }
 
-/// The one combination allowed to send, and the refusal every other one must get.
-fn judge(combination: &Combination, attempt: &Attempt) -> Result<(), String> {
+/// The one combination allowed to send, and the refusal every other one must get. On an
+/// `mx` listener, a client that did not authenticate is an MX handing in mail: `MAIL` is
+/// taken and each external recipient refused at `RCPT` with `550 5.7.1`.
+fn judge(combination: &Combination, attempt: &Attempt, mx: bool) -> Result<(), String> {
     let tls = combination.listener != Listener::Plaintext;
     let auth = attempt.auth.as_ref().map(|reply| (reply.code, reply.enhanced.as_str()));
     let auth_wanted = match (combination.credentials, tls) {
@@ -231,7 +250,9 @@ fn judge(combination: &Combination, attempt: &Attempt) -> Result<(), String> {
             // `reject_sender_login_mismatch` does), before any of the message is sent; the
             // `From:` header once the message is in.
             let envelope_ours = combination.credentials == Credentials::OwnKey && combination.sender.envelope == SENDER;
-            let wanted = if !authenticated {
+            let wanted = if !authenticated && mx {
+                ("RCPT", 550, "5.7.1")
+            } else if !authenticated {
                 ("MAIL", 530, "5.7.0")
             } else if !envelope_ours {
                 ("MAIL", 550, "5.7.1")

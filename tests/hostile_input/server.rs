@@ -20,12 +20,22 @@ pub(super) struct Server {
 impl Server {
     /// Starts herald with `smtp` added to its `[smtp]` table.
     pub(super) async fn start(smtp: &str) -> Server {
+        Server::start_with(smtp, false).await
+    }
+
+    async fn start_with(smtp: &str, mx: bool) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replacen(
+        let mut text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replacen(
             "[smtp]\n",
             &format!("[smtp]\n{smtp}\n"),
             1,
         );
+        if mx {
+            text = text
+                .replace("tls = \"starttls\" }", "tls = \"starttls\", mx = true }")
+                .replace("tls = \"implicit\" }", "tls = \"implicit\", mx = true }");
+            assert!(text.contains("mx = true"), "{text}");
+        }
         let config = herald::config::Config::from_toml(&text, None).expect("test config is valid");
         let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
         util::verified_domain(running.http_addr, DOMAIN).await;
@@ -34,6 +44,11 @@ impl Server {
             expected: 0,
             _dir: dir,
         }
+    }
+
+    /// Starts herald as [`Server::start`] does, with both listeners `mx = true`.
+    pub(super) async fn start_mx(smtp: &str) -> Server {
+        Server::start_with(smtp, true).await
     }
 
     pub(super) fn http(&self) -> SocketAddr {
