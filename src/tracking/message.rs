@@ -1,8 +1,10 @@
 //! Tracking for messages submitted whole (SMTP): each `text/html` part is decoded, has
 //! its links and the open pixel rewritten ([`super::rewrite`]), and is put back in
 //! base64 with its own `Content-Transfer-Encoding`; a message without an HTML part gets
-//! its plain-text parts' URLs rewritten. Parts in a charset other than UTF-8 (or ASCII)
-//! are left as they are: re-encoding them would need their `Content-Type` rewritten too.
+//! its plain-text parts' URLs rewritten. A part in another charset that mail-parser
+//! decodes (ISO-8859-x, Windows-125x, Shift_JIS, ...) goes back as UTF-8, its
+//! `Content-Type` saying `charset=utf-8`; a part in a charset it does not know is left
+//! as it is.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -15,10 +17,12 @@ use super::rewrite::{self, Click};
 pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel: Option<&str>) -> Option<Vec<u8>> {
     let has_html = parsed.parts.iter().any(MessagePart::is_text_html);
     let mut edits: Vec<(usize, usize, usize, Vec<u8>)> = Vec::new();
+    // The parts (by header offset) whose charset changes to UTF-8.
+    let mut recharsets: Vec<usize> = Vec::new();
     for part in &parsed.parts {
-        if !utf8(part) {
+        let Some(recharset) = charset(part) else {
             continue;
-        }
+        };
         let rewritten = match &part.body {
             PartType::Html(html) => match rewrite::html(html, click, pixel) {
                 Ok(out) => out,
@@ -38,6 +42,9 @@ pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel
         if rewritten.as_str() == part.text_contents().unwrap_or_default() {
             continue;
         }
+        if recharset {
+            recharsets.push(part.offset_header as usize);
+        }
         edits.push((
             part.offset_header as usize,
             part.offset_body as usize,
@@ -55,26 +62,58 @@ pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel
         let (Some(head), Some(_)) = (out.get(header..body), out.get(body..end)) else {
             continue;
         };
-        let mut replacement = headers_with_base64(head);
+        let mut replacement = headers_with_base64(head, recharsets.contains(&header));
         replacement.extend_from_slice(&encoded);
         out.splice(header..end, replacement);
     }
     Some(out)
 }
 
-/// Whether `part`'s text is UTF-8 (or ASCII, or says no charset).
-fn utf8(part: &MessagePart<'_>) -> bool {
-    part.content_type()
-        .and_then(|ct| ct.attribute("charset"))
-        .is_none_or(|cs| cs.eq_ignore_ascii_case("utf-8") || cs.eq_ignore_ascii_case("us-ascii"))
+/// Whether `part`'s text can be rewritten: `Some(false)` when it is UTF-8 (or ASCII, or
+/// says no charset), `Some(true)` when mail-parser decoded it from another charset (it
+/// goes back as UTF-8), `None` for a charset mail-parser does not know.
+fn charset(part: &MessagePart<'_>) -> Option<bool> {
+    match part.content_type().and_then(|ct| ct.attribute("charset")) {
+        None => Some(false),
+        Some(cs) if cs.eq_ignore_ascii_case("utf-8") || cs.eq_ignore_ascii_case("us-ascii") => Some(false),
+        Some(cs) => mail_parser::decoders::charsets::map::charset_decoder(cs.as_bytes()).map(|_| true),
+    }
+}
+
+/// `field` (a whole `Content-Type` field, folded or not) with its `charset` parameter's
+/// value replaced by `utf-8`.
+fn utf8_charset(field: &str) -> String {
+    let lower = field.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("charset") {
+        let start = from + found;
+        let before = lower[..start].trim_end_matches([' ', '\t', '\r', '\n']);
+        let after = lower[start + "charset".len()..].trim_start_matches([' ', '\t']);
+        if before.ends_with(';') && after.starts_with('=') {
+            let value_start = field.len() - after.len() + 1;
+            let rest = &field[value_start..];
+            let skipped = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+            let value = &rest[skipped..];
+            let length = match value.strip_prefix('"') {
+                Some(quoted) => quoted.find('"').map_or(value.len(), |end| end + 2),
+                None => value.find([';', ' ', '\t', '\r', '\n']).unwrap_or(value.len()),
+            };
+            let value_start = value_start + skipped;
+            return format!("{}utf-8{}", &field[..value_start], &field[value_start + length..]);
+        }
+        from = start + "charset".len();
+    }
+    field.to_owned()
 }
 
 /// A part's header block (up to and including the blank line) with any
-/// `Content-Transfer-Encoding` field replaced by `base64`.
-fn headers_with_base64(head: &[u8]) -> Vec<u8> {
+/// `Content-Transfer-Encoding` field replaced by `base64`, and with `recharset`, its
+/// `Content-Type` saying `charset=utf-8`.
+fn headers_with_base64(head: &[u8], recharset: bool) -> Vec<u8> {
     let text = String::from_utf8_lossy(head);
     let mut out = String::with_capacity(head.len() + 40);
     let mut dropping = false;
+    let mut content_type: Option<String> = None;
     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
     // The blank line that ends the block (absent for a part without headers).
     let blank = lines
@@ -85,13 +124,23 @@ fn headers_with_base64(head: &[u8]) -> Vec<u8> {
     for line in lines {
         let continuation = line.starts_with([' ', '\t']);
         if !continuation {
-            dropping = line
-                .split_once(':')
-                .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("content-transfer-encoding"));
+            if let Some(field) = content_type.take() {
+                out.push_str(&utf8_charset(&field));
+            }
+            let name = line.split_once(':').map(|(name, _)| name.trim());
+            dropping = name.is_some_and(|name| name.eq_ignore_ascii_case("content-transfer-encoding"));
+            if recharset && name.is_some_and(|name| name.eq_ignore_ascii_case("content-type")) {
+                content_type = Some(String::new());
+            }
         }
-        if !dropping {
-            out.push_str(line);
+        match &mut content_type {
+            Some(field) => field.push_str(line),
+            None if !dropping => out.push_str(line),
+            None => {}
         }
+    }
+    if let Some(field) = content_type.take() {
+        out.push_str(&utf8_charset(&field));
     }
     out.push_str("Content-Transfer-Encoding: base64\r\n");
     out.push_str(blank.unwrap_or("\r\n"));
@@ -134,6 +183,35 @@ mod tests {
         // With an HTML part, the text part is left alone.
         assert_eq!(again.body_text(0).expect("text").trim(), "See https://a.test/x");
         assert_eq!(again.subject(), Some("s"));
+    }
+
+    #[test]
+    fn a_latin1_part_goes_back_as_utf8_and_an_unknown_charset_is_left() {
+        let raw = b"From: a@shop.test\r\nSubject: s\r\nMIME-Version: 1.0\r\nContent-Type: text/html;\r\n charset=\"ISO-8859-1\"; format=flowed\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<html><body>Caf=E9 <a href=3D\"https://a.test/x\">x</a></body></html>\r\n";
+        let parsed = MessageParser::default().parse(raw).expect("parses");
+        let out = rewrite(raw, &parsed, Some(&tracked), Some("https://t.test/o")).expect("rewritten");
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains("charset=utf-8; format=flowed"), "{text}");
+        let again = MessageParser::default().parse(&out).expect("still a message");
+        let html = again.body_html(0).expect("html");
+        assert!(html.contains("Café"), "{html}");
+        assert!(html.contains("href=\"https://t.test/0?u=https://a.test/x\""), "{html}");
+
+        let unknown = b"From: a@shop.test\r\nContent-Type: text/html; charset=x-unknown-7\r\n\r\n<a href=\"https://a.test/x\">x</a>\r\n";
+        let parsed = MessageParser::default().parse(unknown).expect("parses");
+        assert!(rewrite(unknown, &parsed, Some(&tracked), None).is_none());
+    }
+
+    #[test]
+    fn the_charset_parameter_is_found_wherever_it_is_written() {
+        assert_eq!(
+            utf8_charset("Content-Type: text/html; charset=koi8-r\r\n"),
+            "Content-Type: text/html; charset=utf-8\r\n"
+        );
+        assert_eq!(
+            utf8_charset("Content-Type: text/plain; name=\"charset\"; CHARSET = \"windows-1252\"\r\n"),
+            "Content-Type: text/plain; name=\"charset\"; CHARSET = utf-8\r\n"
+        );
     }
 
     #[test]
