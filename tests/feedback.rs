@@ -288,6 +288,10 @@ async fn reports_by_mail_become_events_and_suppressions() {
         .json();
     assert_eq!(suppression["origin"], "complaint", "{suppression}");
 
+    // A report that does not parse (no parts, a broken status block) is taken and dropped.
+    let broken = "Content-Type: multipart/report; report-type=delivery-status; boundary=\"zz\"\n\n--zz\nContent-Type: message/delivery-status\n\nAction failed\nStatus: x\n--";
+    assert!(client.send(&bounced_from, broken).await.starts_with("250"));
+
     // An out-of-office reply is taken and dropped: no event, nothing delivered.
     let ooo = "From: ann@example.net\nTo: x\nSubject: Out of office\nAuto-Submitted: auto-replied\n\nBack Monday.";
     assert!(client.send(&bounced_from, ooo).await.starts_with("250"));
@@ -301,6 +305,14 @@ async fn reports_by_mail_become_events_and_suppressions() {
             .any(|l| l.starts_with("herald_feedback_total{kind=\"other\"}")),
         "{metrics}"
     );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("herald_feedback_total{kind=\"malformed\"}")),
+        "{metrics}"
+    );
+    let events = receiver.all().len();
+    assert_eq!(events, 3, "one event per report, none for what was dropped");
 
     // A listener without `mx` still wants TLS and AUTH before MAIL.
     let mut plain = Mx::connect(submission).await;

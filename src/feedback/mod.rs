@@ -127,6 +127,8 @@ pub enum Intake {
 impl Intake {
     fn label(self) -> &'static str {
         match self {
+            // A DSN without one usable recipient block.
+            Intake::Delivery(0) => "malformed",
             Intake::Delivery(_) => "dsn",
             Intake::Complaint => "complaint",
             Intake::Dropped(why) => why,
