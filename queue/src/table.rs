@@ -115,6 +115,14 @@ impl Table {
     /// Templates' list items (no content) by team and template id, written with each
     /// template, so lists and counts never read whole templates.
     pub const TEMPLATE_SUMMARIES: Table = Table::new("template_summaries");
+    /// Broadcasts by team and broadcast id.
+    pub const BROADCASTS: Table = Table::new("broadcasts");
+    /// What became of each contact of a broadcast, by team, broadcast and contact id:
+    /// written in the same batch as the contact's email, so no contact is sent twice.
+    pub const BROADCAST_RECIPIENTS: Table = Table::new("broadcast_recipients");
+    /// Broadcasts waiting to be sent or being sent: empty values keyed by broadcast id
+    /// (time-ordered) and team, so the worker finds them without reading the others.
+    pub const BROADCAST_QUEUE: Table = Table::new("broadcast_queue");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -170,6 +178,9 @@ impl Table {
         Table::TEMPLATES,
         Table::TEMPLATE_ALIASES,
         Table::TEMPLATE_SUMMARIES,
+        Table::BROADCASTS,
+        Table::BROADCAST_RECIPIENTS,
+        Table::BROADCAST_QUEUE,
     ];
 }
 

@@ -45,6 +45,8 @@ const BY_TEAM: &[Table] = &[
     Table::TEMPLATES,
     Table::TEMPLATE_ALIASES,
     Table::TEMPLATE_SUMMARIES,
+    Table::BROADCASTS,
+    Table::BROADCAST_RECIPIENTS,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,

@@ -15,6 +15,8 @@ pub enum Source {
     Api,
     /// SMTP submission.
     Smtp,
+    /// A broadcast to a segment.
+    Broadcast,
 }
 
 impl Source {
@@ -23,6 +25,7 @@ impl Source {
         match self {
             Source::Api => "api",
             Source::Smtp => "smtp",
+            Source::Broadcast => "broadcast",
         }
     }
 }

@@ -108,6 +108,9 @@ pub struct Email {
     pub template: Option<crate::templates::TemplateRef>,
     /// The topic it is sent on.
     pub topic_id: Option<Id>,
+    /// Whether it carries an unsubscribe link even without a topic or the merge tag (a
+    /// broadcast's emails always do).
+    pub unsubscribe: bool,
 }
 
 impl Email {
@@ -181,6 +184,7 @@ pub fn validate(input: SendEmail, now: Timestamp, fetch: &mut Fetch<'_>) -> Resu
             .filter(|t| !t.trim().is_empty())
             .map(|t| t.trim().parse().map_err(|_| field("topic_id", "not a topic id")))
             .transpose()?,
+        unsubscribe: false,
     })
 }
 

@@ -160,6 +160,21 @@ impl Parsed {
         self.names.iter().map(String::as_str).collect()
     }
 
+    /// The variables used at least once without an inline fallback: those a render needs
+    /// a value for.
+    pub fn required(&self) -> Vec<&str> {
+        let mut required: Vec<&str> = Vec::new();
+        for part in &self.parts {
+            if let Part::Variable { slot, fallback: None } = part {
+                let name = self.names[*slot].as_str();
+                if !required.contains(&name) {
+                    required.push(name);
+                }
+            }
+        }
+        required
+    }
+
     /// Renders with each variable's value from `lookup`, else its inline fallback; a
     /// variable with neither is [`RenderError::Missing`].
     pub fn render<'v>(

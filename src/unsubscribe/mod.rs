@@ -50,7 +50,7 @@ pub fn prefix(services: &Services) -> String {
 /// `to`, else `cc`, else `bcc`): a message is one copy for all its recipients.
 pub fn apply<'a>(services: &Services, team_id: Id, email_id: Id, email: &'a Email) -> Cow<'a, Email> {
     let marked = |body: &Option<String>| body.as_deref().is_some_and(|b| b.contains(MARKER));
-    if email.topic_id.is_none() && !marked(&email.html) && !marked(&email.text) {
+    if !email.unsubscribe && email.topic_id.is_none() && !marked(&email.html) && !marked(&email.text) {
         return Cow::Borrowed(email);
     }
     let mut linked = email.clone();
