@@ -46,6 +46,7 @@
 
 pub mod accounts;
 pub mod api;
+pub mod broadcasts;
 pub mod cli;
 pub mod client;
 pub mod config;

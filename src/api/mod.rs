@@ -3,6 +3,7 @@
 //! or an [`ApiError`], and knows nothing of sockets.
 
 mod api_keys;
+mod broadcasts;
 mod contact_imports;
 mod contact_properties;
 mod contacts;
@@ -146,6 +147,16 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DeleteTemplate(target) => templates::delete(ctx, target),
         Route::PublishTemplate(target) => templates::publish(ctx, target),
         Route::DuplicateTemplate(target) => templates::duplicate(ctx, target),
+        Route::CreateBroadcast => broadcasts::create(ctx),
+        Route::ListBroadcasts => broadcasts::list(ctx),
+        Route::GetBroadcast(id) => broadcasts::get(ctx, id),
+        Route::UpdateBroadcast(id) => broadcasts::update(ctx, id),
+        Route::DeleteBroadcast(id) => broadcasts::delete(ctx, id),
+        Route::SendBroadcast(id) => broadcasts::send(ctx, id),
+        Route::CancelBroadcast(id) => broadcasts::cancel(ctx, id),
+        Route::DuplicateBroadcast(id) => broadcasts::duplicate(ctx, id),
+        Route::ListBroadcastRecipients(id) => broadcasts::recipients(ctx, id),
+        Route::ListBroadcastClickedLinks(id) => broadcasts::clicked_links(ctx, id),
         Route::CreateTopic => topics::create(ctx),
         Route::ListTopics => topics::list(ctx),
         Route::GetTopic(id) => topics::get(ctx, id),

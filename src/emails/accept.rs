@@ -28,11 +28,22 @@ pub fn accept<'a>(
     remember: Option<(&InFlight<'_>, Answer)>,
     source: Source,
 ) -> Result<Accepting<'a>, SendError> {
-    let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
     let mut records = Batch::new();
     if let Some((in_flight, answer)) = remember {
         in_flight.record(&mut records, answer, state.store().now())?;
     }
+    accept_with(state, prepared, records, source)
+}
+
+/// Starts the write of `prepared` from `source` with `records`, more records that go in
+/// the same synced write (a broadcast's markers and progress).
+pub fn accept_with(
+    state: &Services,
+    prepared: Vec<Prepared>,
+    mut records: Batch,
+    source: Source,
+) -> Result<Accepting<'_>, SendError> {
+    let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
     let messages = prepared
         .into_iter()
         .map(|p| {

@@ -121,6 +121,26 @@ pub enum Route {
     UpdateAudienceContact(String, String),
     /// `DELETE /audiences/{id}/contacts/{id-or-email}`
     DeleteAudienceContact(String, String),
+    /// `POST /broadcasts`
+    CreateBroadcast,
+    /// `GET /broadcasts`
+    ListBroadcasts,
+    /// `GET /broadcasts/{id}`
+    GetBroadcast(String),
+    /// `PATCH /broadcasts/{id}`
+    UpdateBroadcast(String),
+    /// `DELETE /broadcasts/{id}`
+    DeleteBroadcast(String),
+    /// `POST /broadcasts/{id}/send`
+    SendBroadcast(String),
+    /// `POST /broadcasts/{id}/cancel`
+    CancelBroadcast(String),
+    /// `POST /broadcasts/{id}/duplicate`
+    DuplicateBroadcast(String),
+    /// `GET /broadcasts/{id}/recipients`
+    ListBroadcastRecipients(String),
+    /// `GET /broadcasts/{id}/clicked-links`
+    ListBroadcastClickedLinks(String),
     /// `POST /topics`
     CreateTopic,
     /// `GET /topics`
@@ -259,6 +279,16 @@ impl Route {
             Route::GetAudienceContact(..) => "audiences.contacts.get",
             Route::UpdateAudienceContact(..) => "audiences.contacts.update",
             Route::DeleteAudienceContact(..) => "audiences.contacts.delete",
+            Route::CreateBroadcast => "broadcasts.create",
+            Route::ListBroadcasts => "broadcasts.list",
+            Route::GetBroadcast(_) => "broadcasts.get",
+            Route::UpdateBroadcast(_) => "broadcasts.update",
+            Route::DeleteBroadcast(_) => "broadcasts.delete",
+            Route::SendBroadcast(_) => "broadcasts.send",
+            Route::CancelBroadcast(_) => "broadcasts.cancel",
+            Route::DuplicateBroadcast(_) => "broadcasts.duplicate",
+            Route::ListBroadcastRecipients(_) => "broadcasts.recipients",
+            Route::ListBroadcastClickedLinks(_) => "broadcasts.clicked_links",
             Route::CreateTopic => "topics.create",
             Route::ListTopics => "topics.list",
             Route::GetTopic(_) => "topics.get",
@@ -422,6 +452,22 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ]),
         ["templates", id, "publish"] => one(&[(Method::POST, Route::PublishTemplate((*id).to_owned()))]),
         ["templates", id, "duplicate"] => one(&[(Method::POST, Route::DuplicateTemplate((*id).to_owned()))]),
+        ["broadcasts"] => one(&[
+            (Method::POST, Route::CreateBroadcast),
+            (Method::GET, Route::ListBroadcasts),
+        ]),
+        ["broadcasts", id] => one(&[
+            (Method::GET, Route::GetBroadcast((*id).to_owned())),
+            (Method::PATCH, Route::UpdateBroadcast((*id).to_owned())),
+            (Method::DELETE, Route::DeleteBroadcast((*id).to_owned())),
+        ]),
+        ["broadcasts", id, "send"] => one(&[(Method::POST, Route::SendBroadcast((*id).to_owned()))]),
+        ["broadcasts", id, "cancel"] => one(&[(Method::POST, Route::CancelBroadcast((*id).to_owned()))]),
+        ["broadcasts", id, "duplicate"] => one(&[(Method::POST, Route::DuplicateBroadcast((*id).to_owned()))]),
+        ["broadcasts", id, "recipients"] => one(&[(Method::GET, Route::ListBroadcastRecipients((*id).to_owned()))]),
+        ["broadcasts", id, "clicked-links"] => {
+            one(&[(Method::GET, Route::ListBroadcastClickedLinks((*id).to_owned()))])
+        }
         ["topics"] => one(&[(Method::POST, Route::CreateTopic), (Method::GET, Route::ListTopics)]),
         ["topics", id] => one(&[
             (Method::GET, Route::GetTopic((*id).to_owned())),

@@ -248,6 +248,10 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Arc::clone(&state.services),
         controller.handle(),
     ));
+    tasks.spawn(crate::broadcasts::worker::run(
+        Arc::clone(&state.services),
+        controller.handle(),
+    ));
     tasks.spawn(crate::emails::retention::run(
         state.store().clone(),
         state.spool().clone(),

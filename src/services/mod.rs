@@ -56,6 +56,10 @@ pub struct Services {
     /// The return-path hosts inbound bounces and complaints may be sent to.
     return_paths: crate::feedback::ReturnPaths,
     import_wake: Wake,
+    /// Wakes the broadcast worker (a broadcast sent).
+    broadcast_wake: Wake,
+    /// Serialises changes of a broadcast's status (send, cancel) with the worker's pages.
+    broadcast_lock: Mutex<()>,
     /// Per-destination pacing and connection leases.
     destinations: Box<dyn DestinationLimits>,
     /// Wakes the webhook dispatcher's due runner (a message armed to be sent now).
@@ -100,6 +104,8 @@ impl Services {
             tracking: std::sync::OnceLock::new(),
             return_paths: crate::feedback::ReturnPaths::default(),
             import_wake: Wake::default(),
+            broadcast_wake: Wake::default(),
+            broadcast_lock: Mutex::new(()),
             destinations: Box::new(LocalDestinations::new(store.clock().clone())),
             webhook_wake: Wake::default(),
             config,
@@ -197,6 +203,18 @@ impl Services {
     /// Wakes the contact import worker ([`crate::contacts::imports::run`]).
     pub fn import_wake(&self) -> &Wake {
         &self.import_wake
+    }
+
+    /// Wakes the broadcast worker.
+    pub fn broadcast_wake(&self) -> &Wake {
+        &self.broadcast_wake
+    }
+
+    /// Held while a broadcast's status changes or a page of it is written.
+    pub fn broadcast_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.broadcast_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Per-destination pacing and connection leases.

@@ -1,0 +1,495 @@
+//! The broadcasts service: the rules every adapter (REST, dashboard) goes through.
+
+use herald_queue::{Batch, Id, RecipientState, Updated};
+
+use super::{Broadcast, Counts, Outcome, Recipient, Status, personalise, store};
+use crate::accounts::Caller;
+use crate::emails::EmailState;
+use crate::emails::record::{EmailRecord, EmailStatus};
+use crate::emails::{schedule, submit};
+use crate::services::page::PageRequest;
+use crate::services::{Error, Services};
+use crate::services::{parse_id, required_text};
+
+/// Longest name, in characters.
+const NAME_MAX: usize = 256;
+
+/// Longest subject, in characters.
+const SUBJECT_MAX: usize = 998;
+
+/// A broadcast's fields as a caller gives them (create) or changes them (update:
+/// `None` leaves a field as it is).
+#[derive(Debug, Clone, Default)]
+pub struct Fields {
+    /// The name.
+    pub name: Option<String>,
+    /// The segment (or Resend's older `audience_id`).
+    pub segment_id: Option<String>,
+    /// The sender.
+    pub from: Option<String>,
+    /// The subject.
+    pub subject: Option<String>,
+    /// Reply-To addresses.
+    pub reply_to: Option<Vec<String>>,
+    /// The HTML body.
+    pub html: Option<String>,
+    /// The text body.
+    pub text: Option<String>,
+    /// The preview text.
+    pub preview_text: Option<String>,
+    /// The topic.
+    pub topic_id: Option<String>,
+}
+
+/// The caller's broadcast `id`.
+pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<Broadcast, Error> {
+    caller.require_full_access()?;
+    store::get(services.store(), caller.team_id, parse_id(id, "broadcast")?)?
+        .ok_or(Error::NotFound("Broadcast not found"))
+}
+
+/// One page of the caller's broadcasts, newest first.
+pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Broadcast>, bool), Error> {
+    caller.require_full_access()?;
+    Ok(store::page(services.store(), caller.team_id, page)?)
+}
+
+/// Applies `fields` to `broadcast`, checking each given one.
+fn apply(services: &Services, broadcast: &mut Broadcast, fields: Fields) -> Result<(), Error> {
+    let team = broadcast.team_id;
+    if let Some(name) = fields.name {
+        broadcast.name = required_text(Some(name), "name", NAME_MAX)?;
+    }
+    if let Some(segment) = fields.segment_id {
+        let id = parse_id(&segment, "segment")?;
+        crate::contacts::segments::find(services, team, id)
+            .map_err(|_| Error::invalid(format!("Invalid `segment_id` field: the team has no segment {id}")))?;
+        broadcast.segment_id = id;
+    }
+    if let Some(from) = fields.from {
+        broadcast.from = required_text(Some(from), "from", 998)?;
+    }
+    if let Some(subject) = fields.subject {
+        broadcast.subject = required_text(Some(subject), "subject", SUBJECT_MAX)?;
+    }
+    if let Some(reply_to) = fields.reply_to {
+        broadcast.reply_to = reply_to;
+    }
+    if let Some(html) = fields.html {
+        broadcast.html = Some(html).filter(|h| !h.is_empty());
+    }
+    if let Some(text) = fields.text {
+        broadcast.text = Some(text).filter(|t| !t.is_empty());
+    }
+    if let Some(preview) = fields.preview_text {
+        broadcast.preview_text = Some(preview).filter(|p| !p.is_empty());
+    }
+    if let Some(topic) = fields.topic_id {
+        broadcast.topic_id = match topic.trim() {
+            "" => None,
+            text => {
+                let id = parse_id(text, "topic")?;
+                services
+                    .audience()
+                    .topic(team, id)?
+                    .ok_or_else(|| Error::invalid(format!("Invalid `topic_id` field: the team has no topic {id}")))?;
+                Some(id)
+            }
+        };
+    }
+    Ok(())
+}
+
+/// Everything a send needs, checked: the sender's domain verified for the caller, the
+/// parts parsed and their merge tags known, the segment there.
+fn check(services: &Services, caller: &Caller, broadcast: &Broadcast) -> Result<(), Error> {
+    personalise::prepare(broadcast, services.audience().properties(broadcast.team_id)?)?;
+    let from = crate::emails::address::Mailbox::parse(&broadcast.from)
+        .map_err(|e| Error::invalid(format!("Invalid `from` field: {e}")))?;
+    submit::authorize_domain(services, &sender(caller), from.domain()).map_err(|e| Error::invalid(e.to_string()))?;
+    Ok(())
+}
+
+fn sender(caller: &Caller) -> submit::Sender {
+    submit::Sender {
+        team_id: caller.team_id,
+        api_key_id: Some(caller.key_id),
+        permission: caller.permission,
+        domain_id: caller.domain_id,
+    }
+}
+
+/// Creates a draft; with `send`, sends it at once (or at `scheduled_at`). Its id.
+pub fn create(
+    services: &Services,
+    caller: &Caller,
+    fields: Fields,
+    send_now: bool,
+    scheduled_at: Option<String>,
+) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    if scheduled_at.is_some() && !send_now {
+        return Err(Error::invalid(
+            "`scheduled_at` needs `send: true`; or send later with POST /broadcasts/{id}/send",
+        ));
+    }
+    let Some(segment) = fields.segment_id.clone().filter(|s| !s.trim().is_empty()) else {
+        return Err(Error::MissingField("segment_id"));
+    };
+    let store = services.store();
+    let now = store.now();
+    let mut broadcast = Broadcast {
+        id: store.next_id(),
+        team_id: caller.team_id,
+        name: String::new(),
+        segment_id: parse_id(&segment, "segment")?,
+        from: required_text(fields.from.clone(), "from", 998)?,
+        subject: required_text(fields.subject.clone(), "subject", SUBJECT_MAX)?,
+        reply_to: Vec::new(),
+        html: None,
+        text: None,
+        preview_text: None,
+        topic_id: None,
+        status: Status::Draft,
+        created_at: now,
+        scheduled_at: None,
+        sent_at: None,
+        finished_at: None,
+        cursor: None,
+        counts: Counts::default(),
+    };
+    let name = fields.name.clone().filter(|n| !n.trim().is_empty());
+    apply(services, &mut broadcast, fields)?;
+    if name.is_none() {
+        broadcast.name = broadcast.subject.chars().take(NAME_MAX).collect();
+    }
+    check(services, caller, &broadcast)?;
+    if send_now {
+        queue(services, caller, &mut broadcast, scheduled_at)?;
+    }
+    store::put(store, &broadcast)?;
+    if send_now {
+        services.broadcast_wake().wake();
+    }
+    Ok(broadcast.id)
+}
+
+/// Changes a draft. Its id.
+pub fn update(services: &Services, caller: &Caller, id: &str, fields: Fields) -> Result<Id, Error> {
+    let mut broadcast = get(services, caller, id)?;
+    if broadcast.status != Status::Draft {
+        return Err(Error::invalid(format!(
+            "Only draft broadcasts can be changed; this one is {}",
+            broadcast.status.name()
+        )));
+    }
+    apply(services, &mut broadcast, fields)?;
+    check(services, caller, &broadcast)?;
+    store::put(services.store(), &broadcast)?;
+    Ok(broadcast.id)
+}
+
+/// Deletes a draft. Its id.
+pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
+    let broadcast = get(services, caller, id)?;
+    if broadcast.status != Status::Draft {
+        return Err(Error::invalid(format!(
+            "Only draft broadcasts can be deleted; this one is {} (cancel it first if it is queued)",
+            broadcast.status.name()
+        )));
+    }
+    store::delete(services.store(), &broadcast)?;
+    Ok(broadcast.id)
+}
+
+/// Makes `broadcast` (a draft) scheduled or sending, after checking it can go.
+fn queue(services: &Services, caller: &Caller, broadcast: &mut Broadcast, at: Option<String>) -> Result<(), Error> {
+    check(services, caller, broadcast)?;
+    let segment = crate::contacts::segments::find(services, broadcast.team_id, broadcast.segment_id).map_err(|_| {
+        Error::invalid(format!(
+            "Invalid `segment_id` field: the team has no segment {}",
+            broadcast.segment_id
+        ))
+    })?;
+    let first = PageRequest {
+        limit: 1,
+        cursor: crate::services::page::Cursor::Start,
+    };
+    if services
+        .contacts()
+        .segment_page(broadcast.team_id, segment.id, &first)?
+        .0
+        .is_empty()
+    {
+        return Err(Error::invalid(format!(
+            "The segment {} has no contacts: nothing to send",
+            segment.id
+        )));
+    }
+    let now = services.store().now();
+    let at = at
+        .filter(|a| !a.trim().is_empty())
+        .map(|a| schedule::parse(&a, now).map_err(Error::invalid))
+        .transpose()?;
+    broadcast.scheduled_at = at;
+    broadcast.status = match at {
+        Some(at) if at > now => Status::Scheduled,
+        _ => Status::Sending,
+    };
+    Ok(())
+}
+
+/// Sends a draft now or at `scheduled_at`. Its id.
+pub fn send(services: &Services, caller: &Caller, id: &str, scheduled_at: Option<String>) -> Result<Id, Error> {
+    let _guard = services.broadcast_lock();
+    let mut broadcast = get(services, caller, id)?;
+    if broadcast.status != Status::Draft {
+        return Err(Error::invalid(format!(
+            "The broadcast cannot be sent: it is {}, not a draft",
+            broadcast.status.name()
+        )));
+    }
+    queue(services, caller, &mut broadcast, scheduled_at)?;
+    store::put(services.store(), &broadcast)?;
+    services.broadcast_wake().wake();
+    Ok(broadcast.id)
+}
+
+/// Copies a broadcast into a new draft. The copy's id.
+pub fn duplicate(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
+    let original = get(services, caller, id)?;
+    let store = services.store();
+    let copy = Broadcast {
+        id: store.next_id(),
+        name: format!("{} (copy)", original.name).chars().take(NAME_MAX).collect(),
+        status: Status::Draft,
+        created_at: store.now(),
+        scheduled_at: None,
+        sent_at: None,
+        finished_at: None,
+        cursor: None,
+        counts: Counts::default(),
+        ..original
+    };
+    store::put(store, &copy)?;
+    Ok(copy.id)
+}
+
+/// Cancels a scheduled or sending broadcast: no more emails are made, and those still
+/// waiting in the queue (not handed to delivery) are canceled with their records. How
+/// many were canceled.
+pub fn cancel(services: &Services, caller: &Caller, id: &str) -> Result<(Id, u64), Error> {
+    let _guard = services.broadcast_lock();
+    let mut broadcast = get(services, caller, id)?;
+    if !broadcast.status.is_queued() {
+        return Err(Error::invalid(format!(
+            "The broadcast cannot be canceled: it is {}",
+            broadcast.status.name()
+        )));
+    }
+    let store = services.store();
+    broadcast.status = Status::Canceled;
+    broadcast.finished_at = Some(store.now());
+    store::put(store, &broadcast)?;
+    let mut canceled = 0;
+    let mut after = None;
+    loop {
+        let page = store::recipients(store, &broadcast, after, 1_000)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.contact_id);
+        for recipient in &page {
+            if let Some(email) = recipient.email_id
+                && cancel_email(services, broadcast.team_id, email)?
+            {
+                canceled += 1;
+            }
+        }
+    }
+    broadcast.counts.canceled = canceled;
+    store::put(store, &broadcast)?;
+    Ok((broadcast.id, canceled))
+}
+
+/// Takes one email out of the queue if delivery has not begun on it.
+fn cancel_email(services: &Services, team_id: Id, id: Id) -> Result<bool, Error> {
+    let spool = services.spool();
+    let Some((envelope, _)) = spool.load(id)? else {
+        return Ok(false);
+    };
+    let begun = envelope
+        .recipients
+        .iter()
+        .any(|r| r.attempts > 0 || r.state != RecipientState::Pending);
+    if begun || !spool.try_claim(id) {
+        return Ok(false);
+    }
+    let store = services.store();
+    let key = EmailRecord::key(team_id, id);
+    let Some(mut record) = store.get::<EmailRecord>(&key)? else {
+        spool.release(id);
+        return Ok(false);
+    };
+    record.merge(store.get::<EmailStatus>(&key)?);
+    let now = store.now();
+    record.last_event = EmailState::Canceled;
+    let outcome = spool.cancel(id, |_, batch: &mut Batch| {
+        batch.put(&key, &record)?;
+        batch.put(&key, &record.status())?;
+        crate::emails::retention::arm_final(batch, team_id, id, now);
+        submit::append_event(batch, store, &record, EmailState::Canceled, now)
+    })?;
+    Ok(outcome != Updated::Missing)
+}
+
+/// Which recipients `GET /broadcasts/{id}/recipients` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Emails made.
+    Sent,
+    /// Delivered (or opened, or clicked).
+    Delivered,
+    /// Opened (or clicked).
+    Opened,
+    /// Clicked.
+    Clicked,
+    /// Bounced.
+    Bounced,
+    /// Complained.
+    Complained,
+    /// Skipped as unsubscribed or out of the topic.
+    Unsubscribed,
+    /// Skipped as suppressed.
+    Suppressed,
+}
+
+impl Kind {
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Some(match name {
+            "sent" => Kind::Sent,
+            "delivered" => Kind::Delivered,
+            "opened" => Kind::Opened,
+            "clicked" => Kind::Clicked,
+            "bounced" => Kind::Bounced,
+            "complained" => Kind::Complained,
+            "unsubscribed" => Kind::Unsubscribed,
+            "suppressed" => Kind::Suppressed,
+            _ => return None,
+        })
+    }
+
+    fn admits(self, recipient: &Recipient, state: Option<EmailState>) -> bool {
+        use EmailState::{Bounced, Clicked, Complained, Delivered, Opened};
+        match self {
+            Kind::Sent => recipient.outcome == Outcome::Sent,
+            Kind::Unsubscribed => recipient.outcome == Outcome::Unsubscribed,
+            Kind::Suppressed => recipient.outcome == Outcome::Suppressed,
+            Kind::Delivered => matches!(state, Some(Delivered | Opened | Clicked)),
+            Kind::Opened => matches!(state, Some(Opened | Clicked)),
+            Kind::Clicked => state == Some(Clicked),
+            Kind::Bounced => state == Some(Bounced),
+            Kind::Complained => state == Some(Complained),
+        }
+    }
+}
+
+/// A recipient with its email's latest state.
+pub type Listed = (Recipient, Option<EmailState>);
+
+/// Up to `limit` recipients of the caller's broadcast `id` of `kind` (and whose address
+/// contains `email`), in contact order after the contact `after`; whether more follow.
+pub fn recipients(
+    services: &Services,
+    caller: &Caller,
+    id: &str,
+    kind: Kind,
+    email: Option<&str>,
+    after: Option<Id>,
+    limit: usize,
+) -> Result<(Vec<Listed>, bool), Error> {
+    let broadcast = get(services, caller, id)?;
+    let store = services.store();
+    let needle = email.map(str::to_ascii_lowercase);
+    let mut found = Vec::new();
+    let mut cursor = after;
+    loop {
+        let page = store::recipients(store, &broadcast, cursor, 500)?;
+        let Some(last) = page.last() else {
+            return Ok((found, false));
+        };
+        cursor = Some(last.contact_id);
+        for recipient in page {
+            if needle
+                .as_ref()
+                .is_some_and(|n| !recipient.email.to_ascii_lowercase().contains(n.as_str()))
+            {
+                continue;
+            }
+            let state = match recipient.email_id {
+                Some(email) => store
+                    .get::<EmailStatus>(EmailRecord::key(broadcast.team_id, email))?
+                    .map(|s| s.last_event),
+                None => None,
+            };
+            if kind.admits(&recipient, state) {
+                if found.len() == limit {
+                    return Ok((found, true));
+                }
+                found.push((recipient, state));
+            }
+        }
+    }
+}
+
+/// One link of a broadcast and how often it was clicked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClickedLink {
+    /// The link.
+    pub url: String,
+    /// Clicks in all.
+    pub clicks: u64,
+    /// Recipients who clicked it.
+    pub unique_clicks: u64,
+}
+
+/// The links of the caller's broadcast `id` that were clicked, most clicked first,
+/// counted from its emails' timelines (people's clicks only, not link scanners').
+pub fn clicked_links(services: &Services, caller: &Caller, id: &str) -> Result<Vec<ClickedLink>, Error> {
+    use crate::emails::record::EmailEvent;
+    let broadcast = get(services, caller, id)?;
+    let store = services.store();
+    let mut links: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    let mut after = None;
+    loop {
+        let page = store::recipients(store, &broadcast, after, 1_000)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.contact_id);
+        for email in page.iter().filter_map(|r| r.email_id) {
+            let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email.as_bytes()))?;
+            let mut seen = std::collections::HashSet::new();
+            for (_, event) in events {
+                if event.kind != EmailState::Clicked || event.data["machine"] == true {
+                    continue;
+                }
+                let Some(url) = event.data["click"]["link"].as_str() else {
+                    continue;
+                };
+                let entry = links.entry(url.to_owned()).or_default();
+                entry.0 += 1;
+                if seen.insert(url.to_owned()) {
+                    entry.1 += 1;
+                }
+            }
+        }
+    }
+    let mut found: Vec<ClickedLink> = links
+        .into_iter()
+        .map(|(url, (clicks, unique_clicks))| ClickedLink {
+            url,
+            clicks,
+            unique_clicks,
+        })
+        .collect();
+    found.sort_by(|a, b| b.clicks.cmp(&a.clicks).then_with(|| a.url.cmp(&b.url)));
+    Ok(found)
+}

@@ -1,0 +1,296 @@
+//! The broadcast worker: expands queued broadcasts a page of contacts at a time.
+//!
+//! Each page's emails, the contacts' markers and the broadcast's progress (its cursor,
+//! counts and status) go to disk in one synced write with the spool messages, so a crash
+//! resumes after the last page written; a contact with a marker is never sent again, even
+//! if the segment's order changed under the cursor.
+//!
+//! Pacing: while delivery runs, at most [`WINDOW`] of the worker's emails wait in the
+//! spool untouched by delivery; past that the worker waits for delivery to catch up.
+//! Delivery takes due mail oldest first, so a transactional email accepted during a
+//! broadcast waits behind that window at most, never behind the rest of the broadcast.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use herald_queue::{Batch, Id, RecipientState, Table};
+use serde_json::json;
+
+use super::{Broadcast, Outcome, Recipient, Status, personalise, store};
+use crate::accounts::Permission;
+use crate::emails::accept::accept_with;
+use crate::emails::record::Source;
+use crate::emails::submit::{self, Sender};
+use crate::events::EventKind;
+use crate::services::page::{Cursor, PageRequest};
+use crate::services::{Error, Services};
+use crate::shutdown::Shutdown;
+use crate::wire;
+
+/// Contacts expanded per write.
+const PAGE: usize = 500;
+
+/// The most emails of broadcasts waiting in the spool, not yet taken by delivery.
+pub const WINDOW: usize = 1_000;
+
+/// The longest the worker sleeps with nothing to do (a send wakes it sooner); a
+/// scheduled broadcast starts within this of its time.
+const IDLE: Duration = Duration::from_millis(500);
+
+/// The wait while delivery catches up with the window.
+const PACE: Duration = Duration::from_millis(20);
+
+/// What a pass did.
+enum Pass {
+    /// Nothing to do now.
+    Idle,
+    /// A page was written; more may follow at once.
+    More,
+    /// The window is full.
+    Paced,
+}
+
+/// Runs until shutdown, sending what is queued, resuming what a restart interrupted.
+pub async fn run(services: Arc<Services>, mut shutdown: Shutdown) {
+    let wake = services.broadcast_wake().clone();
+    let pending: Arc<Mutex<VecDeque<Id>>> = Arc::default();
+    while !shutdown.is_triggered() {
+        let (state, pending) = (Arc::clone(&services), Arc::clone(&pending));
+        let pass = tokio::task::spawn_blocking(move || {
+            let mut pending = pending.lock().unwrap_or_else(PoisonError::into_inner);
+            step(&state, &mut pending)
+        })
+        .await;
+        let wait = match pass {
+            Ok(Ok(Pass::More)) => continue,
+            Ok(Ok(Pass::Paced)) => PACE,
+            Ok(Ok(Pass::Idle)) => IDLE,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "a broadcast page failed; retrying");
+                IDLE
+            }
+            Err(error) => {
+                tracing::error!(%error, "a broadcast task failed");
+                IDLE
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = wake.woken() => {}
+            () = shutdown.triggered() => return,
+        }
+    }
+}
+
+/// Whether the window is full: the emails still waiting untouched in the spool are
+/// counted from the oldest, which leave first.
+fn paced(services: &Services, pending: &mut VecDeque<Id>) -> Result<bool, Error> {
+    if !services.config().delivery.enabled {
+        pending.clear();
+        return Ok(false);
+    }
+    let spool = services.spool();
+    while let Some(id) = pending.front() {
+        let waiting = spool.load(*id)?.is_some_and(|(envelope, _)| {
+            !spool.is_claimed(*id)
+                && envelope
+                    .recipients
+                    .iter()
+                    .all(|r| r.attempts == 0 && r.state == RecipientState::Pending)
+        });
+        if waiting {
+            break;
+        }
+        pending.pop_front();
+    }
+    Ok(pending.len() >= WINDOW)
+}
+
+/// Works one page of the oldest broadcast that is due.
+fn step(services: &Services, pending: &mut VecDeque<Id>) -> Result<Pass, Error> {
+    let store = services.store();
+    let now = store.now();
+    let due = store::queued(store)?
+        .into_iter()
+        .find(|b| b.status == Status::Sending || b.scheduled_at.is_none_or(|at| at <= now));
+    let Some(due) = due else {
+        return Ok(Pass::Idle);
+    };
+    if paced(services, pending)? {
+        return Ok(Pass::Paced);
+    }
+    let _guard = services.broadcast_lock();
+    // Read again under the lock: a cancel may have come first.
+    let Some(broadcast) = store::get(store, due.team_id, due.id)?.filter(|b| b.status.is_queued()) else {
+        return Ok(Pass::More);
+    };
+    page(services, broadcast, pending)?;
+    Ok(Pass::More)
+}
+
+/// Stops `broadcast` for good, saying why in the log.
+fn stop(services: &Services, mut broadcast: Broadcast, why: &str) -> Result<(), Error> {
+    tracing::warn!(broadcast_id = %broadcast.id, team_id = %broadcast.team_id, why, "broadcast stopped");
+    broadcast.status = Status::Canceled;
+    broadcast.finished_at = Some(services.store().now());
+    store::put(services.store(), &broadcast)?;
+    Ok(())
+}
+
+/// Expands the next page of `broadcast`'s segment.
+fn page(services: &Services, mut broadcast: Broadcast, pending: &mut VecDeque<Id>) -> Result<(), Error> {
+    let store = services.store();
+    let team = broadcast.team_id;
+    let now = store.now();
+    if broadcast.status == Status::Scheduled {
+        broadcast.status = Status::Sending;
+    }
+    broadcast.sent_at.get_or_insert(now);
+    // What was checked at send time may have changed since: a property deleted, the
+    // domain removed.
+    let prepared = match personalise::prepare(&broadcast, services.audience().properties(team)?) {
+        Ok(prepared) => prepared,
+        Err(error) => return stop(services, broadcast, &error.to_string()),
+    };
+    let sender = Sender {
+        team_id: team,
+        api_key_id: None,
+        permission: Permission::FullAccess,
+        domain_id: None,
+    };
+    let from_domain = broadcast
+        .from
+        .rsplit_once('@')
+        .map_or("", |(_, d)| d.trim_end_matches('>'));
+    let domain = match submit::authorize_domain(services, &sender, from_domain) {
+        Ok(domain) => domain,
+        Err(error) => return stop(services, broadcast, &error.to_string()),
+    };
+    let topic = match broadcast.topic_id {
+        Some(id) => services.audience().topic(team, id)?,
+        None => None,
+    };
+    let request = PageRequest {
+        limit: PAGE,
+        cursor: broadcast.cursor.map_or(Cursor::Start, Cursor::After),
+    };
+    let prefix = [team.as_bytes().as_slice(), broadcast.segment_id.as_bytes()].concat();
+    let (ids, has_more) = request.load_ids(store, Table::SEGMENT_MEMBERS, &prefix)?;
+    let mut batch = Batch::new();
+    let mut emails = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let Some(contact) = services
+            .contacts()
+            .get(team, *id)?
+            .filter(|c| c.segments.contains(&broadcast.segment_id))
+        else {
+            continue;
+        };
+        if store::recipient(store, &broadcast, contact.id)?.is_some() {
+            continue;
+        }
+        broadcast.counts.total += 1;
+        let mut recipient = Recipient {
+            contact_id: contact.id,
+            email: contact.email.clone(),
+            outcome: Outcome::Sent,
+            email_id: None,
+            reason: None,
+        };
+        if !contact.receives(topic.as_ref()) {
+            recipient.outcome = Outcome::Unsubscribed;
+            broadcast.counts.unsubscribed += 1;
+        } else if crate::suppressions::find(store, team, &contact.email)?.is_some() {
+            recipient.outcome = Outcome::Suppressed;
+            broadcast.counts.suppressed += 1;
+            skipped(
+                &mut batch,
+                services,
+                &broadcast,
+                &contact.email,
+                EventKind::EmailSuppressed,
+                json!({
+                    "suppressed": {
+                        "message": "The recipient is on the team's suppression list",
+                        "type": "OnAccountSuppressionList",
+                    }
+                }),
+            )?;
+        } else {
+            match prepared.render(&broadcast, &contact) {
+                Err(reason) => {
+                    recipient.outcome = Outcome::Failed;
+                    broadcast.counts.failed += 1;
+                    skipped(
+                        &mut batch,
+                        services,
+                        &broadcast,
+                        &contact.email,
+                        EventKind::EmailFailed,
+                        json!({
+                            "failed": { "reason": reason }
+                        }),
+                    )?;
+                    recipient.reason = Some(reason);
+                }
+                Ok(email) => {
+                    let made = submit::prepare(services, &sender, &email, &domain, Source::Broadcast)
+                        .map_err(|e| Error::invalid(e.to_string()))?;
+                    recipient.email_id = Some(made.id);
+                    broadcast.counts.sent += 1;
+                    emails.push(made);
+                }
+            }
+        }
+        store::stage_recipient(&mut batch, &broadcast, &recipient)?;
+    }
+    if let Some(last) = ids.last() {
+        broadcast.cursor = Some(*last);
+    }
+    if !has_more {
+        broadcast.status = Status::Sent;
+        broadcast.finished_at = Some(now);
+        tracing::info!(broadcast_id = %broadcast.id, team_id = %team, counts = ?broadcast.counts, "broadcast sent");
+    }
+    store::stage(&mut batch, &broadcast)?;
+    let ids: Vec<Id> = emails.iter().map(|e| e.id).collect();
+    if ids.is_empty() {
+        store.commit(batch).wait()?;
+        return Ok(());
+    }
+    accept_with(services, emails, batch, Source::Broadcast)
+        .map_err(|e| Error::invalid(e.to_string()))?
+        .wait()
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    metrics::counter!("herald_broadcast_emails_total").increment(ids.len() as u64);
+    pending.extend(ids);
+    Ok(())
+}
+
+/// The `email.suppressed` or `email.failed` event of a contact that got no email.
+fn skipped(
+    batch: &mut Batch,
+    services: &Services,
+    broadcast: &Broadcast,
+    address: &str,
+    kind: EventKind,
+    extra: serde_json::Value,
+) -> Result<(), Error> {
+    let store = services.store();
+    let now = store.now();
+    crate::events::push(batch, store, broadcast.team_id, kind, || {
+        let mut data = json!({
+            "broadcast_id": broadcast.id,
+            "created_at": wire::iso8601(now),
+            "from": broadcast.from,
+            "to": [address],
+            "subject": broadcast.subject,
+        });
+        if let (serde_json::Value::Object(data), serde_json::Value::Object(extra)) = (&mut data, extra) {
+            data.extend(extra);
+        }
+        data
+    })?;
+    Ok(())
+}
