@@ -76,7 +76,8 @@ pub struct Counts {
     pub suppressed: u64,
     /// Skipped: a value the personalisation needs is missing.
     pub failed: u64,
-    /// Emails taken back from the queue by a cancel.
+    /// Emails taken back from the queue by a cancel (kept as a counter of its own; read
+    /// in with the broadcast).
     pub canceled: u64,
 }
 

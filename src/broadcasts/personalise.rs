@@ -178,6 +178,7 @@ impl Prepared {
             template: None,
             topic_id: broadcast.topic_id,
             unsubscribe: true,
+            broadcast_id: Some(broadcast.id),
         })
     }
 }

@@ -44,14 +44,20 @@ pub struct Fields {
 /// The caller's broadcast `id`.
 pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<Broadcast, Error> {
     caller.require_full_access()?;
-    store::get(services.store(), caller.team_id, parse_id(id, "broadcast")?)?
-        .ok_or(Error::NotFound("Broadcast not found"))
+    let mut broadcast = store::get(services.store(), caller.team_id, parse_id(id, "broadcast")?)?
+        .ok_or(Error::NotFound("Broadcast not found"))?;
+    broadcast.counts.canceled = canceled_count(services, &broadcast)?;
+    Ok(broadcast)
 }
 
 /// One page of the caller's broadcasts, newest first.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Broadcast>, bool), Error> {
     caller.require_full_access()?;
-    Ok(store::page(services.store(), caller.team_id, page)?)
+    let (mut found, has_more) = store::page(services.store(), caller.team_id, page)?;
+    for broadcast in &mut found {
+        broadcast.counts.canceled = canceled_count(services, broadcast)?;
+    }
+    Ok((found, has_more))
 }
 
 /// Applies `fields` to `broadcast`, checking each given one.
@@ -299,19 +305,18 @@ pub fn cancel(services: &Services, caller: &Caller, id: &str) -> Result<(Id, u64
         after = Some(last.contact_id);
         for recipient in &page {
             if let Some(email) = recipient.email_id
-                && cancel_email(services, broadcast.team_id, email)?
+                && cancel_email(services, &broadcast, email)?
             {
                 canceled += 1;
             }
         }
     }
-    broadcast.counts.canceled = canceled;
-    store::put(store, &broadcast)?;
     Ok((broadcast.id, canceled))
 }
 
-/// Takes one email out of the queue if delivery has not begun on it.
-fn cancel_email(services: &Services, team_id: Id, id: Id) -> Result<bool, Error> {
+/// Takes one email out of the queue if delivery has not begun on it. One that delivery
+/// has claimed is dropped by delivery itself before its attempt ([`cancel_claimed`]).
+fn cancel_email(services: &Services, broadcast: &Broadcast, id: Id) -> Result<bool, Error> {
     let spool = services.spool();
     let Some((envelope, _)) = spool.load(id)? else {
         return Ok(false);
@@ -323,6 +328,43 @@ fn cancel_email(services: &Services, team_id: Id, id: Id) -> Result<bool, Error>
     if begun || !spool.try_claim(id) {
         return Ok(false);
     }
+    cancel_claimed(services, broadcast.team_id, broadcast.id, id)
+}
+
+/// The counter of `broadcast`'s emails taken back from the queue (in
+/// [`herald_queue::Table::COUNTERS`], under the team's prefix, so erasing the team
+/// erases it).
+fn canceled_key(team_id: Id, broadcast_id: Id) -> Vec<u8> {
+    [
+        team_id.as_bytes().as_slice(),
+        b"broadcast-canceled:",
+        broadcast_id.as_bytes(),
+    ]
+    .concat()
+}
+
+/// How many of `broadcast`'s emails were taken back from the queue.
+pub fn canceled_count(services: &Services, broadcast: &Broadcast) -> Result<u64, Error> {
+    let value = services.store().get_raw(
+        herald_queue::Table::COUNTERS,
+        &canceled_key(broadcast.team_id, broadcast.id),
+    )?;
+    Ok(value
+        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
+        .map_or(0, u64::from_le_bytes))
+}
+
+/// Whether `broadcast_id` of `team_id` was canceled: delivery asks before each attempt
+/// of a broadcast's email.
+pub fn is_canceled(services: &Services, team_id: Id, broadcast_id: Id) -> Result<bool, Error> {
+    Ok(store::get(services.store(), team_id, broadcast_id)?.is_some_and(|b| b.status == Status::Canceled))
+}
+
+/// Cancels the email `id` of the canceled broadcast `broadcast_id`, whose spool claim
+/// the caller holds (the spool update releases it): its record and event, and the
+/// broadcast's count, in one write. Whether it was still in the queue.
+pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id) -> Result<bool, Error> {
+    let spool = services.spool();
     let store = services.store();
     let key = EmailRecord::key(team_id, id);
     let Some(mut record) = store.get::<EmailRecord>(&key)? else {
@@ -333,6 +375,7 @@ fn cancel_email(services: &Services, team_id: Id, id: Id) -> Result<bool, Error>
     let now = store.now();
     record.last_event = EmailState::Canceled;
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
+        batch.add(canceled_key(team_id, broadcast_id), 1);
         batch.put(&key, &record)?;
         batch.put(&key, &record.status())?;
         crate::emails::retention::arm_final(batch, team_id, id, now);

@@ -6,7 +6,8 @@
 //! if the segment's order changed under the cursor.
 //!
 //! Pacing: while delivery runs, at most [`WINDOW`] of the worker's emails wait in the
-//! spool untouched by delivery; past that the worker waits for delivery to catch up.
+//! spool for a first attempt (due, or in delivery's hands); past that the worker waits
+//! for delivery to catch up.
 //! Delivery takes due mail oldest first, so a transactional email accepted during a
 //! broadcast waits behind that window at most, never behind the rest of the broadcast.
 
@@ -31,7 +32,7 @@ use crate::wire;
 /// Contacts expanded per write.
 const PAGE: usize = 500;
 
-/// The most emails of broadcasts waiting in the spool, not yet taken by delivery.
+/// The most emails of broadcasts waiting in the spool for their first attempt.
 pub const WINDOW: usize = 1_000;
 
 /// The longest the worker sleeps with nothing to do (a send wakes it sooner); a
@@ -83,28 +84,26 @@ pub async fn run(services: Arc<Services>, mut shutdown: Shutdown) {
     }
 }
 
-/// Whether the window is full: the emails still waiting untouched in the spool are
-/// counted from the oldest, which leave first.
-fn paced(services: &Services, pending: &mut VecDeque<Id>) -> Result<bool, Error> {
+/// The room left in the window (`PAGE` when delivery is off: nothing would drain it):
+/// the emails still waiting in the spool are counted from the oldest, which leave first.
+fn room(services: &Services, pending: &mut VecDeque<Id>) -> Result<usize, Error> {
     if !services.config().delivery.enabled {
         pending.clear();
-        return Ok(false);
+        return Ok(PAGE);
     }
     let spool = services.spool();
     while let Some(id) = pending.front() {
-        let waiting = spool.load(*id)?.is_some_and(|(envelope, _)| {
-            !spool.is_claimed(*id)
-                && envelope
-                    .recipients
-                    .iter()
-                    .all(|r| r.attempts == 0 && r.state == RecipientState::Pending)
-        });
+        // Waiting for delivery, or in its hands: ahead of any mail accepted now. A
+        // deferred email waits for its retry time and holds nothing up meanwhile.
+        let waiting = spool
+            .load(*id)?
+            .is_some_and(|(envelope, _)| envelope.recipients.iter().any(|r| r.state == RecipientState::Pending));
         if waiting {
             break;
         }
         pending.pop_front();
     }
-    Ok(pending.len() >= WINDOW)
+    Ok(WINDOW.saturating_sub(pending.len()).min(PAGE))
 }
 
 /// Works one page of the oldest broadcast that is due.
@@ -117,7 +116,8 @@ fn step(services: &Services, pending: &mut VecDeque<Id>) -> Result<Pass, Error> 
     let Some(due) = due else {
         return Ok(Pass::Idle);
     };
-    if paced(services, pending)? {
+    let room = room(services, pending)?;
+    if room == 0 {
         return Ok(Pass::Paced);
     }
     let _guard = services.broadcast_lock();
@@ -125,7 +125,7 @@ fn step(services: &Services, pending: &mut VecDeque<Id>) -> Result<Pass, Error> 
     let Some(broadcast) = store::get(store, due.team_id, due.id)?.filter(|b| b.status.is_queued()) else {
         return Ok(Pass::More);
     };
-    page(services, broadcast, pending)?;
+    page(services, broadcast, room, pending)?;
     Ok(Pass::More)
 }
 
@@ -138,8 +138,8 @@ fn stop(services: &Services, mut broadcast: Broadcast, why: &str) -> Result<(), 
     Ok(())
 }
 
-/// Expands the next page of `broadcast`'s segment.
-fn page(services: &Services, mut broadcast: Broadcast, pending: &mut VecDeque<Id>) -> Result<(), Error> {
+/// Expands the next page (of at most `limit` contacts) of `broadcast`'s segment.
+fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &mut VecDeque<Id>) -> Result<(), Error> {
     let store = services.store();
     let team = broadcast.team_id;
     let now = store.now();
@@ -172,7 +172,7 @@ fn page(services: &Services, mut broadcast: Broadcast, pending: &mut VecDeque<Id
         None => None,
     };
     let request = PageRequest {
-        limit: PAGE,
+        limit,
         cursor: broadcast.cursor.map_or(Cursor::Start, Cursor::After),
     };
     let prefix = [team.as_bytes().as_slice(), broadcast.segment_id.as_bytes()].concat();

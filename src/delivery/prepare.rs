@@ -36,6 +36,25 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
     let Some(team_id) = envelope.team.parse::<Id>().ok().filter(|_| !due.is_empty()) else {
         return release(shared, claim.id);
     };
+    // A canceled broadcast's email that was waiting for its turn is dropped, not sent.
+    if let Some(broadcast) = envelope.metadata.get("broadcast_id").and_then(|b| b.parse::<Id>().ok()) {
+        match crate::broadcasts::service::is_canceled(&shared.state, team_id, broadcast) {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Err(error) =
+                    crate::broadcasts::service::cancel_claimed(&shared.state, team_id, broadcast, claim.id)
+                {
+                    tracing::error!(id = %claim.id, %error, "cannot cancel a canceled broadcast's email");
+                    return retry_later(shared, claim.id);
+                }
+                return;
+            }
+            Err(error) => {
+                tracing::error!(id = %claim.id, %error, "cannot read a broadcast");
+                return retry_later(shared, claim.id);
+            }
+        }
+    }
     let domain = envelope
         .metadata
         .get("domain_id")

@@ -140,12 +140,17 @@ pub fn prepare(
     records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
     append_event(&mut records, store, &record, last_event, now)?;
     crate::events::push(&mut records, store, sender.team_id, kind, || record.event_data(now))?;
+    let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);
+    if let Some(broadcast) = email.broadcast_id {
+        // Delivery drops the email if the broadcast is canceled before its attempt.
+        metadata.insert("broadcast_id".to_owned(), broadcast.to_string());
+    }
     let message = NewMessage {
         id,
         team: sender.team_id.to_string(),
         sender: format!("{id}@{}", domain.return_path_host()),
         recipients: email.recipients(),
-        metadata: BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]),
+        metadata,
         not_before: email.scheduled_at,
         raw,
     };

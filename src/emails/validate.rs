@@ -111,6 +111,8 @@ pub struct Email {
     /// Whether it carries an unsubscribe link even without a topic or the merge tag (a
     /// broadcast's emails always do).
     pub unsubscribe: bool,
+    /// The broadcast it is one of.
+    pub broadcast_id: Option<Id>,
 }
 
 impl Email {
@@ -185,6 +187,7 @@ pub fn validate(input: SendEmail, now: Timestamp, fetch: &mut Fetch<'_>) -> Resu
             .map(|t| t.trim().parse().map_err(|_| field("topic_id", "not a topic id")))
             .transpose()?,
         unsubscribe: false,
+        broadcast_id: None,
     })
 }
 
