@@ -196,6 +196,18 @@ impl Sink {
         self.shared.log().received.clone()
     }
 
+    /// The recipients of the messages accepted after the first `from`, in order, without
+    /// copying the messages.
+    pub fn recipients_since(&self, from: usize) -> Vec<String> {
+        let log = self.shared.log();
+        log.received
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|m| m.rcpt_to.first().cloned().unwrap_or_default())
+            .collect()
+    }
+
     /// How many messages were accepted, without copying them as [`Sink::received`] does.
     pub fn received_len(&self) -> usize {
         *self.shared.received_count.borrow()
