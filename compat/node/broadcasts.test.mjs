@@ -120,7 +120,9 @@ test('a draft: create, get, update, list; scheduled, canceled, duplicated, remov
     html: '<p>Hi {{{FIRST_NAME|there}}}</p>',
     text: 'Hi {{{contact.first_name|there}}}',
   };
-  const created = ok(await resend.broadcasts.create({ segmentId, from: from(), name, replyTo: 'reply@example.test', previewText: 'Out now', topicId, ...draft }));
+  const created = ok(
+    await resend.broadcasts.create({ segmentId, from: from(), name, replyTo: 'reply@example.test', previewText: 'Out now', topicId, ...draft }),
+  );
   assert.deepEqual(created, { object: 'broadcast', id: created.id });
   assert.match(created.id, UUID);
   const { id } = created;
@@ -139,15 +141,19 @@ test('a draft: create, get, update, list; scheduled, canceled, duplicated, remov
   assert.equal(onWire.status, 201, onWire.text);
   assert.deepEqual(onWire.json, { object: 'broadcast', id: onWire.json.id });
   const wire = ok(await resend.broadcasts.get(onWire.json.id));
-  assert.deepEqual([wire.segment_id, wire.name, wire.html, wire.reply_to, wire.preview_text, wire.topic_id], [segmentId, 'Wire', null, null, null, null]);
+  assert.deepEqual(
+    [wire.segment_id, wire.name, wire.html, wire.reply_to, wire.preview_text, wire.topic_id],
+    [segmentId, 'Wire', null, null, null, null],
+  );
 
   const renamed = `${name} v2`;
-  const changes = { name: renamed, subject: 'Updated', html: '<p>New</p>', replyTo: ['a@example.test', 'b@example.test'], previewText: 'Still out' };
+  const replyTo = ['a@example.test', 'b@example.test'];
+  const changes = { name: renamed, subject: 'Updated', html: '<p>New</p>', replyTo, previewText: 'Still out' };
   assert.deepEqual(ok(await resend.broadcasts.update(id, changes)), { object: 'broadcast', id });
   const updated = ok(await resend.broadcasts.get(id));
   assert.deepEqual(
     [updated.name, updated.subject, updated.html, updated.text, updated.reply_to, updated.preview_text, updated.topic_id],
-    [renamed, 'Updated', '<p>New</p>', draft.text, changes.replyTo, 'Still out', topicId],
+    [renamed, 'Updated', '<p>New</p>', draft.text, replyTo, 'Still out', topicId],
   );
 
   const { created_at: listedAt, ...summary } = await listed(id);
@@ -208,7 +214,8 @@ test('send: true reaches the subscribed contacts, personalised; recipients and c
     { email: bo },
     { email: cy, firstName: 'Cy', unsubscribed: true },
   ]);
-  const { id } = ok(await resend.broadcasts.create({ segmentId, from: from(), subject: 'Hi {{{FIRST_NAME|there}}}', html: '<p>Hi {{{FIRST_NAME|there}}}</p>', send: true }));
+  const personalised = { subject: 'Hi {{{FIRST_NAME|there}}}', html: '<p>Hi {{{FIRST_NAME|there}}}</p>' };
+  const { id } = ok(await resend.broadcasts.create({ segmentId, from: from(), ...personalised, send: true }));
 
   const sent = await finished(resend, id);
   assert.equal(sent.status, 'sent');

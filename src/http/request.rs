@@ -42,18 +42,33 @@ impl ApiRequest {
                 return Err(ApiError::too_large(limit as u64));
             }
         }
-        let body = Limited::new(body, limit)
-            .collect()
-            .await
-            .map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                    ApiError::too_large(limit as u64)
-                } else {
-                    ApiError::bad_request(format!("Could not read the request body: {e}"))
+        let mut body = Limited::new(body, limit);
+        let mut read = bytes::BytesMut::new();
+        // A client that stops sending its body is cut off after `IDLE_MAX` without a
+        // byte: it must not hold a connection slot for ever.
+        loop {
+            let frame = tokio::time::timeout(super::upload::IDLE_MAX, body.frame())
+                .await
+                .map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "The request body stalled: nothing arrived for {} s",
+                        super::upload::IDLE_MAX.as_secs()
+                    ))
+                })?;
+            match frame {
+                None => break,
+                Some(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                    return Err(ApiError::too_large(limit as u64));
                 }
-            })?
-            .to_bytes();
-        Ok(ApiRequest::from_parts(parts, body, None))
+                Some(Err(e)) => return Err(ApiError::bad_request(format!("Could not read the request body: {e}"))),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        read.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+        Ok(ApiRequest::from_parts(parts, read.freeze(), None))
     }
 
     /// A request of `parts` whose body was read as `body` (or streamed to `upload`).

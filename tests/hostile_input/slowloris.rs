@@ -16,13 +16,14 @@ use crate::{LOCAL, REPLY_WAIT, SENDER, message};
 async fn slowloris_clients_are_answered_or_dropped_while_others_are_served() {
     let mut server = Server::start("idle_timeout = \"1s\"\nsession_time_max = \"4s\"\n").await;
     let slow = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 5));
-    let (trickled, stalled, endless, bdat, data, http, served) = tokio::join!(
+    let (trickled, stalled, endless, bdat, data, http, body, served) = tokio::join!(
         trickled_commands_are_answered(&server, slow),
         stalled_line_times_out(&server, slow),
         endless_trickle_is_cut_at_session_time_max(&server, slow),
         bdat_chunk_that_never_arrives_times_out(&server, slow),
         data_that_stops_midway_times_out(&server, slow),
         trickled_http_request_is_answered(&server),
+        stalled_http_body_is_refused(&server),
         async {
             // While the slow clients hold their connections, a normal one is served.
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -37,6 +38,7 @@ async fn slowloris_clients_are_answered_or_dropped_while_others_are_served() {
         ("a BDAT chunk that never arrives times out", bdat),
         ("DATA that stops midway times out", data),
         ("an HTTP request sent a byte at a time is answered", http),
+        ("an HTTP body that stops midway is refused", body),
         ("a normal client is served meanwhile", served.map(drop)),
     ] {
         if let Err(why) = outcome {
@@ -175,6 +177,31 @@ async fn data_that_stops_midway_times_out(server: &Server, from: IpAddr) -> Resu
     }
     .await;
     outcome.map_err(|why| format!("{why}\n{}", client.transcript))
+}
+
+/// A request whose body stops after 10 of its 100 bytes is refused with `400` once
+/// nothing has arrived for 30 s, not held for ever.
+async fn stalled_http_body_is_refused(server: &Server) -> Result<(), String> {
+    let mut stream = connect(server.http(), LOCAL).await?;
+    let head = format!(
+        "POST /emails HTTP/1.1\r\nHost: herald.test\r\nAuthorization: Bearer {OPERATOR_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"from\": \""
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let started = Instant::now();
+    // Longer than the reply wait of the other checks: the body's idle limit is 30 s.
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(40), stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    match answer.split_once(' ').and_then(|(_, rest)| rest.get(..3)) {
+        Some("400") if answer.contains("stalled") && started.elapsed() >= Duration::from_secs(29) => Ok(()),
+        _ => Err(format!(
+            "wanted a 400 saying the body stalled after 30 s, got {answer:?} after {:?}",
+            started.elapsed()
+        )),
+    }
 }
 
 async fn trickled_http_request_is_answered(server: &Server) -> Result<(), String> {

@@ -51,7 +51,10 @@ fn assert_now(text: &str) {
 
 /// herald's `progress` of a broadcast that has not been sent.
 fn draft_progress() -> Value {
-    json!({ "status": "draft", "total": 0, "sent": 0, "unsubscribed": 0, "suppressed": 0, "failed": 0, "canceled": 0, "finished_at": null })
+    json!({
+        "status": "draft", "total": 0, "sent": 0, "unsubscribed": 0, "suppressed": 0, "failed": 0, "canceled": 0,
+        "finished_at": null,
+    })
 }
 
 /// Asserts an SDK call failed with Resend's error `name` and HTTP `status`; its message.
@@ -90,14 +93,8 @@ async fn segment_of(resend: &Resend, people: &[(&str, Option<&str>, bool)]) -> (
         if let Some(name) = first_name {
             options = options.with_first_name(name);
         }
-        ids.push(
-            resend
-                .contacts
-                .create(options)
-                .await
-                .expect("contacts.create decodes")
-                .to_string(),
-        );
+        let id = resend.contacts.create(options).await;
+        ids.push(id.expect("contacts.create decodes").to_string());
     }
     (segment.id.to_string(), ids)
 }
@@ -112,6 +109,17 @@ async fn finished(id: &str) -> Value {
     })
     .await
     .unwrap_or_else(|| panic!("broadcast {id} is sent within 30 s"))
+}
+
+/// `broadcasts.create`, which must decode: the new broadcast's id.
+async fn create(resend: &Resend, options: CreateBroadcastOptions) -> String {
+    let created = resend.broadcasts.create(options).await;
+    created.expect("broadcasts.create decodes").id.to_string()
+}
+
+/// `broadcasts.delete`, which must decode.
+async fn delete(resend: &Resend, id: &str) -> bool {
+    resend.broadcasts.delete(id).await.expect("broadcasts.delete decodes")
 }
 
 /// `broadcasts.get`, which must decode.
@@ -150,6 +158,7 @@ async fn listed(resend: &Resend, id: &str) -> Broadcast {
 #[tokio::test]
 async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
     let resend = client();
+    let broadcasts = &resend.broadcasts;
     let from = sender().await;
     let contact = unique_address("draft");
     let (segment_id, _) = segment_of(&resend, &[(contact.as_str(), None, false)]).await;
@@ -159,13 +168,8 @@ async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
         .with_text("Hi")
         .with_name(&name)
         .with_reply("reply@example.test");
-    let created = resend
-        .broadcasts
-        .create(options)
-        .await
-        .expect("broadcasts.create decodes");
-    assert!(is_uuid(&created.id), "{}", created.id);
-    let id = created.id.to_string();
+    let id = create(&resend, options).await;
+    assert!(is_uuid(&id), "{id}");
     let path = format!("/broadcasts/{id}");
 
     let got = get(&resend, &id).await;
@@ -206,8 +210,7 @@ async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
         .with_subject("Updated")
         .with_html("<p>New</p>")
         .with_reply_multiple(&["a@example.test".to_owned(), "b@example.test".to_owned()]);
-    let updated = resend
-        .broadcasts
+    let updated = broadcasts
         .update(&id, changes)
         .await
         .expect("broadcasts.update decodes");
@@ -227,23 +230,14 @@ async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
     assert_eq!(item.audience_id.to_string(), segment_id);
     assert_eq!(item.created_at, edited.created_at);
     assert_eq!(item.from, None, "a list item has no content");
-    let one = resend
-        .broadcasts
-        .list(ListOptions::default().with_limit(1))
-        .await
-        .expect("broadcasts.list decodes");
+    let one = broadcasts.list(ListOptions::default().with_limit(1)).await;
+    let one = one.expect("broadcasts.list decodes");
     assert_eq!((one.len(), one.has_more), (1, true));
-    assert!(
-        resend
-            .broadcasts
-            .delete(&wire_id)
-            .await
-            .expect("broadcasts.delete decodes")
-    );
+    assert!(delete(&resend, &wire_id).await);
 
     // Scheduled: Resend's `queued`, herald's `scheduled`; no longer a draft to change.
     let options = SendBroadcastOptions::new(&id).with_scheduled_at("in 1 hour");
-    let sent = resend.broadcasts.send(options).await.expect("broadcasts.send decodes");
+    let sent = broadcasts.send(options).await.expect("broadcasts.send decodes");
     assert_eq!(sent.id.to_string(), id);
     let scheduled = get(&resend, &id).await;
     assert_eq!(scheduled.status, "queued");
@@ -255,11 +249,11 @@ async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
     assert_eq!(raw_get(&path).await["progress"]["status"], "scheduled");
     assert_eq!(listed(&resend, &id).await.status, "queued");
     let late = UpdateBroadcastOptions::new().with_name("Late");
-    assert_resend_error(resend.broadcasts.update(&id, late).await, 422, "validation_error");
-    assert_resend_error(resend.broadcasts.delete(&id).await, 422, "validation_error");
+    assert_resend_error(broadcasts.update(&id, late).await, 422, "validation_error");
+    assert_resend_error(broadcasts.delete(&id).await, 422, "validation_error");
 
     // Canceled before its time: nothing was sent, so Resend's `status` reads `draft` again.
-    let canceled = resend.broadcasts.cancel(&id).await.expect("broadcasts.cancel decodes");
+    let canceled = broadcasts.cancel(&id).await.expect("broadcasts.cancel decodes");
     assert_eq!(canceled.id.to_string(), id);
     assert_eq!(get(&resend, &id).await.status, "draft");
     let wire = raw_get(&path).await;
@@ -267,39 +261,22 @@ async fn create_get_update_list_schedule_cancel_duplicate_and_delete() {
         (&wire["progress"]["status"], &wire["progress"]["canceled"]),
         (&json!("canceled"), &json!(0))
     );
-    assert_resend_error(resend.broadcasts.cancel(&id).await, 422, "validation_error");
+    assert_resend_error(broadcasts.cancel(&id).await, 422, "validation_error");
     let again = SendBroadcastOptions::new(&id);
-    assert_resend_error(resend.broadcasts.send(again).await, 422, "validation_error");
+    assert_resend_error(broadcasts.send(again).await, 422, "validation_error");
 
-    let copy = resend
-        .broadcasts
-        .duplicate(&id)
-        .await
-        .expect("broadcasts.duplicate decodes");
+    let copy = broadcasts.duplicate(&id).await.expect("broadcasts.duplicate decodes");
     assert_ne!(copy.id.to_string(), id);
     let duplicate = get(&resend, &copy.id).await;
     assert_eq!(duplicate.name, format!("{renamed} (copy)"));
     assert_eq!((duplicate.status.as_str(), duplicate.scheduled_at), ("draft", None));
-    assert_eq!(
-        (
-            duplicate.from,
-            duplicate.subject,
-            duplicate.html,
-            duplicate.text,
-            duplicate.reply_to
-        ),
-        (edited.from, edited.subject, edited.html, edited.text, edited.reply_to)
-    );
-    assert!(
-        resend
-            .broadcasts
-            .delete(&copy.id)
-            .await
-            .expect("broadcasts.delete decodes")
-    );
-    assert_resend_error(resend.broadcasts.get(&copy.id).await, 404, "not_found");
-    assert_resend_error(resend.broadcasts.get(&random_uuid()).await, 404, "not_found");
-    assert_resend_error(resend.broadcasts.get("not-a-broadcast").await, 422, "invalid_parameter");
+    assert_eq!((duplicate.from, duplicate.subject), (edited.from, edited.subject));
+    assert_eq!((duplicate.html, duplicate.text), (edited.html, edited.text));
+    assert_eq!(duplicate.reply_to, edited.reply_to);
+    assert!(delete(&resend, &copy.id).await);
+    assert_resend_error(broadcasts.get(&copy.id).await, 404, "not_found");
+    assert_resend_error(broadcasts.get(&random_uuid()).await, 404, "not_found");
+    assert_resend_error(broadcasts.get("not-a-broadcast").await, 422, "invalid_parameter");
 }
 
 #[tokio::test]
@@ -316,17 +293,14 @@ async fn send_reaches_the_subscribed_contacts_personalised_and_recipients_decode
     let options = CreateBroadcastOptions::new(&segment_id, &from, "Hi {{{FIRST_NAME|there}}}")
         .with_html("<p>Hi {{{contact.first_name|friend}}}</p>")
         .with_send(true);
-    let id = resend
-        .broadcasts
-        .create(options)
-        .await
-        .expect("broadcasts.create decodes")
-        .id
-        .to_string();
+    let id = create(&resend, options).await;
 
     let mut progress = finished(&id).await["progress"].clone();
     assert_now(progress["finished_at"].take().as_str().expect("a finished_at"));
-    let expected = json!({ "status": "sent", "total": 3, "sent": 2, "unsubscribed": 1, "suppressed": 0, "failed": 0, "canceled": 0, "finished_at": null });
+    let expected = json!({
+        "status": "sent", "total": 3, "sent": 2, "unsubscribed": 1, "suppressed": 0, "failed": 0, "canceled": 0,
+        "finished_at": null,
+    });
     assert_eq!(progress, expected);
     let got = get(&resend, &id).await;
     assert_eq!(got.status, "sent");
@@ -397,71 +371,48 @@ fn draft(segment: &str, from: &str) -> CreateBroadcastOptions {
 #[tokio::test]
 async fn refusals_decode_as_resend_errors() {
     let resend = client();
+    let broadcasts = &resend.broadcasts;
     let from = sender().await;
     let contact = unique_address("refusals");
-    let (segment_id, _) = segment_of(&resend, &[(contact.as_str(), None, false)]).await;
-    let empty = resend
-        .segments
-        .create(&unique_name("empty"))
-        .await
-        .expect("segments.create decodes")
-        .id;
-    refused(resend.broadcasts.create(draft(&random_uuid(), &from)).await, "segment");
-    let unverified = format!("news@{}", unique_domain("unverified"));
-    refused(
-        resend.broadcasts.create(draft(&segment_id, &unverified)).await,
-        "not verified",
-    );
-    let tag = format!("{}company_{}{}", "{{{", random_hex(4), "}}}");
-    let options = draft(&segment_id, &from).with_html(&format!("<p>Hi {tag}</p>"));
-    refused(resend.broadcasts.create(options).await, &tag);
-    let fallback = tag.replace("}}}", "|friend}}}");
-    let options = draft(&segment_id, &from).with_html(&format!("<p>Hi {fallback}</p>"));
-    let _ = resend
-        .broadcasts
-        .create(options)
-        .await
-        .expect("a merge tag with a fallback is fine");
-    refused(
-        resend.broadcasts.create(draft(&empty, &from).with_send(true)).await,
-        "no contacts",
-    );
-    let waiting = resend
-        .broadcasts
-        .create(draft(&empty, &from))
-        .await
-        .expect("a draft to an empty segment");
-    refused(
-        resend.broadcasts.send(SendBroadcastOptions::new(&waiting.id)).await,
-        "no contacts",
-    );
-    refused(
-        resend
-            .broadcasts
-            .create(draft(&segment_id, &from).with_scheduled_at("in 1 hour"))
-            .await,
-        "scheduled_at",
-    );
-    let changes = UpdateBroadcastOptions::new().with_from(&unverified);
-    refused(resend.broadcasts.update(&waiting.id, changes).await, "not verified");
-    let changes = UpdateBroadcastOptions::new().with_text(&format!("Hi {tag}"));
-    refused(resend.broadcasts.update(&waiting.id, changes).await, &tag);
+    let (segment, _) = segment_of(&resend, &[(contact.as_str(), None, false)]).await;
+    let empty = resend.segments.create(&unique_name("empty")).await;
+    let empty = empty.expect("segments.create decodes").id;
 
-    let bodiless = CreateBroadcastOptions::new(&segment_id, &from, "Hello");
-    let message = error_message(resend.broadcasts.create(bodiless).await, 422, "missing_required_field");
+    refused(broadcasts.create(draft(&random_uuid(), &from)).await, "segment");
+    let unverified = format!("news@{}", unique_domain("unverified"));
+    refused(broadcasts.create(draft(&segment, &unverified)).await, "not verified");
+    let tag = format!("{}company_{}{}", "{{{", random_hex(4), "}}}");
+    let options = draft(&segment, &from).with_html(&format!("<p>Hi {tag}</p>"));
+    refused(broadcasts.create(options).await, &tag);
+    let fallback = tag.replace("}}}", "|friend}}}");
+    let _ = create(
+        &resend,
+        draft(&segment, &from).with_html(&format!("<p>Hi {fallback}</p>")),
+    )
+    .await;
+    refused(
+        broadcasts.create(draft(&empty, &from).with_send(true)).await,
+        "no contacts",
+    );
+    let waiting = create(&resend, draft(&empty, &from)).await;
+    refused(
+        broadcasts.send(SendBroadcastOptions::new(&waiting)).await,
+        "no contacts",
+    );
+    let options = draft(&segment, &from).with_scheduled_at("in 1 hour");
+    refused(broadcasts.create(options).await, "scheduled_at");
+    let changes = UpdateBroadcastOptions::new().with_from(&unverified);
+    refused(broadcasts.update(&waiting, changes).await, "not verified");
+    let changes = UpdateBroadcastOptions::new().with_text(&format!("Hi {tag}"));
+    refused(broadcasts.update(&waiting, changes).await, &tag);
+
+    let bodiless = CreateBroadcastOptions::new(&segment, &from, "Hello");
+    let message = error_message(broadcasts.create(bodiless).await, 422, "missing_required_field");
     assert!(message.contains("html"), "{message}");
-    let subjectless = CreateBroadcastOptions::new(&segment_id, &from, "").with_text("Hi");
-    let message = error_message(
-        resend.broadcasts.create(subjectless).await,
-        422,
-        "missing_required_field",
-    );
+    let subjectless = CreateBroadcastOptions::new(&segment, &from, "").with_text("Hi");
+    let message = error_message(broadcasts.create(subjectless).await, 422, "missing_required_field");
     assert!(message.contains("subject"), "{message}");
-    assert_resend_error(resend.broadcasts.cancel(&waiting.id).await, 422, "validation_error");
+    assert_resend_error(broadcasts.cancel(&waiting).await, 422, "validation_error");
     let options = ListRecipientsOptions::new(Sent);
-    assert_resend_error(
-        resend.broadcasts.recipients(&random_uuid(), options).await,
-        404,
-        "not_found",
-    );
+    assert_resend_error(broadcasts.recipients(&random_uuid(), options).await, 404, "not_found");
 }
