@@ -21,7 +21,8 @@ struct Body {
     html: Option<String>,
     text: Option<String>,
     preview_text: Option<String>,
-    topic_id: Option<String>,
+    #[serde(default, deserialize_with = "super::present")]
+    topic_id: Option<Option<String>>,
     send: Option<bool>,
     scheduled_at: Option<String>,
 }

@@ -149,7 +149,7 @@ impl Broadcast {
             "suppressed": self.counts.suppressed,
             "failed": self.counts.failed,
             "canceled": self.counts.canceled,
-            "finished_at": self.finished_at.map(wire::iso8601),
+            "finished_at": self.finished_at.map(wire::timestamp),
         })
     }
 
@@ -161,9 +161,9 @@ impl Broadcast {
             "audience_id": self.segment_id,
             "segment_id": self.segment_id,
             "status": self.wire_status(),
-            "created_at": wire::iso8601(self.created_at),
-            "scheduled_at": self.scheduled_at.map(wire::iso8601),
-            "sent_at": self.sent_at.map(wire::iso8601),
+            "created_at": wire::timestamp(self.created_at),
+            "scheduled_at": self.scheduled_at.map(wire::timestamp),
+            "sent_at": self.sent_at.map(wire::timestamp),
             "topic_id": self.topic_id,
             "progress": self.progress(),
         })
@@ -182,9 +182,9 @@ impl Broadcast {
             "reply_to": if self.reply_to.is_empty() { Value::Null } else { json!(self.reply_to) },
             "preview_text": self.preview_text,
             "status": self.wire_status(),
-            "created_at": wire::iso8601(self.created_at),
-            "scheduled_at": self.scheduled_at.map(wire::iso8601),
-            "sent_at": self.sent_at.map(wire::iso8601),
+            "created_at": wire::timestamp(self.created_at),
+            "scheduled_at": self.scheduled_at.map(wire::timestamp),
+            "sent_at": self.sent_at.map(wire::timestamp),
             "topic_id": self.topic_id,
             "html": self.html,
             "text": self.text,

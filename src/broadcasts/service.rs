@@ -37,8 +37,8 @@ pub struct Fields {
     pub text: Option<String>,
     /// The preview text.
     pub preview_text: Option<String>,
-    /// The topic.
-    pub topic_id: Option<String>,
+    /// The topic: `Some(None)` (a `null`) takes it away.
+    pub topic_id: Option<Option<String>>,
 }
 
 /// The caller's broadcast `id`.
@@ -91,7 +91,7 @@ fn apply(services: &Services, broadcast: &mut Broadcast, fields: Fields) -> Resu
         broadcast.preview_text = Some(preview).filter(|p| !p.is_empty());
     }
     if let Some(topic) = fields.topic_id {
-        broadcast.topic_id = match topic.trim() {
+        broadcast.topic_id = match topic.as_deref().map_or("", str::trim) {
             "" => None,
             text => {
                 let id = parse_id(text, "topic")?;
