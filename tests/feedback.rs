@@ -254,6 +254,24 @@ async fn reports_by_mail_become_events_and_suppressions() {
     let record = api(addr, Method::GET, &format!("/emails/{bounced}"), None).await.json();
     assert_eq!(record["last_event"], "bounced");
 
+    // A forged report naming an address the email was not sent to suppresses nobody.
+    let forged = dsn(
+        "googlemail.example",
+        "victim@example.org",
+        "failed",
+        "5.1.1",
+        "550 5.1.1 no such user",
+        &format!("{bounced}@herald.test"),
+    );
+    assert!(client.send(&bounced_from, &forged).await.starts_with("250"));
+    assert_eq!(
+        api(addr, Method::GET, "/suppressions/victim@example.org", None)
+            .await
+            .status,
+        StatusCode::NOT_FOUND,
+        "only the email's own recipients count"
+    );
+
     // An Outlook-shaped delay, on the same connection.
     let outlook = dsn(
         "outlook.example",

@@ -322,5 +322,29 @@ async fn an_http_public_url_sends_no_one_click_header() {
     )
     .await;
     assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", unknown.text());
+    // The link is personal: a message for two recipients cannot carry one.
+    let shared = api(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(json!({ "from": "a@shop.test", "to": ["c@example.net", "d@example.net"], "subject": "s", "html": "<a href=\"{{{RESEND_UNSUBSCRIBE_URL}}}\">out</a>" })),
+    )
+    .await;
+    assert_eq!(shared.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", shared.text());
+    assert!(shared.text().contains("one recipient"), "{}", shared.text());
+    let on_topic = api(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(json!({ "from": "a@shop.test", "to": ["c@example.net", "d@example.net"], "subject": "two", "text": "t", "topic_id": topic })),
+    )
+    .await;
+    assert_eq!(on_topic.status, StatusCode::OK, "{}", on_topic.text());
+    let received = sink.wait_for(2, WAIT).await;
+    let head = String::from_utf8_lossy(&received[1].data).into_owned();
+    assert!(
+        !head.contains("\nList-Unsubscribe:"),
+        "no one's link on a shared message: {head}"
+    );
     assert!(running.shutdown().await);
 }

@@ -14,6 +14,11 @@ use crate::data::{BdatReceiver, DataError, DataReceiver};
 use crate::line::{LineError, read_line};
 use crate::reply::Reply;
 
+/// The largest message of an inbound transaction (a bounce or a complaint handed back by
+/// a receiving MX without AUTH): reports are small, and no one unauthenticated may make
+/// the server hold a submission-sized message.
+pub const INBOUND_SIZE_MAX: usize = 10 * 1024 * 1024;
+
 /// What a session may receive, each limit named for the client's view of it.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -192,6 +197,7 @@ impl Session {
         let mut actions = Vec::new();
         loop {
             let rest = &input[consumed..];
+            let size_max = self.size_max();
             match &mut self.phase {
                 Phase::Waiting | Phase::CheckingSender(_) | Phase::CheckingRecipient(_) | Phase::Closed => break,
                 Phase::Data(receiver) => match receiver.feed(rest) {
@@ -223,7 +229,7 @@ impl Session {
                 }
                 Phase::Bdat { chunk, last } => {
                     let last = *last;
-                    match chunk.feed(rest, &mut self.bdat, self.settings.limits.size_max) {
+                    match chunk.feed(rest, &mut self.bdat, size_max) {
                         Ok(progress) => {
                             consumed += progress.consumed;
                             if !progress.done {
@@ -438,14 +444,20 @@ impl Session {
                     actions,
                 );
             }
-            Command::Mail { from, params } if !self.authenticated => match self.mail_parameters(&params) {
-                Ok(()) => {
-                    self.from = Some(from);
-                    self.inbound = true;
-                    Reply::new(250, "2.1.0", "OK")
+            Command::Mail { from, params } if !self.authenticated => {
+                // Its own size limit applies from here (a report is small).
+                self.inbound = true;
+                match self.mail_parameters(&params) {
+                    Ok(()) => {
+                        self.from = Some(from);
+                        Reply::new(250, "2.1.0", "OK")
+                    }
+                    Err(reply) => {
+                        self.inbound = false;
+                        reply
+                    }
                 }
-                Err(reply) => reply,
-            },
+            }
             Command::Mail { from, params } => match self.mail_parameters(&params) {
                 Ok(()) => {
                     self.phase = Phase::CheckingSender(from.clone());
@@ -471,7 +483,7 @@ impl Session {
                 Reply::new(250, "2.1.5", "OK")
             }
             Command::Bdat { size, .. } if self.recipients.is_empty() => {
-                if size > self.settings.limits.size_max as u64 {
+                if size > self.size_max() as u64 {
                     return self.close(
                         Reply::new(
                             503,
@@ -489,16 +501,12 @@ impl Session {
             Command::Data if self.recipients.is_empty() => Reply::new(503, "5.5.1", "Send RCPT first"),
             Command::Data if !self.bdat.is_empty() => Reply::new(503, "5.5.1", "DATA cannot follow BDAT"),
             Command::Data => {
-                self.phase = Phase::Data(DataReceiver::new(self.settings.limits.size_max));
+                self.phase = Phase::Data(DataReceiver::new(self.size_max()));
                 Reply::plain(354, vec!["Start mail input; end with <CRLF>.<CRLF>".into()])
             }
-            Command::Bdat { size, .. } if self.bdat.len() as u64 + size > self.settings.limits.size_max as u64 => {
+            Command::Bdat { size, .. } if self.bdat.len() as u64 + size > self.size_max() as u64 => {
                 return self.close(
-                    Reply::new(
-                        552,
-                        "5.3.4",
-                        format!("Message larger than {} bytes", self.settings.limits.size_max),
-                    ),
+                    Reply::new(552, "5.3.4", format!("Message larger than {} bytes", self.size_max())),
                     actions,
                 );
             }
@@ -558,11 +566,11 @@ impl Session {
         for param in params {
             match (param.keyword.as_str(), param.value.as_deref()) {
                 ("SIZE", Some(size)) => match size.parse::<u64>() {
-                    Ok(size) if size > self.settings.limits.size_max as u64 => {
+                    Ok(size) if size > self.size_max() as u64 => {
                         return Err(Reply::new(
                             552,
                             "5.3.4",
-                            format!("Message larger than {} bytes", self.settings.limits.size_max),
+                            format!("Message larger than {} bytes", self.size_max()),
                         ));
                     }
                     Ok(_) => {}
@@ -686,6 +694,16 @@ impl Session {
         self.phase = Phase::Closed;
         actions.push(Action::Reply(reply));
         actions.push(Action::Close);
+    }
+
+    /// The largest message of the transaction: an inbound one (bounces, complaints) is
+    /// held to [`INBOUND_SIZE_MAX`].
+    fn size_max(&self) -> usize {
+        if self.inbound {
+            self.settings.limits.size_max.min(INBOUND_SIZE_MAX)
+        } else {
+            self.settings.limits.size_max
+        }
     }
 
     fn reset(&mut self) {

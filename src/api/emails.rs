@@ -79,6 +79,7 @@ fn check(ctx: &Ctx<'_>, mut input: SendEmail, templates: &mut Templates) -> Resu
     let mut email = validate(input, ctx.state.store().now(), &mut fetch)?;
     email.template = template;
     crate::unsubscribe::filter_topic(ctx.state, ctx.caller.team_id, &mut email)?;
+    crate::unsubscribe::check_recipients(&email)?;
     Ok(email)
 }
 

@@ -55,6 +55,12 @@ pub struct Prepared {
 /// Parses `source` (the broadcast's `field`), refusing what does not parse and names
 /// nothing it could take a value from.
 fn part(field: &str, source: &str, properties: &[ContactProperty], html: bool) -> Result<Parsed, Error> {
+    if source.len() > merge::RENDERED_MAX {
+        return Err(Error::invalid(format!(
+            "Invalid `{field}` field: longer than {} bytes",
+            merge::RENDERED_MAX
+        )));
+    }
     let parsed = merge::parse(source).map_err(|e| Error::invalid(format!("Invalid `{field}` field: {e}")))?;
     if html {
         merge::check_html(source).map_err(|e| Error::invalid(format!("Invalid `{field}` field: {e}")))?;

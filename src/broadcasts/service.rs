@@ -110,6 +110,13 @@ fn apply(services: &Services, broadcast: &mut Broadcast, fields: Fields) -> Resu
 /// parts parsed and their merge tags known, the segment there.
 fn check(services: &Services, caller: &Caller, broadcast: &Broadcast) -> Result<(), Error> {
     personalise::prepare(broadcast, services.audience().properties(broadcast.team_id)?)?;
+    if let Some(topic) = broadcast.topic_id
+        && services.audience().topic(broadcast.team_id, topic)?.is_none()
+    {
+        return Err(Error::invalid(format!(
+            "Invalid `topic_id` field: the team has no topic {topic}"
+        )));
+    }
     let from = crate::emails::address::Mailbox::parse(&broadcast.from)
         .map_err(|e| Error::invalid(format!("Invalid `from` field: {e}")))?;
     submit::authorize_domain(services, &sender(caller), from.domain()).map_err(|e| Error::invalid(e.to_string()))?;
@@ -182,6 +189,7 @@ pub fn create(
 
 /// Changes a draft. Its id.
 pub fn update(services: &Services, caller: &Caller, id: &str, fields: Fields) -> Result<Id, Error> {
+    let _guard = services.broadcast_lock();
     let mut broadcast = get(services, caller, id)?;
     if broadcast.status != Status::Draft {
         return Err(Error::invalid(format!(
@@ -197,6 +205,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, fields: Fields) ->
 
 /// Deletes a draft. Its id.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
+    let _guard = services.broadcast_lock();
     let broadcast = get(services, caller, id)?;
     if broadcast.status != Status::Draft {
         return Err(Error::invalid(format!(
@@ -318,7 +327,7 @@ pub fn cancel(services: &Services, caller: &Caller, id: &str) -> Result<(Id, u64
 /// has claimed is dropped by delivery itself before its attempt ([`cancel_claimed`]).
 fn cancel_email(services: &Services, broadcast: &Broadcast, id: Id) -> Result<bool, Error> {
     let spool = services.spool();
-    let Some((envelope, _)) = spool.load(id)? else {
+    let Some(envelope) = spool.envelope(id)? else {
         return Ok(false);
     };
     let begun = envelope

@@ -32,6 +32,9 @@ use crate::wire;
 /// Contacts expanded per write.
 const PAGE: usize = 500;
 
+/// A page ends early once its emails (message and record) pass this many bytes.
+const PAGE_BYTES_MAX: usize = 32 * 1024 * 1024;
+
 /// The most emails of broadcasts waiting in the spool for their first attempt.
 pub const WINDOW: usize = 1_000;
 
@@ -96,8 +99,8 @@ fn room(services: &Services, pending: &mut VecDeque<Id>) -> Result<usize, Error>
         // Waiting for delivery, or in its hands: ahead of any mail accepted now. A
         // deferred email waits for its retry time and holds nothing up meanwhile.
         let waiting = spool
-            .load(*id)?
-            .is_some_and(|(envelope, _)| envelope.recipients.iter().any(|r| r.state == RecipientState::Pending));
+            .envelope(*id)?
+            .is_some_and(|envelope| envelope.recipients.iter().any(|r| r.state == RecipientState::Pending));
         if waiting {
             break;
         }
@@ -165,10 +168,24 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         .map_or("", |(_, d)| d.trim_end_matches('>'));
     let domain = match submit::authorize_domain(services, &sender, from_domain) {
         Ok(domain) => domain,
-        Err(error) => return stop(services, broadcast, &error.to_string()),
+        // Deleted: nothing will send it again.
+        Err(error)
+            if services
+                .domains()
+                .by_name(team, &from_domain.to_ascii_lowercase())?
+                .is_none() =>
+        {
+            return stop(services, broadcast, &error.to_string());
+        }
+        // Being verified again, or a storage fault: tried again later.
+        Err(error) => return Err(Error::invalid(error.to_string())),
     };
     let topic = match broadcast.topic_id {
-        Some(id) => services.audience().topic(team, id)?,
+        Some(id) => match services.audience().topic(team, id)? {
+            Some(topic) => Some(topic),
+            // Without its topic, nobody's choice about it can be honoured.
+            None => return stop(services, broadcast, "its topic was deleted"),
+        },
         None => None,
     };
     let request = PageRequest {
@@ -179,7 +196,14 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     let (ids, has_more) = request.load_ids(store, Table::SEGMENT_MEMBERS, &prefix)?;
     let mut batch = Batch::new();
     let mut emails = Vec::with_capacity(ids.len());
+    let mut bytes = 0usize;
+    let mut last = None;
     for id in &ids {
+        // A page's write stays within a budget however large the broadcast's body is.
+        if bytes > PAGE_BYTES_MAX {
+            break;
+        }
+        last = Some(*id);
         let Some(contact) = services
             .contacts()
             .get(team, *id)?
@@ -238,6 +262,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                     let made = submit::prepare(services, &sender, &email, &domain, Source::Broadcast)
                         .map_err(|e| Error::invalid(e.to_string()))?;
                     recipient.email_id = Some(made.id);
+                    bytes += made.message.raw.len() * 2;
                     broadcast.counts.sent += 1;
                     emails.push(made);
                 }
@@ -245,10 +270,10 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         }
         store::stage_recipient(&mut batch, &broadcast, &recipient)?;
     }
-    if let Some(last) = ids.last() {
-        broadcast.cursor = Some(*last);
+    if let Some(last) = last {
+        broadcast.cursor = Some(last);
     }
-    if !has_more {
+    if !has_more && last == ids.last().copied() {
         broadcast.status = Status::Sent;
         broadcast.finished_at = Some(now);
         tracing::info!(broadcast_id = %broadcast.id, team_id = %team, counts = ?broadcast.counts, "broadcast sent");

@@ -41,11 +41,19 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
         match crate::broadcasts::service::is_canceled(&shared.state, team_id, broadcast) {
             Ok(false) => {}
             Ok(true) => {
-                if let Err(error) =
-                    crate::broadcasts::service::cancel_claimed(&shared.state, team_id, broadcast, claim.id)
-                {
-                    tracing::error!(id = %claim.id, %error, "cannot cancel a canceled broadcast's email");
-                    return retry_later(shared, claim.id);
+                match crate::broadcasts::service::cancel_claimed(&shared.state, team_id, broadcast, claim.id) {
+                    Ok(true) => {}
+                    // Its record is gone (erased): the message goes too.
+                    Ok(false) => {
+                        if let Err(error) = spool.cancel(claim.id, |_, _| Ok(())) {
+                            tracing::error!(id = %claim.id, %error, "cannot cancel a canceled broadcast's email");
+                            return retry_later(shared, claim.id);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::error!(id = %claim.id, %error, "cannot cancel a canceled broadcast's email");
+                        return retry_later(shared, claim.id);
+                    }
                 }
                 return;
             }

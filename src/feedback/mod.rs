@@ -208,10 +208,28 @@ fn find_email(
     Ok(None)
 }
 
-/// Records a DSN's failed and delayed recipients; how many.
+/// The addresses `status`'s email was sent to (to, cc and bcc), normalised: a report
+/// counts only for them, so a forged one cannot suppress anyone else.
+fn sent_to(services: &Services, status: &EmailStatus) -> Result<Vec<String>, Error> {
+    let record = services
+        .store()
+        .get::<EmailRecord>(EmailRecord::key(status.team_id, status.id))?;
+    let addresses = match record {
+        Some(record) => [record.to, record.cc, record.bcc].concat(),
+        None => status.to.clone(),
+    };
+    Ok(addresses.iter().map(|a| suppressions::normalize(a)).collect())
+}
+
+/// Records a DSN's failed and delayed recipients (those the email was sent to); how many.
 fn delivery(services: &Services, status: EmailStatus, dsn: &report::Dsn) -> Result<usize, Error> {
+    let ours = sent_to(services, &status)?;
     let mut events = Vec::new();
     for recipient in &dsn.recipients {
+        if !ours.contains(&suppressions::normalize(&recipient.recipient)) {
+            metrics::counter!("herald_feedback_total", "kind" => "foreign_recipient").increment(1);
+            continue;
+        }
         match recipient.action {
             Action::Failed => {
                 let code = if recipient.status.starts_with('5') { 550 } else { 450 };
@@ -250,11 +268,17 @@ fn delivery(services: &Services, status: EmailStatus, dsn: &report::Dsn) -> Resu
 
 /// Records an abuse report: `email.complained`, and the address suppressed.
 fn complaint(services: &Services, status: EmailStatus, arf: &report::Arf) -> Result<(), Error> {
-    // Who complained: the report says, else the email had one recipient.
-    let address = arf
-        .original_rcpt_to
-        .clone()
-        .or_else(|| (status.to.len() == 1).then(|| status.to[0].clone()));
+    // Who complained: the report says (one the email was sent to), else the email had
+    // one recipient.
+    let ours = sent_to(services, &status)?;
+    let address = match &arf.original_rcpt_to {
+        Some(given) if ours.contains(&suppressions::normalize(given)) => Some(given.clone()),
+        Some(_) => {
+            metrics::counter!("herald_feedback_total", "kind" => "foreign_recipient").increment(1);
+            return Ok(());
+        }
+        None => (ours.len() == 1).then(|| status.to.first().cloned()).flatten(),
+    };
     let extra = json!({ "complaint": {
         "type": arf.feedback_type,
         "userAgent": arf.user_agent,
@@ -290,7 +314,18 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
     let mut batch = Batch::new();
     let mut suppressed = std::collections::HashSet::new();
     for (address, state, extra, suppress) in events {
-        status.last_event = state;
+        // A late delay report never moves an email back from a later state.
+        let later = matches!(
+            status.last_event,
+            EmailState::Delivered
+                | EmailState::Opened
+                | EmailState::Clicked
+                | EmailState::Bounced
+                | EmailState::Complained
+        );
+        if !(state == EmailState::DeliveryDelayed && later) {
+            status.last_event = state;
+        }
         let mut data = extra.clone();
         if !address.is_empty() {
             data["to"] = json!([address]);

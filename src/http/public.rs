@@ -119,6 +119,10 @@ pub async fn unsubscribe(state: &Arc<AppState>, request: Request<Incoming>) -> R
     } else {
         None
     };
+    // Public pages share the handlers' bound on blocking work.
+    let Ok(_permit) = state.blocking.acquire().await else {
+        return ApiError::unavailable("The server is shutting down").into_response();
+    };
     let services = Arc::clone(&state.services);
     let job = target.clone();
     let asked = choice.clone();
@@ -131,6 +135,7 @@ pub async fn unsubscribe(state: &Arc<AppState>, request: Request<Incoming>) -> R
     .await;
     let preferences = match outcome {
         Ok(Ok(preferences)) => preferences,
+        Ok(Err(crate::services::Error::NotFound(_))) => return html(StatusCode::NOT_FOUND, page::invalid()),
         Ok(Err(error)) => {
             tracing::warn!(%error, email_id = %target.email_id, "cannot carry out an unsubscribe");
             return ApiError::from(error).into_response();

@@ -20,7 +20,7 @@ pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel
     // The parts (by header offset) whose charset changes to UTF-8.
     let mut recharsets: Vec<usize> = Vec::new();
     for part in &parsed.parts {
-        let Some(recharset) = charset(part) else {
+        let Some(recharset) = charset(raw, part) else {
             continue;
         };
         let rewritten = match &part.body {
@@ -62,7 +62,9 @@ pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel
         let (Some(head), Some(_)) = (out.get(header..body), out.get(body..end)) else {
             continue;
         };
-        let mut replacement = headers_with_base64(head, recharsets.contains(&header));
+        let Some(mut replacement) = headers_with_base64(head, recharsets.contains(&header)) else {
+            continue;
+        };
         replacement.extend_from_slice(&encoded);
         out.splice(header..end, replacement);
     }
@@ -72,7 +74,17 @@ pub fn rewrite(raw: &[u8], parsed: &Message<'_>, click: Option<Click<'_>>, pixel
 /// Whether `part`'s text can be rewritten: `Some(false)` when it is UTF-8 (or ASCII, or
 /// says no charset), `Some(true)` when mail-parser decoded it from another charset (it
 /// goes back as UTF-8), `None` for a charset mail-parser does not know.
-fn charset(part: &MessagePart<'_>) -> Option<bool> {
+fn charset(raw: &[u8], part: &MessagePart<'_>) -> Option<bool> {
+    // RFC 2231's `charset*=` is not rewritten: such a part is left as it is.
+    let extended = part
+        .headers
+        .iter()
+        .filter(|h| h.name == mail_parser::HeaderName::ContentType)
+        .filter_map(|h| raw.get(h.offset_start as usize..h.offset_end as usize))
+        .any(|value| value.to_ascii_lowercase().windows(8).any(|w| w == b"charset*"));
+    if extended {
+        return None;
+    }
     match part.content_type().and_then(|ct| ct.attribute("charset")) {
         None => Some(false),
         Some(cs) if cs.eq_ignore_ascii_case("utf-8") || cs.eq_ignore_ascii_case("us-ascii") => Some(false),
@@ -109,42 +121,58 @@ fn utf8_charset(field: &str) -> String {
 /// A part's header block (up to and including the blank line) with any
 /// `Content-Transfer-Encoding` field replaced by `base64`, and with `recharset`, its
 /// `Content-Type` saying `charset=utf-8`.
-fn headers_with_base64(head: &[u8], recharset: bool) -> Vec<u8> {
-    let text = String::from_utf8_lossy(head);
-    let mut out = String::with_capacity(head.len() + 40);
+fn headers_with_base64(head: &[u8], recharset: bool) -> Option<Vec<u8>> {
+    // Edited as bytes, line by line: other fields (a Subject with raw 8-bit bytes) pass
+    // through untouched.
+    let mut out = Vec::with_capacity(head.len() + 40);
     let mut dropping = false;
-    let mut content_type: Option<String> = None;
-    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut content_type: Option<Vec<u8>> = None;
+    let mut recharsetted = !recharset;
+    let mut lines: Vec<&[u8]> = head.split_inclusive(|b| *b == b'\n').collect();
     // The blank line that ends the block (absent for a part without headers).
     let blank = lines
         .last()
-        .is_some_and(|l| l.trim().is_empty())
+        .is_some_and(|l| l.trim_ascii().is_empty())
         .then(|| lines.pop())
         .flatten();
+    let mut flush = |field: Vec<u8>, out: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(&field);
+        let changed = utf8_charset(&text);
+        recharsetted |= changed != text;
+        out.extend_from_slice(changed.as_bytes());
+    };
     for line in lines {
-        let continuation = line.starts_with([' ', '\t']);
+        let continuation = line.first().is_some_and(|b| *b == b' ' || *b == b'\t');
         if !continuation {
             if let Some(field) = content_type.take() {
-                out.push_str(&utf8_charset(&field));
+                flush(field, &mut out);
             }
-            let name = line.split_once(':').map(|(name, _)| name.trim());
-            dropping = name.is_some_and(|name| name.eq_ignore_ascii_case("content-transfer-encoding"));
-            if recharset && name.is_some_and(|name| name.eq_ignore_ascii_case("content-type")) {
-                content_type = Some(String::new());
+            let name = line
+                .iter()
+                .position(|b| *b == b':')
+                .map(|colon| line[..colon].trim_ascii());
+            dropping = name.is_some_and(|name| name.eq_ignore_ascii_case(b"content-transfer-encoding"));
+            if recharset && name.is_some_and(|name| name.eq_ignore_ascii_case(b"content-type")) {
+                content_type = Some(Vec::new());
             }
         }
         match &mut content_type {
-            Some(field) => field.push_str(line),
-            None if !dropping => out.push_str(line),
+            Some(field) => field.extend_from_slice(line),
+            None if !dropping => out.extend_from_slice(line),
             None => {}
         }
     }
     if let Some(field) = content_type.take() {
-        out.push_str(&utf8_charset(&field));
+        flush(field, &mut out);
     }
-    out.push_str("Content-Transfer-Encoding: base64\r\n");
-    out.push_str(blank.unwrap_or("\r\n"));
-    out.into_bytes()
+    // A charset given another way (RFC 2231's `charset*=`) was not changed: the part
+    // would say one charset and hold another, so it is left as it was.
+    if !recharsetted {
+        return None;
+    }
+    out.extend_from_slice(b"Content-Transfer-Encoding: base64\r\n");
+    out.extend_from_slice(blank.unwrap_or(b"\r\n"));
+    Some(out)
 }
 
 /// `bytes` in base64, in lines of 76 characters, each ending in CRLF.
@@ -200,6 +228,22 @@ mod tests {
         let unknown = b"From: a@shop.test\r\nContent-Type: text/html; charset=x-unknown-7\r\n\r\n<a href=\"https://a.test/x\">x</a>\r\n";
         let parsed = MessageParser::default().parse(unknown).expect("parses");
         assert!(rewrite(unknown, &parsed, Some(&tracked), None).is_none());
+    }
+
+    #[test]
+    fn other_fields_keep_their_bytes_and_an_rfc2231_charset_is_left() {
+        let mut raw = b"From: a@shop.test\r\nSubject: Caf\xe9\r\nContent-Type: text/html; charset=iso-8859-1\r\n\r\n<a href=\"https://a.test/x\">Caf\xe9</a>\r\n".to_vec();
+        let parsed = MessageParser::default().parse(&raw).expect("parses");
+        let out = rewrite(&raw, &parsed, Some(&tracked), None).expect("rewritten");
+        assert!(
+            out.windows(13).any(|w| w == b"Subject: Caf\xe9"),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        raw = b"From: a@shop.test\r\nContent-Type: text/html; charset*=iso-8859-1''\r\n\r\n<a href=\"https://a.test/x\">Caf\xe9</a>\r\n".to_vec();
+        let parsed = MessageParser::default().parse(&raw).expect("parses");
+        let left = rewrite(&raw, &parsed, Some(&tracked), None);
+        assert!(left.is_none_or(|out| out == raw), "the part is left as it was");
     }
 
     #[test]

@@ -44,13 +44,35 @@ pub fn prefix(services: &Services) -> String {
     format!("{}{PATH}", services.config().http.public_url)
 }
 
+/// Whether `email`'s bodies ask for the unsubscribe link.
+fn marked(email: &Email) -> bool {
+    [&email.html, &email.text]
+        .into_iter()
+        .any(|body| body.as_deref().is_some_and(|b| b.contains(MARKER)))
+}
+
+/// Refuses an email whose bodies ask for the unsubscribe link but that goes to more than
+/// one recipient: a message is one copy for all of them, and the link is personal (it
+/// names the recipient it unsubscribes). A `topic_id` send to several recipients goes
+/// without the link and headers.
+pub fn check_recipients(email: &Email) -> Result<(), Error> {
+    if marked(email) && email.recipients().len() > 1 {
+        return Err(Error::invalid(
+            "{{{RESEND_UNSUBSCRIBE_URL}}} needs an email with one recipient: the link is personal. Send one email per recipient (POST /emails/batch takes 100 at once)",
+        ));
+    }
+    Ok(())
+}
+
 /// `email` (accepted as `email_id`) with its unsubscribe link, when it needs one: the
 /// marker in its bodies replaced and the `List-Unsubscribe` headers added (unless the
-/// sender set `List-Unsubscribe` itself). The link is the first recipient's (the first
-/// `to`, else `cc`, else `bcc`): a message is one copy for all its recipients.
+/// sender set `List-Unsubscribe` itself). Only an email with one recipient gets one: the
+/// link names the recipient it unsubscribes, and a message is one copy for all.
 pub fn apply<'a>(services: &Services, team_id: Id, email_id: Id, email: &'a Email) -> Cow<'a, Email> {
-    let marked = |body: &Option<String>| body.as_deref().is_some_and(|b| b.contains(MARKER));
-    if !email.unsubscribe && email.topic_id.is_none() && !marked(&email.html) && !marked(&email.text) {
+    if !email.unsubscribe && email.topic_id.is_none() && !marked(email) {
+        return Cow::Borrowed(email);
+    }
+    if email.recipients().len() != 1 {
         return Cow::Borrowed(email);
     }
     let mut linked = email.clone();
@@ -167,9 +189,19 @@ fn recipient(team_id: Id) -> Caller {
     }
 }
 
+/// Refuses a link of a team that is deleted (being erased or gone): nothing of its
+/// audience may come back.
+fn live_team(services: &Services, team_id: Id) -> Result<(), Error> {
+    match services.accounts().team(team_id)? {
+        Some(team) if team.deleted_at.is_none() => Ok(()),
+        _ => Err(Error::NotFound("No such unsubscribe link")),
+    }
+}
+
 /// What the page shows for `unsubscribe`.
 pub fn preferences(services: &Services, unsubscribe: &Unsubscribe) -> Result<Preferences, Error> {
     let team = unsubscribe.team_id;
+    live_team(services, team)?;
     let contact = services.contacts().by_email(team, &unsubscribe.address)?;
     let topics = services.audience().topics(team)?;
     let subscribed = |topic: &Topic| match &contact {
@@ -192,6 +224,7 @@ pub fn preferences(services: &Services, unsubscribe: &Unsubscribe) -> Result<Pre
 
 /// Carries out `choice` for `unsubscribe`'s address.
 pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Result<(), Error> {
+    live_team(services, unsubscribe.team_id)?;
     let caller = recipient(unsubscribe.team_id);
     let topics = services.audience().topics(unsubscribe.team_id)?;
     let (unsubscribed, choices) = match choice {

@@ -391,3 +391,22 @@ fn rset_vrfy_help_noop_and_sequence_errors() {
     );
     assert_eq!(codes(&out), vec!["503", "503", "252", "214", "250", "250"], "{out}");
 }
+
+#[test]
+fn an_inbound_transaction_is_held_to_the_inbound_size() {
+    let big = Settings {
+        mx: true,
+        limits: Limits {
+            size_max: 40 * 1024 * 1024,
+            ..Limits::default()
+        },
+        ..settings(false)
+    };
+    let mut session = Session::new(big, false);
+    let (out, _) = run(
+        &mut session,
+        b"EHLO mx.example.org\r\nMAIL FROM:<> SIZE=20000000\r\nMAIL FROM:<> SIZE=2000\r\n",
+    );
+    assert_eq!(codes(&out), vec!["250", "552", "250"], "{out}");
+    assert!(out.contains(&format!("larger than {INBOUND_SIZE_MAX} bytes")), "{out}");
+}
