@@ -75,5 +75,6 @@ pub mod templates;
 mod testing;
 pub mod tracking;
 pub mod unsubscribe;
+pub mod users;
 pub mod webhooks;
 pub mod wire;

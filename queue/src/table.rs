@@ -123,6 +123,14 @@ impl Table {
     /// Broadcasts waiting to be sent or being sent: empty values keyed by broadcast id
     /// (time-ordered) and team, so the worker finds them without reading the others.
     pub const BROADCAST_QUEUE: Table = Table::new("broadcast_queue");
+    /// Dashboard users by team and user id.
+    pub const USERS: Table = Table::new("users");
+    /// Users by lower-cased email: the team and user id.
+    pub const USER_EMAILS: Table = Table::new("user_emails");
+    /// Dashboard sessions by the SHA-256 of their token.
+    pub const SESSIONS: Table = Table::new("sessions");
+    /// Invitations by the SHA-256 of their token.
+    pub const INVITATIONS: Table = Table::new("invitations");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -181,6 +189,10 @@ impl Table {
         Table::BROADCASTS,
         Table::BROADCAST_RECIPIENTS,
         Table::BROADCAST_QUEUE,
+        Table::USERS,
+        Table::USER_EMAILS,
+        Table::SESSIONS,
+        Table::INVITATIONS,
     ];
 }
 

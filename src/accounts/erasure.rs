@@ -47,6 +47,7 @@ const BY_TEAM: &[Table] = &[
     Table::TEMPLATE_SUMMARIES,
     Table::BROADCASTS,
     Table::BROADCAST_RECIPIENTS,
+    Table::USERS,
     Table::EMAIL_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
