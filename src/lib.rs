@@ -52,6 +52,7 @@ pub mod client;
 pub mod config;
 pub mod contacts;
 pub mod counters;
+pub mod dashboard;
 pub mod delivery;
 pub mod dns;
 pub mod domains;

@@ -57,6 +57,13 @@ enum Command {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Manage dashboard users on the running server.
+    Users {
+        #[command(subcommand)]
+        command: cli::UsersCommand,
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// See and act on the running server's mail queue.
     Queue {
         #[command(subcommand)]
@@ -108,6 +115,9 @@ fn main() -> ExitCode {
         }
         Command::Queue { command, remote } => {
             admin(&remote, |client| async move { cli::queue(&client, command).await })
+        }
+        Command::Users { command, remote } => {
+            admin(&remote, |client| async move { cli::users(&client, command).await })
         }
         Command::Serve { config } => {
             let config = match Config::load(config.as_deref()) {

@@ -17,6 +17,7 @@ mod suppressions_batch;
 mod teams;
 mod templates;
 mod topics;
+mod users;
 mod webhook_deliveries;
 mod webhook_events;
 mod webhooks;
@@ -157,6 +158,8 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::DuplicateBroadcast(id) => broadcasts::duplicate(ctx, id),
         Route::ListBroadcastRecipients(id) => broadcasts::recipients(ctx, id),
         Route::ListBroadcastClickedLinks(id) => broadcasts::clicked_links(ctx, id),
+        Route::CreateUser => users::create(ctx),
+        Route::ListUsers => users::list(ctx),
         Route::CreateTopic => topics::create(ctx),
         Route::ListTopics => topics::list(ctx),
         Route::GetTopic(id) => topics::get(ctx, id),

@@ -75,6 +75,76 @@ pub enum TeamsCommand {
     List,
 }
 
+/// `herald users ...`
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Add a dashboard user: with --password-stdin they sign in at once; without, print
+    /// a one-time invitation link (valid 7 days) where they set a password.
+    Add {
+        /// Their email address.
+        email: String,
+        /// The team (the operator's key only; default: the key's own).
+        #[arg(long)]
+        team: Option<String>,
+        /// owner, admin or member.
+        #[arg(long, default_value = "member")]
+        role: String,
+        /// Read the password from standard input (its first line).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List the team's users.
+    List,
+}
+
+/// Runs a `users` command.
+pub async fn users(client: &Client, command: UsersCommand) -> anyhow::Result<()> {
+    match command {
+        UsersCommand::Add {
+            email,
+            team,
+            role,
+            password_stdin,
+        } => {
+            let mut body = json!({ "email": email, "role": role });
+            if let Some(team) = team {
+                body["team_id"] = json!(team);
+            }
+            if password_stdin {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .context("cannot read the password from standard input")?;
+                body["password"] = json!(line.trim_end_matches(['\r', '\n']));
+            }
+            let user = client.call(Method::POST, "/users", Some(&body)).await?;
+            println!(
+                "added {} ({}), role {}",
+                text(&user, "email"),
+                text(&user, "id"),
+                text(&user, "role")
+            );
+            if let Some(url) = user["invitation_url"].as_str() {
+                println!("invitation link (valid 7 days, shown only now): {url}");
+            }
+        }
+        UsersCommand::List => {
+            let list = client.call(Method::GET, "/users", None).await?;
+            println!("{:<38} {:<8} {:<6} EMAIL", "ID", "ROLE", "MFA");
+            for user in items(&list) {
+                println!(
+                    "{:<38} {:<8} {:<6} {}",
+                    text(user, "id"),
+                    text(user, "role"),
+                    user["mfa"].as_bool().unwrap_or(false),
+                    text(user, "email")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs a `domains` command.
 pub async fn domains(client: &Client, command: DomainsCommand) -> anyhow::Result<()> {
     match command {

@@ -141,6 +141,10 @@ pub enum Route {
     ListBroadcastRecipients(String),
     /// `GET /broadcasts/{id}/clicked-links`
     ListBroadcastClickedLinks(String),
+    /// `POST /users`
+    CreateUser,
+    /// `GET /users`
+    ListUsers,
     /// `POST /topics`
     CreateTopic,
     /// `GET /topics`
@@ -289,6 +293,8 @@ impl Route {
             Route::DuplicateBroadcast(_) => "broadcasts.duplicate",
             Route::ListBroadcastRecipients(_) => "broadcasts.recipients",
             Route::ListBroadcastClickedLinks(_) => "broadcasts.clicked_links",
+            Route::CreateUser => "users.create",
+            Route::ListUsers => "users.list",
             Route::CreateTopic => "topics.create",
             Route::ListTopics => "topics.list",
             Route::GetTopic(_) => "topics.get",
@@ -468,6 +474,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["broadcasts", id, "clicked-links"] => {
             one(&[(Method::GET, Route::ListBroadcastClickedLinks((*id).to_owned()))])
         }
+        ["users"] => one(&[(Method::POST, Route::CreateUser), (Method::GET, Route::ListUsers)]),
         ["topics"] => one(&[(Method::POST, Route::CreateTopic), (Method::GET, Route::ListTopics)]),
         ["topics", id] => one(&[
             (Method::GET, Route::GetTopic((*id).to_owned())),

@@ -35,6 +35,9 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         (&Method::GET | &Method::HEAD, path) if path.starts_with("/t/") => {
             ("tracking", public::tracking(state, &request, peer).await)
         }
+        (_, path) if path == "/dashboard" || path.starts_with("/dashboard/") => {
+            ("dashboard", crate::dashboard::handle(state, request, peer).await)
+        }
         (&Method::GET | &Method::HEAD | &Method::POST, path) if path.starts_with(crate::unsubscribe::PATH) => {
             ("unsubscribe", public::unsubscribe(state, request).await)
         }

@@ -44,6 +44,8 @@ pub struct AppState {
     pub queue_scans: Semaphore,
     /// Bounds contact imports being uploaded at once (`[contacts] uploads_max`).
     pub uploads: Semaphore,
+    /// Dashboard sign-in failures, per account and address.
+    pub dashboard_guard: crate::dashboard::guard::Guard,
 }
 
 impl std::ops::Deref for AppState {
@@ -201,6 +203,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
         uploads: Semaphore::new(usize::try_from(config_uploads).unwrap_or(usize::MAX)),
+        dashboard_guard: crate::dashboard::guard::Guard::default(),
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();

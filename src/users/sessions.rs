@@ -34,6 +34,9 @@ pub struct Session {
     pub mfa_passed: bool,
     /// The CSRF token forms of this session carry.
     pub csrf: String,
+    /// A TOTP secret being enrolled, until a code confirms it.
+    #[serde(default)]
+    pub pending_totp: Option<Vec<u8>>,
 }
 
 impl Record for Session {
@@ -63,6 +66,7 @@ pub fn start(store: &Store, user: &User) -> Result<String, Error> {
         last_seen: now,
         mfa_passed: user.totp_secret.is_none(),
         csrf: self::token(),
+        pending_totp: None,
     };
     let mut batch = Batch::new();
     batch.put(digest(&token), &session)?;
@@ -91,6 +95,13 @@ pub fn find(store: &Store, token: &str) -> Result<Option<(Session, User)>, Error
         store.commit(batch).wait()?;
     }
     Ok(Some((session, user)))
+}
+
+/// Rewrites the session of `token`.
+pub fn save(store: &Store, token: &str, session: &Session) -> Result<(), Error> {
+    let mut batch = Batch::new();
+    batch.put(digest(token), session)?;
+    store.commit(batch).wait()
 }
 
 /// Marks the session of `token` as past its second factor.

@@ -20,6 +20,11 @@ pub fn base32(secret: &[u8]) -> String {
     Secret::Raw(secret.to_vec()).to_encoded().to_string()
 }
 
+/// The secret a base32 key (as shown at enrolment) stands for.
+pub fn from_base32(key: &str) -> Option<Vec<u8>> {
+    Secret::Encoded(key.trim().to_owned()).to_bytes().ok()
+}
+
 fn totp(secret: &[u8], account: &str, issuer: &str) -> Option<TOTP> {
     TOTP::new(
         Algorithm::SHA1,

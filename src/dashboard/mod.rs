@@ -1,0 +1,618 @@
+//! The dashboard, under `/dashboard` on the HTTP listener: server-rendered pages
+//! ([`pages`], askama) over the service layer, behind a sign-in by email and password
+//! with an optional second factor (TOTP or a recovery code).
+//!
+//! Sessions are cookies (`herald_session`: `HttpOnly`, `SameSite=Lax`, `Secure` when
+//! `[http] public_url` is https) holding a random token kept only as its digest
+//! ([`crate::users::sessions`]). Every state-changing request carries a CSRF token: the
+//! session's, or before sign-in a double-submit cookie (`herald_csrf`). API keys never
+//! work here, and session cookies never work on the API. Sign-in and second-factor
+//! failures are throttled per account and per address ([`guard`]), with one answer
+//! whatever was wrong. Pages carry a strict Content-Security-Policy (same-origin
+//! stylesheets, no scripts inline or otherwise yet, images from `data:` for the QR code),
+//! `frame-ancestors 'none'`, `nosniff` and `Referrer-Policy: same-origin`.
+
+pub mod guard;
+pub mod pages;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use askama::Template;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, LOCATION, SET_COOKIE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::accounts::{Caller, Permission};
+use crate::http::ApiRequest;
+use crate::server::AppState;
+use crate::users::sessions::{self, Session};
+use crate::users::{self, User, totp};
+
+/// The session cookie.
+const SESSION_COOKIE: &str = "herald_session";
+
+/// The sign-in form's double-submit CSRF cookie.
+const CSRF_COOKIE: &str = "herald_csrf";
+
+/// Largest form accepted.
+const FORM_MAX: usize = 64 * 1024;
+
+/// The Content-Security-Policy of every page.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The one answer to a failed sign-in, whatever was wrong.
+const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";
+
+/// The dashboard's stylesheet and scripts, embedded (read from disk in debug builds).
+#[derive(rust_embed::RustEmbed)]
+#[folder = "assets/dashboard"]
+struct Assets;
+
+/// Answers one request under `/dashboard`.
+pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Full<Bytes>> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    if let Some(file) = path.strip_prefix("/dashboard/assets/") {
+        return asset(file);
+    }
+    let request = match ApiRequest::read(request, FORM_MAX).await {
+        Ok(request) => request,
+        Err(error) => return error.into_response(),
+    };
+    let state = Arc::clone(state);
+    let answer = tokio::task::spawn_blocking(move || {
+        let ctx = Ctx {
+            state: &state,
+            request: &request,
+            peer,
+            https: state.config().http.public_url.starts_with("https://"),
+        };
+        route(&ctx, &method, &path)
+    })
+    .await;
+    let mut response = answer.unwrap_or_else(|error| {
+        tracing::error!(%error, "a dashboard task failed");
+        text(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong")
+    });
+    secure(&mut response);
+    response
+}
+
+/// What a page handler has.
+struct Ctx<'a> {
+    state: &'a AppState,
+    request: &'a ApiRequest,
+    peer: IpAddr,
+    https: bool,
+}
+
+impl Ctx<'_> {
+    fn cookie(&self, name: &str) -> Option<String> {
+        self.request
+            .headers
+            .get_all(hyper::header::COOKIE)
+            .iter()
+            .find_map(|value| {
+                value.to_str().ok()?.split(';').find_map(|pair| {
+                    let (key, value) = pair.trim().split_once('=')?;
+                    (key == name).then(|| value.to_owned())
+                })
+            })
+    }
+
+    fn form(&self, name: &str) -> Option<String> {
+        form_urlencoded::parse(&self.request.body)
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+    }
+
+    fn set_cookie(&self, response: &mut Response<Full<Bytes>>, name: &str, value: &str, max_age: Option<u64>) {
+        let secure = if self.https { "; Secure" } else { "" };
+        let age = max_age.map_or_else(String::new, |s| format!("; Max-Age={s}"));
+        let cookie = format!("{name}={value}; Path=/dashboard; HttpOnly; SameSite=Lax{secure}{age}");
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(SET_COOKIE, value);
+        }
+    }
+
+    /// The signed-in session and user, if any.
+    fn session(&self) -> Option<(String, Session, User)> {
+        let token = self.cookie(SESSION_COOKIE)?;
+        let (session, user) = sessions::find(self.state.store(), &token).ok()??;
+        Some((token, session, user))
+    }
+}
+
+/// A signed-in user past the second factor.
+struct Signed {
+    token: String,
+    session: Session,
+    user: User,
+}
+
+impl Signed {
+    /// The caller the service layer sees: the user's team, with full access (the user's
+    /// role is checked by each page).
+    fn caller(&self) -> Caller {
+        Caller {
+            team_id: self.user.team_id,
+            key_id: self.user.id,
+            permission: Permission::FullAccess,
+            domain_id: None,
+            operator: false,
+        }
+    }
+}
+
+fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
+    match (method, path) {
+        (&Method::GET, "/dashboard/login") => login_page(ctx, None, ""),
+        (&Method::POST, "/dashboard/login") => login(ctx),
+        (&Method::GET, "/dashboard/login/mfa") => mfa_page(ctx, None),
+        (&Method::POST, "/dashboard/login/mfa") => mfa(ctx),
+        (&Method::POST, "/dashboard/logout") => logout(ctx),
+        (&Method::GET | &Method::POST, path) if path.starts_with("/dashboard/invite/") => {
+            invite(ctx, method, &path["/dashboard/invite/".len()..])
+        }
+        _ => {
+            let Some((token, session, user)) = ctx.session() else {
+                return redirect("/dashboard/login");
+            };
+            if !session.mfa_passed {
+                return redirect("/dashboard/login/mfa");
+            }
+            let signed = Signed { token, session, user };
+            if method == Method::POST && !csrf_ok(ctx.form("csrf").as_deref(), &signed.session.csrf) {
+                return text(StatusCode::FORBIDDEN, "The form expired; reload the page and try again");
+            }
+            match (method, path) {
+                (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
+                (&Method::GET, "/dashboard/emails") => emails(ctx, &signed),
+                (&Method::GET, "/dashboard/profile") => profile(ctx, &signed, None, None, Vec::new()),
+                (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
+                (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
+                _ => text(StatusCode::NOT_FOUND, "No such page"),
+            }
+        }
+    }
+}
+
+/// Whether a form's CSRF token is the expected one (compared in constant time).
+fn csrf_ok(given: Option<&str>, expected: &str) -> bool {
+    given.is_some_and(|given| {
+        !expected.is_empty()
+            && aws_lc_rs::constant_time::verify_slices_are_equal(given.as_bytes(), expected.as_bytes()).is_ok()
+    })
+}
+
+fn login_page(ctx: &Ctx<'_>, error: Option<&str>, email: &str) -> Response<Full<Bytes>> {
+    if error.is_none() && ctx.session().is_some_and(|(_, s, _)| s.mfa_passed) {
+        return redirect("/dashboard/emails");
+    }
+    let csrf = ctx
+        .cookie(CSRF_COOKIE)
+        .filter(|c| c.len() == 43)
+        .unwrap_or_else(sessions::token);
+    let page = pages::Login {
+        csrf: &csrf,
+        email,
+        error,
+    };
+    let status = if error.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    let mut response = html(status, page.render());
+    ctx.set_cookie(&mut response, CSRF_COOKIE, &csrf, None);
+    response
+}
+
+fn login(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
+    let email = ctx.form("email").unwrap_or_default();
+    let password = ctx.form("password").unwrap_or_default();
+    let cookie = ctx.cookie(CSRF_COOKIE).unwrap_or_default();
+    if !csrf_ok(ctx.form("csrf").as_deref(), &cookie) {
+        return login_page(ctx, Some("The form expired; try again."), &email);
+    }
+    let keys = [format!("ip:{}", ctx.peer), format!("user:{}", users::normalize(&email))];
+    let guard = &ctx.state.dashboard_guard;
+    let user = users::store::by_email(ctx.state.store(), &email).ok().flatten();
+    // The password is checked even when locked or unknown: the time taken says nothing.
+    let matched = users::check_password(user.as_ref(), &password);
+    if guard.locked(&keys) || !matched {
+        guard.fail(&keys);
+        metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "failed").increment(1);
+        return login_page(ctx, Some(SIGN_IN_FAILED), &email);
+    }
+    let Some(user) = user else {
+        return login_page(ctx, Some(SIGN_IN_FAILED), &email);
+    };
+    guard.succeed(&keys[1]);
+    let token = match sessions::start(ctx.state.store(), &user) {
+        Ok(token) => token,
+        Err(error) => {
+            tracing::error!(%error, "cannot start a dashboard session");
+            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
+        }
+    };
+    metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "password").increment(1);
+    let next = if user.totp_secret.is_some() {
+        "/dashboard/login/mfa"
+    } else {
+        "/dashboard/emails"
+    };
+    let mut response = redirect(next);
+    ctx.set_cookie(
+        &mut response,
+        SESSION_COOKIE,
+        &token,
+        Some(sessions::ABSOLUTE.as_secs()),
+    );
+    response
+}
+
+fn mfa_page(ctx: &Ctx<'_>, error: Option<&str>) -> Response<Full<Bytes>> {
+    let Some((_, session, _)) = ctx.session() else {
+        return redirect("/dashboard/login");
+    };
+    if session.mfa_passed {
+        return redirect("/dashboard/emails");
+    }
+    let status = if error.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    html(
+        status,
+        pages::Mfa {
+            csrf: &session.csrf,
+            error,
+        }
+        .render(),
+    )
+}
+
+fn mfa(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
+    let Some((token, session, mut user)) = ctx.session() else {
+        return redirect("/dashboard/login");
+    };
+    if session.mfa_passed {
+        return redirect("/dashboard/emails");
+    }
+    if !csrf_ok(ctx.form("csrf").as_deref(), &session.csrf) {
+        return mfa_page(ctx, Some("The form expired; try again."));
+    }
+    let keys = [
+        format!("ip:{}", ctx.peer),
+        format!("user:{}", users::normalize(&user.email)),
+    ];
+    let guard = &ctx.state.dashboard_guard;
+    let code = ctx.form("code").unwrap_or_default();
+    let now = ctx.state.store().now().as_millis() / 1000;
+    let by_totp = user.totp_secret.as_deref().is_some_and(|s| totp::check(s, &code, now));
+    let recovery = totp::recovery_digest(&code);
+    let by_recovery = !by_totp && user.recovery_codes.contains(&recovery);
+    if guard.locked(&keys) || !(by_totp || by_recovery) {
+        guard.fail(&keys);
+        return mfa_page(
+            ctx,
+            Some("That code is not right, or this account is locked for a while."),
+        );
+    }
+    guard.succeed(&keys[1]);
+    let store = ctx.state.store();
+    if by_recovery {
+        // Each recovery code works once.
+        user.recovery_codes.retain(|c| *c != recovery);
+        if let Err(error) = users::store::put(store, &user) {
+            tracing::error!(%error, "cannot spend a recovery code");
+            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
+        }
+    }
+    if let Err(error) = sessions::pass_mfa(store, &token, &session) {
+        tracing::error!(%error, "cannot update a dashboard session");
+        return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
+    }
+    redirect("/dashboard/emails")
+}
+
+fn logout(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
+    if let Some((token, session, _)) = ctx.session()
+        && csrf_ok(ctx.form("csrf").as_deref(), &session.csrf)
+    {
+        let _ = sessions::end(ctx.state.store(), &token);
+    }
+    let mut response = redirect("/dashboard/login");
+    ctx.set_cookie(&mut response, SESSION_COOKIE, "", Some(0));
+    response
+}
+
+fn invite(ctx: &Ctx<'_>, method: &Method, token: &str) -> Response<Full<Bytes>> {
+    let store = ctx.state.store();
+    let Some(mut user) = users::store::invited(store, token).ok().flatten() else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "This invitation link is not valid: it was used, or it expired",
+        );
+    };
+    let csrf = ctx
+        .cookie(CSRF_COOKIE)
+        .filter(|c| c.len() == 43)
+        .unwrap_or_else(sessions::token);
+    let page = |error: Option<&str>| {
+        let status = if error.is_some() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::OK
+        };
+        let page = pages::Invite {
+            csrf: &csrf,
+            email: &user.email,
+            min: users::PASSWORD_MIN,
+            error,
+        };
+        let mut response = html(status, page.render());
+        ctx.set_cookie(&mut response, CSRF_COOKIE, &csrf, None);
+        response
+    };
+    if method == Method::GET {
+        return page(None);
+    }
+    if !csrf_ok(
+        ctx.form("csrf").as_deref(),
+        &ctx.cookie(CSRF_COOKIE).unwrap_or_default(),
+    ) {
+        return page(Some("The form expired; try again."));
+    }
+    match users::hash_password(&ctx.form("password").unwrap_or_default()) {
+        Err(error) => page(Some(&error.to_string())),
+        Ok(hash) => {
+            user.password_hash = Some(hash);
+            if let Err(error) = users::store::accept_invitation(store, token, &user) {
+                tracing::error!(%error, "cannot accept an invitation");
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Cannot set the password now; try again shortly",
+                );
+            }
+            redirect("/dashboard/login")
+        }
+    }
+}
+
+fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let after = ctx.request.query("after").and_then(|a| a.parse().ok()).map_or(
+        crate::services::page::Cursor::Start,
+        crate::services::page::Cursor::After,
+    );
+    let page = crate::services::page::PageRequest {
+        limit: 50,
+        cursor: after,
+    };
+    let (found, has_more) = match crate::emails::service::list(ctx.state, &signed.caller(), &page) {
+        Ok(found) => found,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let rows = found
+        .iter()
+        .map(|email| pages::EmailRow {
+            to: email.to.join(", "),
+            status: email.last_event.to_string(),
+            subject: email.subject.clone(),
+            sent: crate::wire::timestamp(email.created_at),
+        })
+        .collect();
+    let next = has_more.then(|| found.last().map(|e| e.id.to_string())).flatten();
+    let page = pages::Emails {
+        nav: "emails",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        rows,
+        next,
+    };
+    html(StatusCode::OK, page.render())
+}
+
+fn profile(
+    ctx: &Ctx<'_>,
+    signed: &Signed,
+    notice: Option<&str>,
+    error: Option<&str>,
+    recovery: Vec<String>,
+) -> Response<Full<Bytes>> {
+    let mfa = signed.user.totp_secret.is_some();
+    // A secret to enrol is made once per session and kept there until a code confirms it.
+    let pending = if mfa {
+        None
+    } else {
+        match &signed.session.pending_totp {
+            Some(secret) => Some(secret.clone()),
+            None => {
+                let secret = totp::secret();
+                let session = Session {
+                    pending_totp: Some(secret.clone()),
+                    ..signed.session.clone()
+                };
+                if sessions::save(ctx.state.store(), &signed.token, &session).is_err() {
+                    return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot show the profile now");
+                }
+                Some(secret)
+            }
+        }
+    };
+    let qr = pending
+        .as_deref()
+        .map(|s| totp::qr_data_url(&totp::url(s, &signed.user.email, "herald")))
+        .unwrap_or_default();
+    let page = pages::Profile {
+        nav: "profile",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        min: users::PASSWORD_MIN,
+        mfa,
+        secret: pending.as_deref().map(totp::base32),
+        qr,
+        recovery,
+        notice,
+        error,
+    };
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    html(status, page.render())
+}
+
+fn change_password(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let keys = [
+        format!("ip:{}", ctx.peer),
+        format!("user:{}", users::normalize(&signed.user.email)),
+    ];
+    let guard = &ctx.state.dashboard_guard;
+    let current = ctx.form("current").unwrap_or_default();
+    if guard.locked(&keys) || !users::check_password(Some(&signed.user), &current) {
+        guard.fail(&keys);
+        return profile(
+            ctx,
+            signed,
+            None,
+            Some("The current password is not right."),
+            Vec::new(),
+        );
+    }
+    let hash = match users::hash_password(&ctx.form("password").unwrap_or_default()) {
+        Ok(hash) => hash,
+        Err(error) => return profile(ctx, signed, None, Some(&error.to_string()), Vec::new()),
+    };
+    let user = User {
+        password_hash: Some(hash),
+        ..signed.user.clone()
+    };
+    if users::store::put(ctx.state.store(), &user).is_err() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot change the password now");
+    }
+    let signed = Signed {
+        user,
+        token: signed.token.clone(),
+        session: signed.session.clone(),
+    };
+    profile(ctx, &signed, Some("Password changed."), None, Vec::new())
+}
+
+fn enrol(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let Some(secret) = signed
+        .session
+        .pending_totp
+        .clone()
+        .filter(|_| signed.user.totp_secret.is_none())
+    else {
+        return redirect("/dashboard/profile");
+    };
+    let now = ctx.state.store().now().as_millis() / 1000;
+    if !totp::check(&secret, &ctx.form("code").unwrap_or_default(), now) {
+        return profile(
+            ctx,
+            signed,
+            None,
+            Some("That code is not right; check the time on your device and try again."),
+            Vec::new(),
+        );
+    }
+    let (codes, digests) = totp::recovery_codes();
+    let user = User {
+        totp_secret: Some(secret),
+        recovery_codes: digests,
+        ..signed.user.clone()
+    };
+    let session = Session {
+        pending_totp: None,
+        ..signed.session.clone()
+    };
+    let store = ctx.state.store();
+    if users::store::put(store, &user).is_err() || sessions::save(store, &signed.token, &session).is_err() {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Cannot turn on two-factor authentication now",
+        );
+    }
+    let signed = Signed {
+        user,
+        session,
+        token: signed.token.clone(),
+    };
+    profile(ctx, &signed, Some("Two-factor authentication is on."), None, codes)
+}
+
+fn asset(file: &str) -> Response<Full<Bytes>> {
+    let Some(found) = Assets::get(file) else {
+        return text(StatusCode::NOT_FOUND, "No such file");
+    };
+    let mut response = Response::new(Full::new(Bytes::from(found.data.into_owned())));
+    let kind = mime_guess::from_path(file).first_or_octet_stream();
+    if let Ok(value) = HeaderValue::from_str(kind.as_ref()) {
+        response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response.headers_mut().insert(
+        hyper::header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    secure(&mut response);
+    response
+}
+
+fn html(status: StatusCode, rendered: askama::Result<String>) -> Response<Full<Bytes>> {
+    let body = match rendered {
+        Ok(body) => body,
+        Err(error) => {
+            tracing::error!(%error, "a dashboard page failed to render");
+            return text(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong");
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response
+        .headers_mut()
+        .insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn text(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(message.to_owned())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn redirect(to: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    response.headers_mut().insert(LOCATION, HeaderValue::from_static(to));
+    response
+}
+
+/// The security headers every dashboard answer carries.
+fn secure(response: &mut Response<Full<Bytes>>) {
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(hyper::header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(hyper::header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+}

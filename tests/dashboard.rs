@@ -1,0 +1,406 @@
+//! The dashboard over real HTTP: users added through `POST /users` (what `herald users
+//! add` calls), with a password or an invitation link; the sign-in page, its CSRF and
+//! lockout; sessions that API keys cannot stand in for (and that never work on the API);
+//! TOTP enrolment and sign-in with a code or a single-use recovery code; the Emails page.
+
+mod util;
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use hyper::{Method, StatusCode};
+use serde_json::json;
+use util::{HttpResponse, OPERATOR_KEY, call, call_with_headers};
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A browser's cookie jar, just enough for the dashboard.
+#[derive(Default)]
+struct Browser {
+    cookies: Vec<(String, String)>,
+}
+
+impl Browser {
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn keep(&mut self, response: &HttpResponse) {
+        for value in response.headers.get_all("set-cookie") {
+            let text = value.to_str().expect("cookie");
+            let (pair, attributes) = text.split_once(';').unwrap_or((text, ""));
+            let (name, value) = pair.split_once('=').expect("name=value");
+            self.cookies.retain(|(k, _)| k != name);
+            if !attributes.contains("Max-Age=0") {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    async fn get(&mut self, addr: SocketAddr, path: &str) -> HttpResponse {
+        let cookie = self.cookie_header();
+        let response = call_with_headers(addr, Method::GET, path, None, &[("cookie", &cookie)], Bytes::new()).await;
+        self.keep(&response);
+        response
+    }
+
+    async fn post(&mut self, addr: SocketAddr, path: &str, form: &[(&str, &str)]) -> HttpResponse {
+        let cookie = self.cookie_header();
+        let body: String = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let response = call_with_headers(
+            addr,
+            Method::POST,
+            path,
+            None,
+            &[
+                ("cookie", &cookie),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            Bytes::from(body),
+        )
+        .await;
+        self.keep(&response);
+        response
+    }
+}
+
+/// The value of the hidden `csrf` field of a page.
+fn csrf(page: &HttpResponse) -> String {
+    let text = page.text();
+    let at = text.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
+    text[at..].split('"').next().expect("value").to_owned()
+}
+
+async fn sign_in(addr: SocketAddr, email: &str, password: &str) -> (Browser, HttpResponse) {
+    let mut browser = Browser::default();
+    let page = browser.get(addr, "/dashboard/login").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let token = csrf(&page);
+    let response = browser
+        .post(
+            addr,
+            "/dashboard/login",
+            &[("csrf", &token), ("email", email), ("password", password)],
+        )
+        .await;
+    (browser, response)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_sign_in_with_a_password_and_a_second_factor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "Ann@Example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    assert_eq!(added.json()["role"], "admin");
+    let again = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "ann@example.com" })),
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "one user per address");
+    let short = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "x@example.com", "password": "short" })),
+    )
+    .await;
+    assert_eq!(short.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // The sign-in page: the fixed field names, a strict CSP, no framing.
+    let mut browser = Browser::default();
+    let page = browser.get(addr, "/dashboard/login").await;
+    let text = page.text();
+    assert!(
+        text.contains("name=\"email\"") && text.contains("name=\"password\""),
+        "{text}"
+    );
+    let csp = page.headers["content-security-policy"].to_str().expect("csp");
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline") && csp.contains("frame-ancestors 'none'")
+    );
+    assert_eq!(page.headers["x-frame-options"], "DENY");
+    let css = browser.get(addr, "/dashboard/assets/app.css").await;
+    assert_eq!(css.status, StatusCode::OK);
+    assert!(
+        css.headers["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/css")
+    );
+
+    // Without the form's CSRF token, or with a wrong password: the same refusal.
+    let token = csrf(&page);
+    let forged = browser
+        .post(
+            addr,
+            "/dashboard/login",
+            &[("csrf", "nope"), ("email", "ann@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::UNAUTHORIZED);
+    let wrong = browser
+        .post(
+            addr,
+            "/dashboard/login",
+            &[
+                ("csrf", &token),
+                ("email", "ann@example.com"),
+                ("password", "wrong password!!"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let unknown = browser
+        .post(
+            addr,
+            "/dashboard/login",
+            &[
+                ("csrf", &token),
+                ("email", "nobody@example.com"),
+                ("password", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        unknown.text().replace("nobody@example.com", "ann@example.com"),
+        wrong.text(),
+        "nothing tells which of email or password was wrong"
+    );
+
+    // The right password: a session cookie, HttpOnly and SameSite=Lax.
+    let (mut ann, signed) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.text());
+    assert_eq!(signed.headers["location"], "/dashboard/emails");
+    let cookie = signed
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().expect("cookie").to_owned())
+        .find(|c| c.starts_with("herald_session="))
+        .expect("a session cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+
+    // The Emails page lists the team's emails.
+    util::verified_domain(addr, "shop.test").await;
+    let sent = call(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(json!({ "from": "a@shop.test", "to": "reader@example.net", "subject": "<b>Hello</b>", "text": "x" })),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK);
+    let emails = ann.get(addr, "/dashboard/emails").await;
+    assert_eq!(emails.status, StatusCode::OK);
+    let text = emails.text();
+    assert!(
+        text.contains("reader@example.net") && text.contains("Hello") && !text.contains("<b>Hello"),
+        "escaped: {text}"
+    );
+
+    // API keys are not sessions, sessions are not API keys.
+    let with_key = call(addr, Method::GET, "/dashboard/emails", Some(OPERATOR_KEY), None).await;
+    assert_eq!(with_key.status, StatusCode::SEE_OTHER);
+    let session = ann.cookie_header();
+    let api_with_cookie = call_with_headers(
+        addr,
+        Method::GET,
+        "/emails",
+        None,
+        &[("cookie", &session)],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(api_with_cookie.status, StatusCode::UNAUTHORIZED);
+
+    // A state-changing request without the session's CSRF token is refused.
+    let forged = ann
+        .post(
+            addr,
+            "/dashboard/profile/password",
+            &[("current", PASSWORD), ("password", "another long password")],
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+
+    // TOTP enrolment: the secret as text, a code turns it on, ten recovery codes once.
+    let profile = ann.get(addr, "/dashboard/profile").await;
+    let text = profile.text();
+    let at = text.find("id=\"totp-secret\">").expect("the secret") + "id=\"totp-secret\">".len();
+    let key = text[at..].split('<').next().expect("key").to_owned();
+    let secret = herald::users::totp::from_base32(&key).expect("base32");
+    assert!(text.contains("data:image/svg+xml;base64,"), "a QR code");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("time")
+            .as_secs()
+    };
+    let enrolled = ann
+        .post(
+            addr,
+            "/dashboard/profile/totp",
+            &[
+                ("csrf", &csrf(&profile)),
+                ("code", &herald::users::totp::code(&secret, now())),
+            ],
+        )
+        .await;
+    assert_eq!(enrolled.status, StatusCode::OK, "{}", enrolled.text());
+    let text = enrolled.text();
+    let codes: Vec<String> = text
+        .split("<li><code>")
+        .skip(1)
+        .map(|rest| rest.split('<').next().expect("code").to_owned())
+        .collect();
+    assert_eq!(codes.len(), 10, "{text}");
+    let again = ann.get(addr, "/dashboard/profile").await;
+    assert!(!again.text().contains(&codes[0]), "recovery codes are shown once");
+
+    // Sign out, then in: the password alone reaches only the code form.
+    let logout = ann.post(addr, "/dashboard/logout", &[("csrf", &csrf(&again))]).await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER);
+    assert_eq!(ann.get(addr, "/dashboard/emails").await.status, StatusCode::SEE_OTHER);
+    let (mut second, signed) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    assert_eq!(signed.headers["location"], "/dashboard/login/mfa");
+    let blocked = second.get(addr, "/dashboard/emails").await;
+    assert_eq!(blocked.headers["location"], "/dashboard/login/mfa");
+    let form = second.get(addr, "/dashboard/login/mfa").await;
+    assert!(form.text().contains("name=\"code\""));
+    let bad = second
+        .post(
+            addr,
+            "/dashboard/login/mfa",
+            &[("csrf", &csrf(&form)), ("code", "000000")],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
+    let good = second
+        .post(
+            addr,
+            "/dashboard/login/mfa",
+            &[
+                ("csrf", &csrf(&form)),
+                ("code", &herald::users::totp::code(&secret, now())),
+            ],
+        )
+        .await;
+    assert_eq!(good.headers["location"], "/dashboard/emails");
+    assert_eq!(second.get(addr, "/dashboard/emails").await.status, StatusCode::OK);
+
+    // A recovery code works once.
+    for (attempt, wanted) in [(1, StatusCode::SEE_OTHER), (2, StatusCode::UNAUTHORIZED)] {
+        let (mut third, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
+        let form = third.get(addr, "/dashboard/login/mfa").await;
+        let used = third
+            .post(
+                addr,
+                "/dashboard/login/mfa",
+                &[("csrf", &csrf(&form)), ("code", &codes[0])],
+            )
+            .await;
+        assert_eq!(used.status, wanted, "recovery code, attempt {attempt}");
+    }
+    assert!(running.shutdown().await);
+}
+
+#[tokio::test]
+async fn invitations_set_a_password_once_and_failures_lock_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "bob@example.com" })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    let url = added.json()["invitation_url"]
+        .as_str()
+        .expect("an invitation")
+        .to_owned();
+    assert!(url.starts_with(&format!("http://{addr}/dashboard/invite/")), "{url}");
+    let path = url.trim_start_matches(&format!("http://{addr}"));
+    // Not signed in until the password is set.
+    let (_, early) = sign_in(addr, "bob@example.com", PASSWORD).await;
+    assert_eq!(early.status, StatusCode::UNAUTHORIZED);
+    let mut browser = Browser::default();
+    let page = browser.get(addr, path).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("bob@example.com"));
+    let too_short = browser
+        .post(addr, path, &[("csrf", &csrf(&page)), ("password", "short")])
+        .await;
+    assert_eq!(too_short.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let set = browser
+        .post(addr, path, &[("csrf", &csrf(&page)), ("password", PASSWORD)])
+        .await;
+    assert_eq!(set.status, StatusCode::SEE_OTHER, "{}", set.text());
+    assert_eq!(
+        browser.get(addr, path).await.status,
+        StatusCode::NOT_FOUND,
+        "an invitation works once"
+    );
+    let (_, signed) = sign_in(addr, "bob@example.com", PASSWORD).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER);
+
+    // Ten failures lock the account: even the right password is refused for a while.
+    for _ in 0..10 {
+        let (_, failed) = sign_in(addr, "bob@example.com", "not the password").await;
+        assert_eq!(failed.status, StatusCode::UNAUTHORIZED);
+    }
+    let (_, locked) = sign_in(addr, "bob@example.com", PASSWORD).await;
+    assert_eq!(locked.status, StatusCode::UNAUTHORIZED, "locked out");
+
+    // A team's own key adds users to its team only.
+    let team = call(
+        addr,
+        Method::POST,
+        "/teams",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Other" })),
+    )
+    .await
+    .json();
+    let key = team["api_key"]["token"].as_str().expect("key").to_owned();
+    let operator_team =
+        call(addr, Method::GET, "/users", Some(OPERATOR_KEY), None).await.json()["data"][0]["team_id"].clone();
+    let refused = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(&key),
+        Some(json!({ "email": "eve@example.com", "team_id": operator_team })),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    assert!(running.shutdown().await);
+}
