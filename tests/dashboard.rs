@@ -404,3 +404,101 @@ async fn invitations_set_a_password_once_and_failures_lock_out() {
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
     assert!(running.shutdown().await);
 }
+
+#[tokio::test]
+async fn domains_are_managed_by_admins_and_only_seen_by_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    for (email, role) in [("admin@example.com", "admin"), ("member@example.com", "member")] {
+        let added = call(
+            addr,
+            Method::POST,
+            "/users",
+            Some(OPERATOR_KEY),
+            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
+        )
+        .await;
+        assert_eq!(added.status, StatusCode::CREATED);
+    }
+    let (mut admin, _) = sign_in(addr, "admin@example.com", PASSWORD).await;
+    let page = admin.get(addr, "/dashboard/domains").await;
+    assert!(page.text().contains("Add a domain"));
+    let added = admin
+        .post(
+            addr,
+            "/dashboard/domains",
+            &[("csrf", &csrf(&page)), ("name", "news.example.org")],
+        )
+        .await;
+    assert_eq!(added.status, StatusCode::SEE_OTHER, "{}", added.text());
+    let location = added.headers["location"].to_str().expect("location").to_owned();
+    let detail = admin.get(addr, &location).await;
+    let text = detail.text();
+    assert!(
+        text.contains("news.example.org") && text.contains("DKIM") && text.contains("v=DKIM1"),
+        "{text}"
+    );
+    assert!(text.contains("_dmarc"), "the DMARC advice");
+    let saved = admin
+        .post(
+            addr,
+            &format!("{location}/config"),
+            &[
+                ("csrf", &csrf(&detail)),
+                ("open_tracking", "on"),
+                ("tracking_subdomain", "links"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text());
+    let id = location.rsplit('/').next().expect("id");
+    let domain = call(addr, Method::GET, &format!("/domains/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(
+        (domain["open_tracking"].as_bool(), domain["tracking_subdomain"].as_str()),
+        (Some(true), Some("links"))
+    );
+
+    // A member sees it but cannot change or delete it.
+    let (mut member, _) = sign_in(addr, "member@example.com", PASSWORD).await;
+    let seen = member.get(addr, &location).await;
+    assert_eq!(seen.status, StatusCode::OK);
+    assert!(!seen.text().contains("Delete domain"));
+    let refused = member
+        .post(
+            addr,
+            &format!("{location}/delete"),
+            &[("csrf", &csrf(&seen)), ("confirm", "news.example.org")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let list = member.get(addr, "/dashboard/domains").await;
+    assert!(list.text().contains("news.example.org") && !list.text().contains("Add a domain"));
+
+    // Deleting asks for the name.
+    let wrong = admin
+        .post(
+            addr,
+            &format!("{location}/delete"),
+            &[("csrf", &csrf(&detail)), ("confirm", "other.org")],
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let deleted = admin
+        .post(
+            addr,
+            &format!("{location}/delete"),
+            &[("csrf", &csrf(&detail)), ("confirm", "news.example.org")],
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        call(addr, Method::GET, &format!("/domains/{id}"), Some(OPERATOR_KEY), None)
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(running.shutdown().await);
+}

@@ -12,6 +12,7 @@
 //! stylesheets, no scripts inline or otherwise yet, images from `data:` for the QR code),
 //! `frame-ancestors 'none'`, `nosniff` and `Referrer-Policy: same-origin`.
 
+mod domains;
 pub mod guard;
 pub mod pages;
 
@@ -174,6 +175,9 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard/profile") => profile(ctx, &signed, None, None, Vec::new()),
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
+                (_, path) if path == "/dashboard/domains" || path.starts_with("/dashboard/domains/") => {
+                    domains::route(ctx, &signed, method, &path["/dashboard/domains".len()..])
+                }
                 _ => text(StatusCode::NOT_FOUND, "No such page"),
             }
         }
