@@ -223,6 +223,41 @@ async fn users_sign_in_with_a_password_and_a_second_factor() {
         "escaped: {text}"
     );
 
+    // An email's page: its timeline, and its HTML in a sandboxed frame, never run.
+    let hostile = call(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(json!({ "from": "a@shop.test", "to": "reader@example.net", "subject": "Script", "html": "<p>Hi</p><script>alert(1)</script>" })),
+    )
+    .await;
+    let id = hostile.json()["id"].as_str().expect("id").to_owned();
+    let detail = ann.get(addr, &format!("/dashboard/emails/{id}")).await;
+    assert_eq!(detail.status, StatusCode::OK);
+    let text = detail.text();
+    assert!(text.contains("<iframe class=\"preview\" sandbox "), "{text}");
+    assert!(
+        !text.contains("<script>"),
+        "the HTML is escaped into srcdoc and the source view"
+    );
+    assert!(text.contains("status sent"), "the timeline: {text}");
+
+    // The API logs: the requests above, filtered, each with its bodies.
+    let logs = ann.get(addr, "/dashboard/logs").await;
+    assert!(logs.text().contains("/emails"), "{}", logs.text());
+    let errors = ann.get(addr, "/dashboard/logs?status=errors").await.text();
+    assert!(
+        errors.contains("/users") && !errors.contains(">200<"),
+        "only the refused requests: {errors}"
+    );
+    let first = logs.text();
+    let at = first.find("href=\"/dashboard/logs/").expect("a log link") + "href=\"".len();
+    let link = first[at..].split('"').next().expect("link").to_owned();
+    let log = ann.get(addr, &link).await;
+    assert_eq!(log.status, StatusCode::OK);
+    assert!(log.text().contains("Request body"));
+
     // API keys are not sessions, sessions are not API keys.
     let with_key = call(addr, Method::GET, "/dashboard/emails", Some(OPERATOR_KEY), None).await;
     assert_eq!(with_key.status, StatusCode::SEE_OTHER);

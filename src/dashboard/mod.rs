@@ -15,6 +15,7 @@
 mod domains;
 pub mod guard;
 pub mod pages;
+mod views;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -172,6 +173,13 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
             match (method, path) {
                 (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
                 (&Method::GET, "/dashboard/emails") => emails(ctx, &signed),
+                (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
+                (&Method::GET, path) if path.starts_with("/dashboard/emails/") => {
+                    views::email(ctx, &signed, &path["/dashboard/emails/".len()..])
+                }
+                (&Method::GET, path) if path.starts_with("/dashboard/logs/") => {
+                    views::log(ctx, &signed, &path["/dashboard/logs/".len()..])
+                }
                 (&Method::GET, "/dashboard/profile") => profile(ctx, &signed, None, None, Vec::new()),
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
@@ -405,6 +413,7 @@ fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let rows = found
         .iter()
         .map(|email| pages::EmailRow {
+            id: email.id.to_string(),
             to: email.to.join(", "),
             status: email.last_event.to_string(),
             subject: email.subject.clone(),

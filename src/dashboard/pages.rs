@@ -69,6 +69,8 @@ pub struct Profile<'a> {
 
 /// One row of the Emails page.
 pub struct EmailRow {
+    /// The email's id.
+    pub id: String,
     /// Recipients.
     pub to: String,
     /// The latest event.
@@ -181,4 +183,134 @@ pub struct Domain<'a> {
     pub notice: Option<&'a str>,
     /// What just failed.
     pub error: Option<String>,
+}
+
+/// One event of an email's timeline.
+pub struct EventRow {
+    /// Its kind.
+    pub kind: String,
+    /// When.
+    pub at: String,
+    /// Its details, as JSON.
+    pub detail: String,
+}
+
+/// One delivery attempt.
+pub struct AttemptRow {
+    /// When it ended.
+    pub at: String,
+    /// Its recipients.
+    pub recipients: String,
+    /// The MX host.
+    pub host: String,
+    /// The TLS version.
+    pub tls: String,
+    /// The reply.
+    pub reply: String,
+}
+
+/// `GET /dashboard/emails/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/email.html")]
+pub struct Email<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// The email's id.
+    pub id: String,
+    /// Its subject.
+    pub subject: String,
+    /// Its latest event.
+    pub status: String,
+    /// Its sender.
+    pub from: String,
+    /// Its recipients.
+    pub to: String,
+    /// When it was accepted.
+    pub sent: String,
+    /// Its Message-ID.
+    pub message_id: String,
+    /// Its timeline.
+    pub events: Vec<EventRow>,
+    /// Its delivery attempts.
+    pub attempts: Vec<AttemptRow>,
+    /// Its HTML, shown in a sandboxed frame and as source.
+    pub html: Option<String>,
+    /// Its text.
+    pub text: Option<String>,
+}
+
+/// One row of the API logs page.
+pub struct LogRow {
+    /// The log's id.
+    pub id: String,
+    /// The path.
+    pub path: String,
+    /// The status.
+    pub status: u16,
+    /// The status's class digit.
+    pub class: u16,
+    /// The method.
+    pub method: String,
+    /// When.
+    pub at: String,
+    /// The user agent.
+    pub agent: String,
+}
+
+/// `GET /dashboard/logs`.
+#[derive(Template)]
+#[template(path = "dashboard/logs.html")]
+pub struct Logs<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// The status filter (`""`, `2xx`, `errors`).
+    pub filter: &'a str,
+    /// The page's logs.
+    pub rows: Vec<LogRow>,
+}
+
+/// `GET /dashboard/logs/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/log.html")]
+pub struct Log<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// The method.
+    pub method: String,
+    /// The path.
+    pub path: String,
+    /// The status.
+    pub status: u16,
+    /// The status's class digit.
+    pub class: u16,
+    /// When.
+    pub at: String,
+    /// Time to answer.
+    pub duration: u64,
+    /// The key used.
+    pub key: String,
+    /// The user agent.
+    pub agent: String,
+    /// The request body (redacted).
+    pub request: String,
+    /// The response body (redacted).
+    pub response: String,
 }

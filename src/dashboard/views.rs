@@ -1,0 +1,160 @@
+//! The read-only pages: an email's detail (timeline, delivery attempts, a sandboxed
+//! preview with no scripts and no remote images, the text and HTML) and the API logs
+//! (filtered by status class, each with its redacted bodies).
+
+use askama::Template;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Response, StatusCode};
+
+use super::{Ctx, Signed, html, pages, text};
+use crate::emails::record::EmailEvent;
+use crate::http::request_log::RequestLog;
+use crate::wire;
+
+/// Logs read at most to fill a filtered page.
+const LOGS_SCANNED_MAX: usize = 5_000;
+
+/// Logs per page.
+const LOGS_PAGE: usize = 50;
+
+/// `GET /dashboard/emails/{id}`.
+pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(id) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let Ok(record) = crate::emails::service::get(ctx.state, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let events = ctx
+        .state
+        .store()
+        .scan::<EmailEvent>(herald_queue::Scan::prefix(record.id.as_bytes()))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, event)| pages::EventRow {
+            kind: event.kind.to_string(),
+            at: wire::timestamp(event.created_at),
+            detail: if event.data.is_null() {
+                String::new()
+            } else {
+                event.data.to_string()
+            },
+        })
+        .collect();
+    let attempts = record
+        .attempts
+        .iter()
+        .map(|a| pages::AttemptRow {
+            at: wire::timestamp(a.at),
+            recipients: a.recipients.join(", "),
+            host: [a.host.clone(), a.ip.clone().map(|ip| format!("({ip})"))]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+            tls: a.tls.clone().unwrap_or_else(|| "none".to_owned()),
+            reply: a.reply.clone(),
+        })
+        .collect();
+    let page = pages::Email {
+        nav: "emails",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        id: record.id.to_string(),
+        subject: record.subject.clone(),
+        status: record.last_event.to_string(),
+        from: record.from.clone(),
+        to: [record.to.clone(), record.cc.clone()].concat().join(", "),
+        sent: wire::timestamp(record.created_at),
+        message_id: record.message_id.clone(),
+        events,
+        attempts,
+        html: record.html.clone(),
+        text: record.text,
+    };
+    html(StatusCode::OK, page.render())
+}
+
+/// `GET /dashboard/logs`.
+pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let filter = match ctx.request.query("status") {
+        Some("2xx") => "2xx",
+        Some("errors") => "errors",
+        _ => "",
+    };
+    let store = ctx.state.store();
+    let prefix = signed.user.team_id.as_bytes();
+    let scanned = store
+        .scan::<RequestLog>(herald_queue::Scan {
+            prefix,
+            after: None,
+            reverse: true,
+            limit: LOGS_SCANNED_MAX,
+        })
+        .unwrap_or_default();
+    let rows = scanned
+        .into_iter()
+        .map(|(_, log)| log)
+        .filter(|log| match filter {
+            "2xx" => log.status / 100 == 2,
+            "errors" => log.status >= 400,
+            _ => true,
+        })
+        .take(LOGS_PAGE)
+        .map(|log| pages::LogRow {
+            id: log.id.to_string(),
+            path: log.path.clone(),
+            status: log.status,
+            class: log.status / 100,
+            method: log.method.clone(),
+            at: wire::timestamp(log.created_at),
+            agent: log.user_agent.unwrap_or_default(),
+        })
+        .collect();
+    let page = pages::Logs {
+        nav: "logs",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        filter,
+        rows,
+    };
+    html(StatusCode::OK, page.render())
+}
+
+/// `GET /dashboard/logs/{id}`.
+pub fn log(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(id) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such log");
+    };
+    let Ok(Some(log)) = ctx
+        .state
+        .store()
+        .get::<RequestLog>(RequestLog::key(signed.user.team_id, id))
+    else {
+        return text(StatusCode::NOT_FOUND, "No such log");
+    };
+    let pretty = |body: Option<&str>| {
+        let value = crate::http::request_log::body_json(body);
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    };
+    let page = pages::Log {
+        nav: "logs",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        method: log.method.clone(),
+        path: log.path.clone(),
+        status: log.status,
+        class: log.status / 100,
+        at: wire::timestamp(log.created_at),
+        duration: log.duration_ms,
+        key: log.api_key_id.to_string(),
+        agent: log.user_agent.clone().unwrap_or_default(),
+        request: pretty(log.request_body.as_deref()),
+        response: pretty(log.response_body.as_deref()),
+    };
+    html(StatusCode::OK, page.render())
+}
