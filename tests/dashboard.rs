@@ -512,6 +512,66 @@ async fn domains_are_managed_by_admins_and_only_seen_by_members() {
     let list = member.get(addr, "/dashboard/domains").await;
     assert!(list.text().contains("news.example.org") && !list.text().contains("Add a domain"));
 
+    // API keys: an admin creates one (its token shown once) and deletes it; a member cannot.
+    let keys = admin.get(addr, "/dashboard/api-keys").await;
+    assert!(keys.text().contains("Create an API key"));
+    let created = admin
+        .post(
+            addr,
+            "/dashboard/api-keys",
+            &[
+                ("csrf", &csrf(&keys)),
+                ("name", "deploy"),
+                ("permission", "full_access"),
+            ],
+        )
+        .await;
+    let text = created.text();
+    let at = text.find("id=\"new-token\">").expect("the token, once") + "id=\"new-token\">".len();
+    let token = text[at..].split('<').next().expect("token").to_owned();
+    assert!(token.starts_with("re_"), "{token}");
+    assert_eq!(
+        call(addr, Method::GET, "/domains", Some(&token), None).await.status,
+        StatusCode::OK
+    );
+    assert!(
+        !admin.get(addr, "/dashboard/api-keys").await.text().contains(&token),
+        "shown once"
+    );
+    let member_keys = member.get(addr, "/dashboard/api-keys").await;
+    assert!(member_keys.text().contains("deploy") && !member_keys.text().contains("Create an API key"));
+    let refused = member
+        .post(
+            addr,
+            "/dashboard/api-keys",
+            &[("csrf", &csrf(&member_keys)), ("name", "mine")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let key_id = call(addr, Method::GET, "/api-keys", Some(OPERATOR_KEY), None)
+        .await
+        .json()["data"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .find(|k| k["name"] == "deploy")
+        .expect("the key")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let deleted = admin
+        .post(
+            addr,
+            &format!("/dashboard/api-keys/{key_id}/delete"),
+            &[("csrf", &csrf(&keys))],
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::OK);
+    assert_eq!(
+        call(addr, Method::GET, "/domains", Some(&token), None).await.status,
+        StatusCode::FORBIDDEN
+    );
+
     // Deleting asks for the name.
     let wrong = admin
         .post(

@@ -14,6 +14,7 @@
 
 mod domains;
 pub mod guard;
+mod keys;
 pub mod pages;
 mod views;
 
@@ -183,6 +184,9 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard/profile") => profile(ctx, &signed, None, None, Vec::new()),
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
+                (_, path) if path == "/dashboard/api-keys" || path.starts_with("/dashboard/api-keys/") => {
+                    keys::route(ctx, &signed, method, &path["/dashboard/api-keys".len()..])
+                }
                 (_, path) if path == "/dashboard/domains" || path.starts_with("/dashboard/domains/") => {
                     domains::route(ctx, &signed, method, &path["/dashboard/domains".len()..])
                 }

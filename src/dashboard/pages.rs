@@ -314,3 +314,39 @@ pub struct Log<'a> {
     /// The response body (redacted).
     pub response: String,
 }
+
+/// One row of the API keys page.
+pub struct KeyRow {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its permission.
+    pub permission: String,
+    /// When it was created.
+    pub created: String,
+    /// When it was last used.
+    pub last_used: String,
+}
+
+/// `GET /dashboard/api-keys`.
+#[derive(Template)]
+#[template(path = "dashboard/keys.html")]
+pub struct Keys<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// Whether the user may create and delete keys.
+    pub can_manage: bool,
+    /// The team's keys.
+    pub keys: Vec<KeyRow>,
+    /// A token just made (shown once).
+    pub token: Option<String>,
+    /// What just failed.
+    pub error: Option<String>,
+}

@@ -1,0 +1,93 @@
+//! The API keys page: the team's keys; owners and admins create them (the token is shown
+//! once, as the API shows it) and delete them.
+
+use askama::Template;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Response, StatusCode};
+
+use super::{Ctx, Signed, html, pages, text};
+use crate::accounts::Permission;
+use crate::accounts::keys::{self, NewKey};
+use crate::services::page::{Cursor, PageRequest};
+use crate::users::Role;
+
+/// Answers `/dashboard/api-keys[/...]`.
+pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Response<Full<Bytes>> {
+    let manage = signed.user.role >= Role::Admin;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match (method, parts.as_slice()) {
+        (&Method::GET, []) => page(ctx, signed, None, None),
+        (&Method::POST, []) if manage => create(ctx, signed),
+        (&Method::POST, [id, "delete"]) if manage => delete(ctx, signed, id),
+        (&Method::POST, _) => text(
+            StatusCode::FORBIDDEN,
+            "Your role may not change API keys; ask an owner or admin",
+        ),
+        _ => text(StatusCode::NOT_FOUND, "No such page"),
+    }
+}
+
+fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<String>) -> Response<Full<Bytes>> {
+    let request = PageRequest {
+        limit: 100,
+        cursor: Cursor::Start,
+    };
+    let found = match keys::list(ctx.state, &signed.caller(), &request) {
+        Ok((found, _)) => found,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let rows = found
+        .iter()
+        .map(|listed| pages::KeyRow {
+            id: listed.key.id.to_string(),
+            name: listed.key.name.clone(),
+            permission: match listed.key.permission {
+                Permission::FullAccess => "full_access".to_owned(),
+                Permission::SendingAccess => "sending_access".to_owned(),
+            },
+            created: crate::wire::timestamp(listed.key.created_at),
+            last_used: listed
+                .last_used_at
+                .map_or_else(|| "never".to_owned(), crate::wire::timestamp),
+        })
+        .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::Keys {
+        nav: "keys",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        can_manage: signed.user.role >= Role::Admin,
+        keys: rows,
+        token,
+        error,
+    };
+    html(status, page.render())
+}
+
+fn create(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let new = NewKey {
+        name: ctx.form("name"),
+        permission: ctx.form("permission"),
+        domain_id: None,
+    };
+    match keys::create(ctx.state, &signed.caller(), new) {
+        Ok((_, token)) => page(ctx, signed, Some(token.expose().to_owned()), None),
+        Err(error) => page(ctx, signed, None, Some(error.to_string())),
+    }
+}
+
+fn delete(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(id) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such key");
+    };
+    match keys::delete(ctx.state, &signed.caller(), id) {
+        Ok(()) => page(ctx, signed, None, None),
+        Err(error) => page(ctx, signed, None, Some(error.to_string())),
+    }
+}
