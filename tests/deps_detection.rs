@@ -25,7 +25,18 @@ impl Machine {
         fs::copy(script, scripts.join("deps")).expect("copy scripts/deps");
         fs::create_dir_all(machine.path("bin")).expect("scratch bin");
         symlink(host_bash(), machine.path("bin/bash")).expect("link bash into the scratch PATH");
-        for tool in ["cc", "c++", "pkg-config", "clang", "python3", "curl", "cargo", "npm"] {
+        for tool in [
+            "cc",
+            "c++",
+            "pkg-config",
+            "clang",
+            "python3",
+            "curl",
+            "cargo",
+            "npm",
+            "chromium",
+            "chromedriver",
+        ] {
             machine.tool(tool, "exit 0");
         }
         machine.tool("node", "echo v22.11.0");

@@ -1,0 +1,268 @@
+//! The dashboard in a real browser: Debian's `chromium`, headless, driven through
+//! WebDriver (`chromedriver`, both installed by `scripts/deps --test`) with a client
+//! built on rustls that downloads nothing. It signs in, enrols TOTP and signs in again
+//! with a code, browses every page with real data (emails delivered to a sink, a
+//! domain, API logs), creates an API key, and saves a screenshot of each page into
+//! `HERALD_SCREENSHOTS` (default `target/dashboard-screenshots`), which are to be looked
+//! at.
+
+mod util;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper::Method;
+use serde_json::json;
+use util::sink::{Sink, SinkOptions};
+use util::{OPERATOR_KEY, call};
+
+const PASSWORD: &str = "a long and unguessable passphrase";
+
+/// `chromedriver` on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start() -> Driver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (install it with scripts/deps --test)");
+        Driver { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn connect(driver: &Driver) -> Client {
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"],
+        }
+    });
+    let capabilities = capabilities.as_object().expect("object").clone();
+    // chromedriver takes a moment to listen.
+    for _ in 0..100 {
+        if let Ok(client) = ClientBuilder::rustls()
+            .expect("rustls")
+            .capabilities(capabilities.clone())
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+        {
+            return client;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not answer");
+}
+
+fn screenshots() -> PathBuf {
+    let dir = std::env::var_os("HERALD_SCREENSHOTS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshots"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).expect("screenshot directory");
+    dir
+}
+
+async fn shot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("write screenshot");
+}
+
+async fn fill(client: &Client, name: &str, value: &str) {
+    let field = client
+        .find(Locator::Css(&format!("input[name=\"{name}\"]")))
+        .await
+        .unwrap_or_else(|e| panic!("a field named {name}: {e}"));
+    field.clear().await.expect("clear");
+    field.send_keys(value).await.expect("type");
+}
+
+async fn submit(client: &Client, form: &str) {
+    client
+        .find(Locator::Css(&format!("{form} button[type=\"submit\"]")))
+        .await
+        .expect("a submit button")
+        .click()
+        .await
+        .expect("click");
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .expect("text")
+}
+
+async fn sign_in(client: &Client, base: &str, email: &str) {
+    client
+        .goto(&format!("{base}/dashboard/login"))
+        .await
+        .expect("login page");
+    fill(client, "email", email).await;
+    fill(client, "password", PASSWORD).await;
+    submit(client, "form").await;
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_works_in_a_real_browser() {
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
+        sink.addr()
+    );
+    let running = util::start_api(dir.path(), &extra).await;
+    let addr: SocketAddr = running.http_addr;
+    let base = format!("http://{addr}");
+    call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "ann@example.com", "role": "owner", "password": PASSWORD })),
+    )
+    .await;
+    util::verified_domain(addr, "shop.test").await;
+    for n in 0..3 {
+        let body = json!({
+            "from": "Shop <orders@shop.test>", "to": format!("reader{n}@example.net"),
+            "subject": format!("Your order #{n} has shipped"),
+            "html": format!("<h1>Order #{n}</h1><p>It is on its way.</p><img src=\"https://tracker.example/pixel.gif\">"),
+        });
+        call(addr, Method::POST, "/emails", Some(OPERATOR_KEY), Some(body)).await;
+    }
+    sink.wait_for(3, Duration::from_secs(30)).await;
+
+    let driver = Driver::start();
+    let client = connect(&driver).await;
+    client
+        .goto(&format!("{base}/dashboard/login"))
+        .await
+        .expect("login page");
+    shot(&client, "01-login").await;
+    sign_in(&client, &base, "ann@example.com").await;
+    assert!(
+        client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .ends_with("/dashboard/emails")
+    );
+    let first = text_of(&client, "table.list tbody tr td").await;
+    assert!(first.starts_with("reader"), "{first}");
+    shot(&client, "02-emails").await;
+
+    // An email's page, its preview sandboxed.
+    client
+        .find(Locator::Css("table.list tbody tr td a"))
+        .await
+        .expect("an email link")
+        .click()
+        .await
+        .expect("open");
+    let sandbox = client
+        .find(Locator::Css("iframe.preview"))
+        .await
+        .expect("the preview")
+        .attr("sandbox")
+        .await
+        .expect("attribute");
+    assert_eq!(sandbox.as_deref(), Some(""), "a sandbox that allows nothing");
+    shot(&client, "03-email").await;
+
+    // Domains, API logs, API keys.
+    client
+        .goto(&format!("{base}/dashboard/domains"))
+        .await
+        .expect("domains");
+    assert!(text_of(&client, "table.list").await.contains("shop.test"));
+    shot(&client, "04-domains").await;
+    client
+        .find(Locator::LinkText("shop.test"))
+        .await
+        .expect("the domain")
+        .click()
+        .await
+        .expect("open");
+    assert!(text_of(&client, "#records").await.contains("DKIM"));
+    shot(&client, "05-domain").await;
+    client.goto(&format!("{base}/dashboard/logs")).await.expect("logs");
+    assert!(text_of(&client, "table.list").await.contains("/emails"));
+    shot(&client, "06-logs").await;
+    client.goto(&format!("{base}/dashboard/api-keys")).await.expect("keys");
+    fill(&client, "name", "deploy").await;
+    submit(&client, "form[action=\"/dashboard/api-keys\"]").await;
+    let token = text_of(&client, "#new-token").await;
+    assert!(token.starts_with("re_"), "{token}");
+    shot(&client, "07-api-keys").await;
+
+    // TOTP: enrol, sign out, sign in with a code.
+    client
+        .goto(&format!("{base}/dashboard/profile"))
+        .await
+        .expect("profile");
+    let key = text_of(&client, "#totp-secret").await;
+    shot(&client, "08-profile").await;
+    let secret = herald::users::totp::from_base32(&key).expect("base32");
+    fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
+    submit(&client, "form[action=\"/dashboard/profile/totp\"]").await;
+    let codes = text_of(&client, "#recovery-codes").await;
+    assert_eq!(codes.split_whitespace().count(), 10, "{codes}");
+    shot(&client, "09-recovery-codes").await;
+    submit(&client, "form.logout").await;
+    sign_in(&client, &base, "ann@example.com").await;
+    assert!(
+        client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .ends_with("/dashboard/login/mfa")
+    );
+    shot(&client, "10-mfa").await;
+    fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
+    submit(&client, "form").await;
+    assert!(
+        client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .ends_with("/dashboard/emails")
+    );
+
+    client.close().await.expect("close the browser");
+    drop(driver);
+    assert!(running.shutdown().await);
+}
