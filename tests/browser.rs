@@ -106,14 +106,22 @@ async fn submit(client: &Client, form: &str) {
         .expect("click");
 }
 
+/// The text of the element at `css`, waiting up to 10 s for it (a form's submission
+/// navigates after the click returns).
 async fn text_of(client: &Client, css: &str) -> String {
-    client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .text()
-        .await
-        .expect("text")
+    let found = client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await;
+    match found {
+        Ok(found) => found.text().await.expect("text"),
+        Err(error) => {
+            let url = client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+            let source = client.source().await.unwrap_or_default();
+            panic!("{css} on {url}: {error}\n{source}");
+        }
+    }
 }
 
 async fn sign_in(client: &Client, base: &str, email: &str) {
@@ -124,6 +132,21 @@ async fn sign_in(client: &Client, base: &str, email: &str) {
     fill(client, "email", email).await;
     fill(client, "password", PASSWORD).await;
     submit(client, "form").await;
+}
+
+/// Waits (a form's submission navigates after the click returns) until the browser is
+/// at `path`; fails with the page's source after 10 s.
+async fn expect_path(client: &Client, path: &str) {
+    for _ in 0..100 {
+        let url = client.current_url().await.expect("url");
+        if url.path().ends_with(path) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let url = client.current_url().await.expect("url");
+    let source = client.source().await.unwrap_or_default();
+    panic!("wanted {path}, at {url}\n{source}");
 }
 
 fn now() -> u64 {
@@ -171,14 +194,7 @@ async fn the_dashboard_works_in_a_real_browser() {
         .expect("login page");
     shot(&client, "01-login").await;
     sign_in(&client, &base, "ann@example.com").await;
-    assert!(
-        client
-            .current_url()
-            .await
-            .expect("url")
-            .path()
-            .ends_with("/dashboard/emails")
-    );
+    expect_path(&client, "/dashboard/emails").await;
     let first = text_of(&client, "table.list tbody tr td").await;
     assert!(first.starts_with("reader"), "{first}");
     shot(&client, "02-emails").await;
@@ -227,40 +243,40 @@ async fn the_dashboard_works_in_a_real_browser() {
     assert!(token.starts_with("re_"), "{token}");
     shot(&client, "07-api-keys").await;
 
+    client
+        .goto(&format!("{base}/dashboard/suppressions"))
+        .await
+        .expect("suppressions");
+    fill(&client, "email", "bounced@example.org").await;
+    submit(&client, "form[method=\"post\"][action=\"/dashboard/suppressions\"]").await;
+    assert!(text_of(&client, "table.list").await.contains("bounced@example.org"));
+    shot(&client, "08-suppressions").await;
+    client.goto(&format!("{base}/dashboard/team")).await.expect("team");
+    fill(&client, "email", "colleague@example.com").await;
+    submit(&client, "form[action=\"/dashboard/team\"]").await;
+    assert!(text_of(&client, "#invitation").await.contains("/dashboard/invite/"));
+    shot(&client, "09-team").await;
+
     // TOTP: enrol, sign out, sign in with a code.
     client
         .goto(&format!("{base}/dashboard/profile"))
         .await
         .expect("profile");
     let key = text_of(&client, "#totp-secret").await;
-    shot(&client, "08-profile").await;
+    shot(&client, "10-profile").await;
     let secret = herald::users::totp::from_base32(&key).expect("base32");
     fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
     submit(&client, "form[action=\"/dashboard/profile/totp\"]").await;
     let codes = text_of(&client, "#recovery-codes").await;
     assert_eq!(codes.split_whitespace().count(), 10, "{codes}");
-    shot(&client, "09-recovery-codes").await;
+    shot(&client, "11-recovery-codes").await;
     submit(&client, "form.logout").await;
     sign_in(&client, &base, "ann@example.com").await;
-    assert!(
-        client
-            .current_url()
-            .await
-            .expect("url")
-            .path()
-            .ends_with("/dashboard/login/mfa")
-    );
-    shot(&client, "10-mfa").await;
+    expect_path(&client, "/dashboard/login/mfa").await;
+    shot(&client, "12-mfa").await;
     fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
     submit(&client, "form").await;
-    assert!(
-        client
-            .current_url()
-            .await
-            .expect("url")
-            .path()
-            .ends_with("/dashboard/emails")
-    );
+    expect_path(&client, "/dashboard/emails").await;
 
     client.close().await.expect("close the browser");
     drop(driver);

@@ -445,7 +445,11 @@ async fn domains_are_managed_by_admins_and_only_seen_by_members() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    for (email, role) in [("admin@example.com", "admin"), ("member@example.com", "member")] {
+    for (email, role) in [
+        ("admin@example.com", "admin"),
+        ("member@example.com", "member"),
+        ("owner@example.com", "owner"),
+    ] {
         let added = call(
             addr,
             Method::POST,
@@ -571,6 +575,96 @@ async fn domains_are_managed_by_admins_and_only_seen_by_members() {
         call(addr, Method::GET, "/domains", Some(&token), None).await.status,
         StatusCode::FORBIDDEN
     );
+
+    // Suppressions: admins add and remove, anyone searches.
+    let list = admin.get(addr, "/dashboard/suppressions").await;
+    let added = admin
+        .post(
+            addr,
+            "/dashboard/suppressions",
+            &[("csrf", &csrf(&list)), ("email", "Blocked@Example.org")],
+        )
+        .await;
+    assert_eq!(added.status, StatusCode::OK, "{}", added.text());
+    assert!(
+        member
+            .get(addr, "/dashboard/suppressions?q=blocked")
+            .await
+            .text()
+            .contains("blocked@example.org")
+    );
+    assert!(
+        !member
+            .get(addr, "/dashboard/suppressions?q=zzz")
+            .await
+            .text()
+            .contains("blocked@example.org")
+    );
+    let refused = member
+        .post(
+            addr,
+            "/dashboard/suppressions",
+            &[("csrf", &csrf(&list)), ("email", "x@example.org")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let entry = call(
+        addr,
+        Method::GET,
+        "/suppressions/blocked@example.org",
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    let entry_id = entry["id"].as_str().expect("id").to_owned();
+    let removed = admin
+        .post(
+            addr,
+            &format!("/dashboard/suppressions/{entry_id}/delete"),
+            &[("csrf", &csrf(&list))],
+        )
+        .await;
+    assert_eq!(removed.status, StatusCode::OK);
+    assert_eq!(
+        call(
+            addr,
+            Method::GET,
+            "/suppressions/blocked@example.org",
+            Some(OPERATOR_KEY),
+            None
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+
+    // The team: owners invite; admins may not.
+    let team = admin.get(addr, "/dashboard/team").await;
+    assert!(team.text().contains("member@example.com") && !team.text().contains("Invite someone"));
+    let refused = admin
+        .post(
+            addr,
+            "/dashboard/team",
+            &[("csrf", &csrf(&team)), ("email", "new@example.com")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let (mut owner, _) = sign_in(addr, "owner@example.com", PASSWORD).await;
+    let team = owner.get(addr, "/dashboard/team").await;
+    let invited = owner
+        .post(
+            addr,
+            "/dashboard/team",
+            &[("csrf", &csrf(&team)), ("email", "new@example.com"), ("role", "member")],
+        )
+        .await;
+    let text = invited.text();
+    assert!(
+        text.contains("id=\"invitation\">http://") && text.contains("/dashboard/invite/"),
+        "{text}"
+    );
+    assert!(text.contains("new@example.com") && text.contains("invited"), "{text}");
 
     // Deleting asks for the name.
     let wrong = admin

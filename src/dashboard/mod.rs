@@ -16,6 +16,7 @@ mod domains;
 pub mod guard;
 mod keys;
 pub mod pages;
+mod team;
 mod views;
 
 use std::net::IpAddr;
@@ -184,6 +185,10 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard/profile") => profile(ctx, &signed, None, None, Vec::new()),
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
+                (_, "/dashboard/team") => team::team(ctx, &signed, method),
+                (_, path) if path == "/dashboard/suppressions" || path.starts_with("/dashboard/suppressions/") => {
+                    team::suppressions(ctx, &signed, method, &path["/dashboard/suppressions".len()..])
+                }
                 (_, path) if path == "/dashboard/api-keys" || path.starts_with("/dashboard/api-keys/") => {
                     keys::route(ctx, &signed, method, &path["/dashboard/api-keys".len()..])
                 }

@@ -350,3 +350,71 @@ pub struct Keys<'a> {
     /// What just failed.
     pub error: Option<String>,
 }
+
+/// One row of the Suppressions page.
+pub struct SuppressionRow {
+    /// Its id.
+    pub id: String,
+    /// The address.
+    pub email: String,
+    /// Why.
+    pub origin: String,
+    /// When it was added.
+    pub created: String,
+}
+
+/// `GET /dashboard/suppressions`.
+#[derive(Template)]
+#[template(path = "dashboard/suppressions.html")]
+pub struct Suppressions<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// Whether the user may add and remove entries.
+    pub can_manage: bool,
+    /// The search.
+    pub query: String,
+    /// The entries.
+    pub rows: Vec<SuppressionRow>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// One member of the Team page.
+pub struct MemberRow {
+    /// The address.
+    pub email: String,
+    /// The role.
+    pub role: String,
+    /// Whether TOTP is on.
+    pub mfa: bool,
+    /// Whether the invitation is not yet taken.
+    pub invited: bool,
+}
+
+/// `GET /dashboard/team`.
+#[derive(Template)]
+#[template(path = "dashboard/team.html")]
+pub struct Team<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// Whether the user may invite (owners).
+    pub can_manage: bool,
+    /// The members.
+    pub members: Vec<MemberRow>,
+    /// An invitation link just made (shown once).
+    pub invitation: Option<String>,
+    /// What just failed.
+    pub error: Option<String>,
+}

@@ -1,0 +1,143 @@
+//! The Suppressions page (search, add, remove: owners and admins) and the Team page
+//! (members, roles, invitations: owners).
+
+use askama::Template;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Response, StatusCode};
+
+use super::{Ctx, Signed, html, pages, text};
+use crate::services::page::{Cursor, PageRequest};
+use crate::suppressions::service as suppressions;
+use crate::users::{self, NewUser, Role};
+
+/// Entries read at most to fill a searched page.
+const SEARCHED_MAX: usize = 100;
+
+/// Answers `/dashboard/suppressions[/...]`.
+pub fn suppressions(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Response<Full<Bytes>> {
+    let manage = signed.user.role >= Role::Admin;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match (method, parts.as_slice()) {
+        (&Method::GET, []) => suppressions_page(ctx, signed, None),
+        (&Method::POST, []) if manage => match suppressions::add(ctx.state, &signed.caller(), ctx.form("email")) {
+            Ok(_) => suppressions_page(ctx, signed, None),
+            Err(error) => suppressions_page(ctx, signed, Some(error.to_string())),
+        },
+        (&Method::POST, [id, "delete"]) if manage => match suppressions::remove(ctx.state, &signed.caller(), id) {
+            Ok(_) => suppressions_page(ctx, signed, None),
+            Err(error) => suppressions_page(ctx, signed, Some(error.to_string())),
+        },
+        (&Method::POST, _) => text(
+            StatusCode::FORBIDDEN,
+            "Your role may not change suppressions; ask an owner or admin",
+        ),
+        _ => text(StatusCode::NOT_FOUND, "No such page"),
+    }
+}
+
+fn suppressions_page(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
+    let query = ctx.request.query("q").unwrap_or_default().trim().to_ascii_lowercase();
+    let page = PageRequest {
+        limit: if query.is_empty() { 50 } else { SEARCHED_MAX },
+        cursor: Cursor::Start,
+    };
+    let found = match suppressions::list(ctx.state, &signed.caller(), &page, None) {
+        Ok((found, _)) => found,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let rows = found
+        .iter()
+        .filter(|s| query.is_empty() || s.email.contains(&query))
+        .map(|s| pages::SuppressionRow {
+            id: s.id.to_string(),
+            email: s.email.clone(),
+            origin: serde_json::to_value(s.origin)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            created: crate::wire::timestamp(s.created_at),
+        })
+        .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::Suppressions {
+        nav: "suppressions",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        can_manage: signed.user.role >= Role::Admin,
+        query,
+        rows,
+        error,
+    };
+    html(status, page.render())
+}
+
+/// Answers `/dashboard/team`.
+pub fn team(ctx: &Ctx<'_>, signed: &Signed, method: &Method) -> Response<Full<Bytes>> {
+    match *method {
+        Method::GET => team_page(ctx, signed, None, None),
+        Method::POST if signed.user.role == Role::Owner => invite(ctx, signed),
+        Method::POST => text(StatusCode::FORBIDDEN, "Only the team's owners invite members"),
+        _ => text(StatusCode::NOT_FOUND, "No such page"),
+    }
+}
+
+fn invite(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let role = ctx.form("role").as_deref().and_then(Role::parse);
+    let new = NewUser {
+        email: ctx.form("email"),
+        team_id: None,
+        role,
+        password: None,
+    };
+    match users::add(ctx.state, &signed.caller(), new) {
+        Ok((_, Some(token))) => {
+            let link = format!("{}/dashboard/invite/{token}", ctx.state.config().http.public_url);
+            team_page(ctx, signed, Some(link), None)
+        }
+        Ok((_, None)) => team_page(ctx, signed, None, None),
+        Err(error) => team_page(ctx, signed, None, Some(error.to_string())),
+    }
+}
+
+fn team_page(
+    ctx: &Ctx<'_>,
+    signed: &Signed,
+    invitation: Option<String>,
+    error: Option<String>,
+) -> Response<Full<Bytes>> {
+    let members = match users::list(ctx.state, &signed.caller()) {
+        Ok(members) => members,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let members = members
+        .iter()
+        .map(|u| pages::MemberRow {
+            email: u.email.clone(),
+            role: u.role.name().to_owned(),
+            mfa: u.totp_secret.is_some(),
+            invited: u.password_hash.is_none(),
+        })
+        .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::Team {
+        nav: "team",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        can_manage: signed.user.role == Role::Owner,
+        members,
+        invitation,
+        error,
+    };
+    html(status, page.render())
+}
