@@ -176,6 +176,10 @@ async fn the_dashboard_works_in_a_real_browser() {
     )
     .await;
     util::verified_domain(addr, "shop.test").await;
+    let receiver = util::webhook_receiver::Receiver::start().await;
+    let hook =
+        json!({ "endpoint": format!("http://{}/hook", receiver.addr()), "events": ["email.sent", "email.delivered"] });
+    call(addr, Method::POST, "/webhooks", Some(OPERATOR_KEY), Some(hook)).await;
     for n in 0..3 {
         let body = json!({
             "from": "Shop <orders@shop.test>", "to": format!("reader{n}@example.net"),
@@ -243,6 +247,31 @@ async fn the_dashboard_works_in_a_real_browser() {
     assert!(token.starts_with("re_"), "{token}");
     shot(&client, "07-api-keys").await;
 
+    // Webhooks: an endpoint's messages, and a replay.
+    assert!(
+        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 6).await,
+        "the events arrived"
+    );
+    client
+        .goto(&format!("{base}/dashboard/webhooks"))
+        .await
+        .expect("webhooks");
+    client
+        .find(Locator::Css("table.list tbody a"))
+        .await
+        .expect("an endpoint")
+        .click()
+        .await
+        .expect("open");
+    assert!(text_of(&client, "table.list").await.contains("email.delivered"));
+    shot(&client, "08-webhook").await;
+    submit(&client, "form[action*=\"/replay/\"]").await;
+    assert!(text_of(&client, ".notice").await.contains("sent again"));
+    assert!(
+        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 7).await,
+        "the replay arrived"
+    );
+
     client
         .goto(&format!("{base}/dashboard/suppressions"))
         .await
@@ -250,12 +279,12 @@ async fn the_dashboard_works_in_a_real_browser() {
     fill(&client, "email", "bounced@example.org").await;
     submit(&client, "form[method=\"post\"][action=\"/dashboard/suppressions\"]").await;
     assert!(text_of(&client, "table.list").await.contains("bounced@example.org"));
-    shot(&client, "08-suppressions").await;
+    shot(&client, "09-suppressions").await;
     client.goto(&format!("{base}/dashboard/team")).await.expect("team");
     fill(&client, "email", "colleague@example.com").await;
     submit(&client, "form[action=\"/dashboard/team\"]").await;
     assert!(text_of(&client, "#invitation").await.contains("/dashboard/invite/"));
-    shot(&client, "09-team").await;
+    shot(&client, "10-team").await;
 
     // TOTP: enrol, sign out, sign in with a code.
     client
@@ -263,17 +292,17 @@ async fn the_dashboard_works_in_a_real_browser() {
         .await
         .expect("profile");
     let key = text_of(&client, "#totp-secret").await;
-    shot(&client, "10-profile").await;
+    shot(&client, "11-profile").await;
     let secret = herald::users::totp::from_base32(&key).expect("base32");
     fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
     submit(&client, "form[action=\"/dashboard/profile/totp\"]").await;
     let codes = text_of(&client, "#recovery-codes").await;
     assert_eq!(codes.split_whitespace().count(), 10, "{codes}");
-    shot(&client, "11-recovery-codes").await;
+    shot(&client, "12-recovery-codes").await;
     submit(&client, "form.logout").await;
     sign_in(&client, &base, "ann@example.com").await;
     expect_path(&client, "/dashboard/login/mfa").await;
-    shot(&client, "12-mfa").await;
+    shot(&client, "13-mfa").await;
     fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
     submit(&client, "form").await;
     expect_path(&client, "/dashboard/emails").await;

@@ -18,6 +18,7 @@ mod keys;
 pub mod pages;
 mod team;
 mod views;
+mod webhooks;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -186,6 +187,9 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
                 (_, "/dashboard/team") => team::team(ctx, &signed, method),
+                (_, path) if path == "/dashboard/webhooks" || path.starts_with("/dashboard/webhooks/") => {
+                    webhooks::route(ctx, &signed, method, &path["/dashboard/webhooks".len()..])
+                }
                 (_, path) if path == "/dashboard/suppressions" || path.starts_with("/dashboard/suppressions/") => {
                     team::suppressions(ctx, &signed, method, &path["/dashboard/suppressions".len()..])
                 }

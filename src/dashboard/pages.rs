@@ -418,3 +418,79 @@ pub struct Team<'a> {
     /// What just failed.
     pub error: Option<String>,
 }
+
+/// One endpoint of the Webhooks page.
+pub struct HookRow {
+    /// Its id.
+    pub id: String,
+    /// Its URL.
+    pub endpoint: String,
+    /// The events it gets.
+    pub events: String,
+    /// Enabled or disabled.
+    pub status: String,
+    /// When it was added.
+    pub created: String,
+}
+
+/// `GET /dashboard/webhooks`.
+#[derive(Template)]
+#[template(path = "dashboard/webhooks.html")]
+pub struct Webhooks<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// The team's endpoints.
+    pub hooks: Vec<HookRow>,
+}
+
+/// One message of an endpoint.
+pub struct MessageRow {
+    /// Its event's id.
+    pub event_id: String,
+    /// The event's kind.
+    pub kind: String,
+    /// Pending, delivered or failed.
+    pub state: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// When the next attempt is due.
+    pub next: String,
+    /// The last attempt's answer.
+    pub last: String,
+}
+
+/// `GET /dashboard/webhooks/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/webhook.html")]
+pub struct Webhook<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+    /// Whether the user may enable, disable and replay.
+    pub can_manage: bool,
+    /// Its id.
+    pub id: String,
+    /// Its URL.
+    pub endpoint: String,
+    /// The events it gets.
+    pub events: String,
+    /// Enabled or disabled.
+    pub status: String,
+    /// Its latest messages.
+    pub messages: Vec<MessageRow>,
+    /// What just succeeded.
+    pub notice: Option<&'a str>,
+    /// What just failed.
+    pub error: Option<String>,
+}

@@ -1,0 +1,167 @@
+//! The Webhooks pages: the team's endpoints, and each one's latest messages with their
+//! state, attempts and last answer; owners and admins enable or disable an endpoint and
+//! replay a message.
+
+use askama::Template;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Response, StatusCode};
+
+use super::{Ctx, Signed, html, pages, text};
+use crate::services::page::{Cursor, PageRequest};
+use crate::users::Role;
+use crate::webhooks::history;
+use crate::webhooks::service::{self as webhooks, WebhookChange};
+
+/// Messages shown per endpoint.
+const MESSAGES_SHOWN: usize = 50;
+
+/// Answers `/dashboard/webhooks[/...]`.
+pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Response<Full<Bytes>> {
+    let manage = signed.user.role >= Role::Admin;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match (method, parts.as_slice()) {
+        (&Method::GET, []) => list(ctx, signed),
+        (&Method::GET, [id]) => detail(ctx, signed, id, None, None),
+        (&Method::POST, [id, "status"]) if manage => status(ctx, signed, id),
+        (&Method::POST, [id, "replay", event]) if manage => replay(ctx, signed, id, event),
+        (&Method::POST, _) => text(
+            StatusCode::FORBIDDEN,
+            "Your role may not change webhooks; ask an owner or admin",
+        ),
+        _ => text(StatusCode::NOT_FOUND, "No such page"),
+    }
+}
+
+fn name<T: serde::Serialize>(value: T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn list(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let page = PageRequest {
+        limit: 100,
+        cursor: Cursor::Start,
+    };
+    let found = match webhooks::list(ctx.state, &signed.caller(), &page) {
+        Ok((found, _)) => found,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
+    let hooks = found
+        .iter()
+        .map(|h| pages::HookRow {
+            id: h.id.to_string(),
+            endpoint: h.endpoint.clone(),
+            events: h.events.join(", "),
+            status: name(h.status),
+            created: crate::wire::timestamp(h.created_at),
+        })
+        .collect();
+    let page = pages::Webhooks {
+        nav: "webhooks",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        hooks,
+    };
+    html(StatusCode::OK, page.render())
+}
+
+fn detail(
+    ctx: &Ctx<'_>,
+    signed: &Signed,
+    id: &str,
+    notice: Option<&str>,
+    error: Option<String>,
+) -> Response<Full<Bytes>> {
+    let Ok(parsed) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    let caller = signed.caller();
+    let Ok(hook) = webhooks::get(ctx.state, &caller, parsed) else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    let page = PageRequest {
+        limit: MESSAGES_SHOWN,
+        cursor: Cursor::Start,
+    };
+    let found = history::messages(ctx.state, &caller, parsed, &page)
+        .map(|(m, _)| m)
+        .unwrap_or_default();
+    let messages = found
+        .iter()
+        .map(|m| {
+            let last = m
+                .attempt_ids
+                .last()
+                .and_then(|a| history::attempts_of(ctx.state, m, &[*a]).ok())
+                .and_then(|found| found.into_iter().next())
+                .map(|a| {
+                    let answer = a
+                        .status
+                        .map_or_else(|| a.error.clone().unwrap_or_default(), |s| s.to_string());
+                    let excerpt: String = a.response.chars().take(120).collect();
+                    format!("{answer} {excerpt}").trim().to_owned()
+                })
+                .unwrap_or_default();
+            pages::MessageRow {
+                event_id: m.event_id.to_string(),
+                kind: m.kind.name().to_owned(),
+                state: name(m.state),
+                attempts: m.attempts,
+                next: crate::wire::timestamp(m.next_attempt),
+                last,
+            }
+        })
+        .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::Webhook {
+        nav: "webhooks",
+        csrf: &signed.session.csrf,
+        email: &signed.user.email,
+        role: signed.user.role.name(),
+        can_manage: signed.user.role >= Role::Admin,
+        id: hook.id.to_string(),
+        endpoint: hook.endpoint.clone(),
+        events: hook.events.join(", "),
+        status: name(hook.status),
+        messages,
+        notice,
+        error,
+    };
+    html(status, page.render())
+}
+
+fn status(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(parsed) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    let wanted = match ctx.form("status").as_deref() {
+        Some("enabled") => crate::webhooks::WebhookStatus::Enabled,
+        _ => crate::webhooks::WebhookStatus::Disabled,
+    };
+    let change = WebhookChange {
+        status: Some(wanted),
+        ..WebhookChange::default()
+    };
+    match webhooks::update(ctx.state, &signed.caller(), parsed, change) {
+        Ok(_) => detail(ctx, signed, id, Some("Saved."), None),
+        Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+    }
+}
+
+fn replay(ctx: &Ctx<'_>, signed: &Signed, id: &str, event: &str) -> Response<Full<Bytes>> {
+    let (Ok(parsed), Ok(event)) = (id.parse(), event.parse()) else {
+        return text(StatusCode::NOT_FOUND, "No such message");
+    };
+    match history::replay_event(ctx.state, &signed.caller(), parsed, event) {
+        Ok(_) => detail(ctx, signed, id, Some("The message is being sent again."), None),
+        Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+    }
+}
