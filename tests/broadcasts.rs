@@ -484,3 +484,54 @@ async fn transactional_mail_overtakes_a_large_broadcast_which_cancel_stops() {
     );
     assert!(running.shutdown().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broadcasts_due_together_take_turns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_with_key(config(dir.path(), ""), Some(OPERATOR_KEY)).await;
+    let addr = running.http_addr;
+    util::verified_domain(addr, "shop.test").await;
+    let big = created(addr, "/segments", json!({ "name": "Big" })).await;
+    let small = created(addr, "/segments", json!({ "name": "Small" })).await;
+    let (content_type, body) = import(3_000, &big);
+    let uploaded = util::call_with_headers(
+        addr,
+        Method::POST,
+        "/contacts/imports",
+        Some(OPERATOR_KEY),
+        &[("content-type", content_type.as_str())],
+        body,
+    )
+    .await;
+    let import_id = uploaded.json()["id"].as_str().expect("id").to_owned();
+    util::eventually(WAIT, "the import to finish", || async {
+        let import = api(addr, Method::GET, &format!("/contacts/imports/{import_id}"), None)
+            .await
+            .json();
+        (import["status"] == "completed").then_some(())
+    })
+    .await;
+    for n in 0..5 {
+        created(
+            addr,
+            "/contacts",
+            json!({ "email": format!("few{n}@example.net"), "segments": [{ "id": small }] }),
+        )
+        .await;
+    }
+    let send = |segment: &str| json!({ "segment_id": segment, "from": "news@shop.test", "subject": "s", "text": "t", "send": true });
+    let first = created(addr, "/broadcasts", send(&big)).await;
+    let second = created(addr, "/broadcasts", send(&small)).await;
+    let big_done = until(addr, &first, "sent").await;
+    let small_done = until(addr, &second, "sent").await;
+    assert_eq!(big_done["progress"]["sent"], 3_000);
+    assert_eq!(small_done["progress"]["sent"], 5);
+    let finished = |b: &Value| b["progress"]["finished_at"].as_str().expect("finished_at").to_owned();
+    assert!(
+        finished(&small_done) < finished(&big_done),
+        "the small broadcast did not wait for the big one: {} vs {}",
+        finished(&small_done),
+        finished(&big_done)
+    );
+    assert!(running.shutdown().await);
+}

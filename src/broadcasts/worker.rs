@@ -45,6 +45,15 @@ const IDLE: Duration = Duration::from_millis(500);
 /// The wait while delivery catches up with the window.
 const PACE: Duration = Duration::from_millis(20);
 
+/// What the worker keeps between passes.
+#[derive(Debug, Default)]
+struct Pacer {
+    /// The emails made, oldest first, that may still wait for a first attempt.
+    pending: VecDeque<Id>,
+    /// Whose turn it is among the broadcasts due.
+    turn: usize,
+}
+
 /// What a pass did.
 enum Pass {
     /// Nothing to do now.
@@ -58,7 +67,7 @@ enum Pass {
 /// Runs until shutdown, sending what is queued, resuming what a restart interrupted.
 pub async fn run(services: Arc<Services>, mut shutdown: Shutdown) {
     let wake = services.broadcast_wake().clone();
-    let pending: Arc<Mutex<VecDeque<Id>>> = Arc::default();
+    let pending: Arc<Mutex<Pacer>> = Arc::default();
     while !shutdown.is_triggered() {
         let (state, pending) = (Arc::clone(&services), Arc::clone(&pending));
         let pass = tokio::task::spawn_blocking(move || {
@@ -110,15 +119,20 @@ fn room(services: &Services, pending: &mut VecDeque<Id>) -> Result<usize, Error>
 }
 
 /// Works one page of the oldest broadcast that is due.
-fn step(services: &Services, pending: &mut VecDeque<Id>) -> Result<Pass, Error> {
+fn step(services: &Services, pacer: &mut Pacer) -> Result<Pass, Error> {
     let store = services.store();
     let now = store.now();
-    let due = store::queued(store)?
+    let due: Vec<Broadcast> = store::queued(store)?
         .into_iter()
-        .find(|b| b.status == Status::Sending || b.scheduled_at.is_none_or(|at| at <= now));
-    let Some(due) = due else {
+        .filter(|b| b.status == Status::Sending || b.scheduled_at.is_none_or(|at| at <= now))
+        .collect();
+    // Broadcasts due together take turns, a page each: a million-contact one does not
+    // hold back another team's hundred.
+    let Some(due) = due.get(pacer.turn % due.len().max(1)).cloned() else {
         return Ok(Pass::Idle);
     };
+    pacer.turn = pacer.turn.wrapping_add(1);
+    let pending = &mut pacer.pending;
     let room = room(services, pending)?;
     if room == 0 {
         return Ok(Pass::Paced);

@@ -103,7 +103,7 @@ pub fn prepare(
     let hostname = &state.config().server.hostname;
     // The unsubscribe link, links and the open pixel are written into what is sent; the
     // record keeps the email as it was given.
-    let linked = crate::unsubscribe::apply(state, sender.team_id, id, email);
+    let linked = crate::unsubscribe::apply(state, sender.team_id, id, email).map_err(SendError::Internal)?;
     let tracked = crate::tracking::apply(state, domain, id, &linked);
     let raw = mime::build(tracked.as_ref().unwrap_or(&linked), id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;

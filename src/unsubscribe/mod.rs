@@ -68,12 +68,22 @@ pub fn check_recipients(email: &Email) -> Result<(), Error> {
 /// marker in its bodies replaced and the `List-Unsubscribe` headers added (unless the
 /// sender set `List-Unsubscribe` itself). Only an email with one recipient gets one: the
 /// link names the recipient it unsubscribes, and a message is one copy for all.
-pub fn apply<'a>(services: &Services, team_id: Id, email_id: Id, email: &'a Email) -> Cow<'a, Email> {
+///
+/// # Errors
+///
+/// When the link is needed but cannot be signed (the tracking key could not be read):
+/// such an email is not sent without it.
+pub fn apply<'a>(services: &Services, team_id: Id, email_id: Id, email: &'a Email) -> Result<Cow<'a, Email>, String> {
     if !email.unsubscribe && email.topic_id.is_none() && !marked(email) {
-        return Cow::Borrowed(email);
+        return Ok(Cow::Borrowed(email));
     }
     if email.recipients().len() != 1 {
-        return Cow::Borrowed(email);
+        return Ok(Cow::Borrowed(email));
+    }
+    if services.tracking_signer().is_none() {
+        return Err(
+            "the unsubscribe link cannot be signed: the tracking key in the data directory cannot be read".into(),
+        );
     }
     let mut linked = email.clone();
     let first = email.to.iter().chain(&email.cc).chain(&email.bcc).next();
@@ -106,7 +116,7 @@ pub fn apply<'a>(services: &Services, team_id: Id, email_id: Id, email: &'a Emai
                 .push(("List-Unsubscribe-Post".into(), "List-Unsubscribe=One-Click".into()));
         }
     }
-    Cow::Owned(linked)
+    Ok(Cow::Owned(linked))
 }
 
 /// Checks `email`'s `topic_id` (a topic of the team) and leaves out the recipients who
