@@ -243,6 +243,17 @@ async fn users_sign_in_with_a_password_and_a_second_factor() {
     );
     assert!(text.contains("status sent"), "the timeline: {text}");
 
+    // Filters: a search over subjects and recipients, and a status.
+    let searched = ann.get(addr, "/dashboard/emails?q=script").await.text();
+    assert!(
+        searched.contains(">Script<") && !searched.contains("Hello"),
+        "{searched}"
+    );
+    let delivered = ann.get(addr, "/dashboard/emails?status=delivered").await.text();
+    assert!(delivered.contains("No email matches"), "delivery is off: {delivered}");
+    let sent = ann.get(addr, "/dashboard/emails?status=sent&q=READER").await.text();
+    assert!(sent.contains("Script") && sent.contains("Hello"), "{sent}");
+
     // The API logs: the requests above, filtered, each with its bodies.
     let logs = ann.get(addr, "/dashboard/logs").await;
     assert!(logs.text().contains("/emails"), "{}", logs.text());

@@ -48,6 +48,24 @@ const FORM_MAX: usize = 64 * 1024;
 /// The Content-Security-Policy of every page.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// Emails read at most for one filtered page of the Emails page.
+const EMAILS_SCANNED_MAX: usize = 5_000;
+
+/// The statuses the Emails page filters by.
+const STATUSES: &[&str] = &[
+    "sent",
+    "scheduled",
+    "delivered",
+    "delivery_delayed",
+    "bounced",
+    "complained",
+    "opened",
+    "clicked",
+    "failed",
+    "canceled",
+    "suppressed",
+];
+
 /// The one answer to a failed sign-in, whatever was wrong.
 const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";
 
@@ -415,13 +433,41 @@ fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         crate::services::page::Cursor::Start,
         crate::services::page::Cursor::After,
     );
-    let page = crate::services::page::PageRequest {
-        limit: 50,
-        cursor: after,
+    let status = ctx.request.query("status").unwrap_or_default().to_owned();
+    let query = ctx.request.query("q").unwrap_or_default().trim().to_lowercase();
+    let wanted = |email: &crate::emails::EmailRecord| {
+        (status.is_empty() || email.last_event.to_string() == status)
+            && (query.is_empty()
+                || email.subject.to_lowercase().contains(&query)
+                || email.to.iter().any(|to| to.to_lowercase().contains(&query)))
     };
-    let (found, has_more) = match crate::emails::service::list(ctx.state, &signed.caller(), &page) {
-        Ok(found) => found,
-        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    // A filtered page reads on until it has 50 emails or has read EMAILS_SCANNED_MAX.
+    let mut cursor = after;
+    let mut found = Vec::new();
+    let mut scanned = 0;
+    let mut last_read = None;
+    let has_more = loop {
+        let page = crate::services::page::PageRequest { limit: 100, cursor };
+        let (read, more) = match crate::emails::service::list(ctx.state, &signed.caller(), &page) {
+            Ok(read) => read,
+            Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+        };
+        scanned += read.len();
+        for email in read {
+            last_read = Some(email.id);
+            if wanted(&email) {
+                found.push(email);
+                if found.len() == 50 {
+                    break;
+                }
+            }
+        }
+        match last_read {
+            Some(last) if more && found.len() < 50 && scanned < EMAILS_SCANNED_MAX => {
+                cursor = crate::services::page::Cursor::After(last);
+            }
+            _ => break more || found.len() == 50,
+        }
     };
     let rows = found
         .iter()
@@ -433,7 +479,7 @@ fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
             sent: crate::wire::timestamp(email.created_at),
         })
         .collect();
-    let next = has_more.then(|| found.last().map(|e| e.id.to_string())).flatten();
+    let next = has_more.then(|| last_read.map(|id| id.to_string())).flatten();
     let page = pages::Emails {
         nav: "emails",
         csrf: &signed.session.csrf,
@@ -441,6 +487,9 @@ fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         role: signed.user.role.name(),
         rows,
         next,
+        status: &status,
+        query: &query,
+        statuses: STATUSES,
     };
     html(StatusCode::OK, page.render())
 }

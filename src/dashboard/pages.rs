@@ -97,6 +97,12 @@ pub struct Emails<'a> {
     pub rows: Vec<EmailRow>,
     /// The cursor of the next page.
     pub next: Option<String>,
+    /// The status filter (empty: any).
+    pub status: &'a str,
+    /// The search over recipients and subject.
+    pub query: &'a str,
+    /// The statuses to filter by.
+    pub statuses: &'a [&'a str],
 }
 
 /// One row of the Domains page.
