@@ -473,7 +473,12 @@ async fn transactional_mail_overtakes_a_large_broadcast_which_cancel_stops() {
     let got = until(addr, &id, "canceled").await;
     let made = got["progress"]["sent"].as_u64().expect("sent");
     assert!(made < contacts as u64, "cancel stopped the expansion: {got}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Everything left the queue: delivered, or canceled (by the cancel, or by delivery
+    // before the attempt).
+    util::eventually(WAIT, "the queue to drain", || async {
+        (running.state.spool().depth() == 0).then_some(())
+    })
+    .await;
     let got = api(addr, Method::GET, &format!("/broadcasts/{id}"), None).await.json();
     let dropped = got["progress"]["canceled"].as_u64().expect("canceled");
     assert!(dropped >= taken_back, "{got}");

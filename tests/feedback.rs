@@ -314,7 +314,12 @@ async fn reports_by_mail_become_events_and_suppressions() {
     let ooo = "From: ann@example.net\nTo: x\nSubject: Out of office\nAuto-Submitted: auto-replied\n\nBack Monday.";
     assert!(client.send(&bounced_from, ooo).await.starts_with("250"));
     assert!(client.command("QUIT").await.starts_with("221"));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Nothing taken in is ever queued: once the three emails are delivered, the spool
+    // is empty and the sink has those three only.
+    util::eventually(WAIT, "the spool to be empty", || async {
+        (running.state.spool().depth() == 0).then_some(())
+    })
+    .await;
     assert_eq!(sink.received().len(), 3, "nothing taken in is delivered anywhere");
     let metrics = util::get(addr, "/metrics").await.text();
     assert!(
