@@ -57,10 +57,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
         StatusCode::OK
     };
     let page = pages::Domains {
-        nav: "domains",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("domains"),
         can_manage: signed.user.role >= Role::Admin,
         domains: rows,
         error,
@@ -111,10 +108,7 @@ fn detail(
         StatusCode::OK
     };
     let page = pages::Domain {
-        nav: "domains",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("domains"),
         can_manage: signed.user.role >= Role::Admin,
         id: domain.id.to_string(),
         name: domain.name.clone(),

@@ -58,10 +58,7 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
         StatusCode::OK
     };
     let page = pages::Keys {
-        nav: "keys",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("keys"),
         can_manage: signed.user.role >= Role::Admin,
         keys: rows,
         token,

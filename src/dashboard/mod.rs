@@ -157,6 +157,16 @@ struct Signed {
 }
 
 impl Signed {
+    /// The frame of a page, with `nav` its current page.
+    fn chrome<'a>(&'a self, nav: &'a str) -> pages::Chrome<'a> {
+        pages::Chrome {
+            nav,
+            csrf: &self.session.csrf,
+            email: &self.user.email,
+            role: self.user.role.name(),
+        }
+    }
+
     /// The caller the service layer sees: the user's team, with full access (the user's
     /// role is checked by each page).
     fn caller(&self) -> Caller {
@@ -481,10 +491,7 @@ fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         .collect();
     let next = has_more.then(|| last_read.map(|id| id.to_string())).flatten();
     let page = pages::Emails {
-        nav: "emails",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("emails"),
         rows,
         next,
         status: &status,
@@ -526,10 +533,7 @@ fn profile(
         .map(|s| totp::qr_data_url(&totp::url(s, &signed.user.email, "herald")))
         .unwrap_or_default();
     let page = pages::Profile {
-        nav: "profile",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("profile"),
         min: users::PASSWORD_MIN,
         mfa,
         secret: pending.as_deref().map(totp::base32),

@@ -3,6 +3,19 @@
 
 use askama::Template;
 
+/// What every signed-in page shows around its content: the navigation (with the current
+/// page), the session's CSRF token for its forms, and who is signed in.
+pub struct Chrome<'a> {
+    /// The navigation's current page.
+    pub nav: &'a str,
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The signed-in user.
+    pub email: &'a str,
+    /// Its role.
+    pub role: &'a str,
+}
+
 /// `GET /dashboard/login`.
 #[derive(Template)]
 #[template(path = "dashboard/login.html")]
@@ -43,14 +56,8 @@ pub struct Invite<'a> {
 #[derive(Template)]
 #[template(path = "dashboard/profile.html")]
 pub struct Profile<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The shortest password.
     pub min: usize,
     /// Whether TOTP is on.
@@ -85,14 +92,8 @@ pub struct EmailRow {
 #[derive(Template)]
 #[template(path = "dashboard/emails.html")]
 pub struct Emails<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The page's emails.
     pub rows: Vec<EmailRow>,
     /// The cursor of the next page.
@@ -123,14 +124,8 @@ pub struct DomainRow {
 #[derive(Template)]
 #[template(path = "dashboard/domains.html")]
 pub struct Domains<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may add, change and delete domains.
     pub can_manage: bool,
     /// The team's domains.
@@ -157,14 +152,8 @@ pub struct RecordRow {
 #[derive(Template)]
 #[template(path = "dashboard/domain.html")]
 pub struct Domain<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may change and delete it.
     pub can_manage: bool,
     /// Its id.
@@ -219,14 +208,8 @@ pub struct AttemptRow {
 #[derive(Template)]
 #[template(path = "dashboard/email.html")]
 pub struct Email<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The email's id.
     pub id: String,
     /// Its subject.
@@ -273,14 +256,8 @@ pub struct LogRow {
 #[derive(Template)]
 #[template(path = "dashboard/logs.html")]
 pub struct Logs<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The status filter (`""`, `2xx`, `errors`).
     pub filter: &'a str,
     /// The page's logs.
@@ -291,14 +268,8 @@ pub struct Logs<'a> {
 #[derive(Template)]
 #[template(path = "dashboard/log.html")]
 pub struct Log<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The method.
     pub method: String,
     /// The path.
@@ -339,14 +310,8 @@ pub struct KeyRow {
 #[derive(Template)]
 #[template(path = "dashboard/keys.html")]
 pub struct Keys<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may create and delete keys.
     pub can_manage: bool,
     /// The team's keys.
@@ -373,14 +338,8 @@ pub struct SuppressionRow {
 #[derive(Template)]
 #[template(path = "dashboard/suppressions.html")]
 pub struct Suppressions<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may add and remove entries.
     pub can_manage: bool,
     /// The search.
@@ -407,14 +366,8 @@ pub struct MemberRow {
 #[derive(Template)]
 #[template(path = "dashboard/team.html")]
 pub struct Team<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may invite (owners).
     pub can_manage: bool,
     /// The members.
@@ -443,14 +396,8 @@ pub struct HookRow {
 #[derive(Template)]
 #[template(path = "dashboard/webhooks.html")]
 pub struct Webhooks<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// The team's endpoints.
     pub hooks: Vec<HookRow>,
 }
@@ -475,14 +422,8 @@ pub struct MessageRow {
 #[derive(Template)]
 #[template(path = "dashboard/webhook.html")]
 pub struct Webhook<'a> {
-    /// The navigation's current page.
-    pub nav: &'a str,
-    /// The session's CSRF token.
-    pub csrf: &'a str,
-    /// The signed-in user.
-    pub email: &'a str,
-    /// Its role.
-    pub role: &'a str,
+    /// The page's frame: navigation, CSRF token, the signed-in user.
+    pub chrome: Chrome<'a>,
     /// Whether the user may enable, disable and replay.
     pub can_manage: bool,
     /// Its id.

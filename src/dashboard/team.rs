@@ -65,10 +65,7 @@ fn suppressions_page(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> R
         StatusCode::OK
     };
     let page = pages::Suppressions {
-        nav: "suppressions",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("suppressions"),
         can_manage: signed.user.role >= Role::Admin,
         query,
         rows,
@@ -130,10 +127,7 @@ fn team_page(
         StatusCode::OK
     };
     let page = pages::Team {
-        nav: "team",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("team"),
         can_manage: signed.user.role == Role::Owner,
         members,
         invitation,

@@ -58,10 +58,7 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         })
         .collect();
     let page = pages::Email {
-        nav: "emails",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("emails"),
         id: record.id.to_string(),
         subject: record.subject.clone(),
         status: record.last_event.to_string(),
@@ -114,10 +111,7 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         })
         .collect();
     let page = pages::Logs {
-        nav: "logs",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("logs"),
         filter,
         rows,
     };
@@ -141,10 +135,7 @@ pub fn log(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
         serde_json::to_string_pretty(&value).unwrap_or_default()
     };
     let page = pages::Log {
-        nav: "logs",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("logs"),
         method: log.method.clone(),
         path: log.path.clone(),
         status: log.status,

@@ -60,10 +60,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         })
         .collect();
     let page = pages::Webhooks {
-        nav: "webhooks",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("webhooks"),
         hooks,
     };
     html(StatusCode::OK, page.render())
@@ -122,10 +119,7 @@ fn detail(
         StatusCode::OK
     };
     let page = pages::Webhook {
-        nav: "webhooks",
-        csrf: &signed.session.csrf,
-        email: &signed.user.email,
-        role: signed.user.role.name(),
+        chrome: signed.chrome("webhooks"),
         can_manage: signed.user.role >= Role::Admin,
         id: hook.id.to_string(),
         endpoint: hook.endpoint.clone(),
