@@ -18,6 +18,8 @@
 mod api_client;
 #[path = "common/server.rs"]
 mod bench_server;
+#[path = "common/imports.rs"]
+mod imports;
 #[path = "../tests/util/sink.rs"]
 mod sink;
 
@@ -33,7 +35,6 @@ use bench_server::KEY;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sink::{Sink, SinkOptions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -65,14 +66,14 @@ async fn expansion(contacts: usize) {
     let running = bench_server::start(&dir, "[smtp]\nlisteners = []\n[delivery]\nenabled = false\n").await;
     let addr = running.http_addr;
     let segment = audience(addr, &dir, contacts).await;
-    let before = rss_kib();
+    let before = imports::rss_kib();
     let peak = Arc::new(AtomicU64::new(before));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let (peak, sampling) = (Arc::clone(&peak), Arc::clone(&sampling));
         std::thread::spawn(move || {
             while sampling.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_kib(), Ordering::Relaxed);
+                peak.fetch_max(imports::rss_kib(), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(20));
             }
         })
@@ -186,7 +187,7 @@ async fn audience(addr: SocketAddr, dir: &tempfile::TempDir, contacts: usize) ->
     }
     out.flush().expect("flush");
     drop(out);
-    let id = upload(addr, &csv, &segment).await;
+    let id = imports::upload(addr, &csv, &segment).await;
     loop {
         let (_, body) = client.get(&format!("/contacts/imports/{id}")).await;
         let import: Value = serde_json::from_slice(&body).expect("import");
@@ -220,41 +221,4 @@ async fn until_sent(addr: SocketAddr, id: &str) -> Value {
         assert_ne!(got["progress"]["status"], "canceled", "{got}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Sends `csv` as a multipart upload, streaming it from disk.
-async fn upload(addr: SocketAddr, csv: &std::path::Path, segment: &str) -> String {
-    let boundary = "bench-boundary-b7";
-    let head = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"segments\"\r\n\r\n[{{\"id\":\"{segment}\"}}]\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.csv\"\r\nContent-Type: text/csv\r\n\r\n"
-    );
-    let tail = format!("\r\n--{boundary}--\r\n");
-    let length = head.len() as u64 + std::fs::metadata(csv).expect("size").len() + tail.len() as u64;
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST /contacts/imports HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {KEY}\r\ncontent-type: multipart/form-data; boundary={boundary}\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n{head}"
-    );
-    stream.write_all(request.as_bytes()).await.expect("head");
-    let mut file = tokio::fs::File::open(csv).await.expect("open");
-    tokio::io::copy(&mut file, &mut stream).await.expect("body");
-    stream.write_all(tail.as_bytes()).await.expect("tail");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("response");
-    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
-    let body = response.split("\r\n\r\n").nth(1).expect("body");
-    let body: Value = serde_json::from_str(body).expect("JSON");
-    body["id"].as_str().expect("id").to_owned()
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -13,6 +13,8 @@
 mod api_client;
 #[path = "common/server.rs"]
 mod bench_server;
+#[path = "common/imports.rs"]
+mod imports;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -25,7 +27,6 @@ use api_client::Client;
 use bench_server::KEY;
 use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -70,20 +71,20 @@ async fn run(rows: usize, load: Duration, connections: usize) {
     for (label, count) in [("small", small), ("large", rows)] {
         let csv = dir.path().join(format!("{label}.csv"));
         let bytes = write_csv(&csv, label, count);
-        let before = rss_kib();
+        let before = imports::rss_kib();
         let peak = Arc::new(AtomicU64::new(before));
         let sampling = Arc::new(AtomicBool::new(true));
         let sampler = {
             let (peak, sampling) = (Arc::clone(&peak), Arc::clone(&sampling));
             std::thread::spawn(move || {
                 while sampling.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_kib(), Ordering::Relaxed);
+                    peak.fetch_max(imports::rss_kib(), Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(20));
                 }
             })
         };
         let started = Instant::now();
-        let id = upload(addr, &csv, &segment).await;
+        let id = imports::upload(addr, &csv, &segment).await;
         let uploaded = started.elapsed();
         let import = wait_for(&mut client, &id).await;
         let elapsed = started.elapsed();
@@ -170,30 +171,6 @@ fn write_csv(path: &Path, label: &str, rows: usize) -> u64 {
     std::fs::metadata(path).expect("size").len()
 }
 
-/// Sends `csv` as a multipart upload, streaming it from disk so the client holds no copy.
-async fn upload(addr: SocketAddr, csv: &Path, segment: &str) -> String {
-    let boundary = "bench-boundary-3f9c";
-    let head = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"segments\"\r\n\r\n[{{\"id\":\"{segment}\"}}]\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.csv\"\r\nContent-Type: text/csv\r\n\r\n"
-    );
-    let tail = format!("\r\n--{boundary}--\r\n");
-    let length = head.len() as u64 + std::fs::metadata(csv).expect("size").len() + tail.len() as u64;
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST /contacts/imports HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {KEY}\r\ncontent-type: multipart/form-data; boundary={boundary}\r\ncontent-length: {length}\r\nconnection: close\r\n\r\n{head}"
-    );
-    stream.write_all(request.as_bytes()).await.expect("head");
-    let mut file = tokio::fs::File::open(csv).await.expect("open");
-    tokio::io::copy(&mut file, &mut stream).await.expect("body");
-    stream.write_all(tail.as_bytes()).await.expect("tail");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("response");
-    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
-    let body = response.split("\r\n\r\n").nth(1).expect("body");
-    let body: Value = serde_json::from_str(body).expect("JSON");
-    body["id"].as_str().expect("id").to_owned()
-}
-
 async fn wait_for(client: &mut Client, id: &str) -> Value {
     loop {
         let (_, body) = client.get(&format!("/contacts/imports/{id}")).await;
@@ -237,18 +214,4 @@ async fn latency(client: &mut Client, label: &str, path: impl Fn(usize) -> Strin
         times[times.len() / 2].as_secs_f64() * 1e3,
         times[times.len() * 99 / 100].as_secs_f64() * 1e3
     );
-}
-
-/// This process's resident set, in KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
-                .and_then(|line| line.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse().ok())
-        })
-        .unwrap_or(0)
 }
