@@ -164,6 +164,8 @@ async fn the_dashboard_works_in_a_real_browser() {
         "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
         sink.addr()
     );
+    let provider = util::identity_provider::IdentityProvider::start("dev@example.com").await;
+    let extra = format!("{extra}{}", provider.config());
     let running = util::start_api(dir.path(), &extra).await;
     let addr: SocketAddr = running.http_addr;
     let base = format!("http://{addr}");
@@ -173,6 +175,14 @@ async fn the_dashboard_works_in_a_real_browser() {
         "/users",
         Some(OPERATOR_KEY),
         Some(json!({ "email": "ann@example.com", "role": "owner", "password": PASSWORD })),
+    )
+    .await;
+    call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "dev@example.com", "role": "member", "password": PASSWORD })),
     )
     .await;
     util::verified_domain(addr, "shop.test").await;
@@ -306,6 +316,37 @@ async fn the_dashboard_works_in_a_real_browser() {
     fill(&client, "code", &herald::users::totp::code(&secret, now())).await;
     submit(&client, "form").await;
     expect_path(&client, "/dashboard/emails").await;
+
+    // GitHub and Google identities, through the provider on loopback.
+    submit(&client, "form.logout").await;
+    expect_path(&client, "/dashboard/login").await;
+    shot(&client, "14-login-identities").await;
+    client
+        .find(Locator::Id("sign-in-github"))
+        .await
+        .expect("the GitHub button")
+        .click()
+        .await
+        .expect("click");
+    expect_path(&client, "/dashboard/emails").await;
+    assert!(text_of(&client, ".who").await.contains("dev@example.com"));
+    submit(&client, "form.logout").await;
+    expect_path(&client, "/dashboard/login").await;
+    provider.sign_in_as(util::identity_provider::Person {
+        emails: vec![("ann@example.com".into(), true)],
+    });
+    client
+        .find(Locator::Id("sign-in-google"))
+        .await
+        .expect("the Google button")
+        .click()
+        .await
+        .expect("click");
+    expect_path(&client, "/dashboard/login/mfa").await;
+    fill(&client, "code", &herald::users::totp::code(&secret, now() + 30)).await;
+    submit(&client, "form").await;
+    expect_path(&client, "/dashboard/emails").await;
+    assert!(text_of(&client, ".who").await.contains("ann@example.com"));
 
     client.close().await.expect("close the browser");
     drop(driver);

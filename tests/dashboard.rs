@@ -10,72 +10,10 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
 use serde_json::json;
+use util::cookies::{Browser, csrf};
 use util::{HttpResponse, OPERATOR_KEY, call, call_with_headers};
 
 const PASSWORD: &str = "correct horse battery staple";
-
-/// A browser's cookie jar, just enough for the dashboard.
-#[derive(Default)]
-struct Browser {
-    cookies: Vec<(String, String)>,
-}
-
-impl Browser {
-    fn cookie_header(&self) -> String {
-        self.cookies
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
-    fn keep(&mut self, response: &HttpResponse) {
-        for value in response.headers.get_all("set-cookie") {
-            let text = value.to_str().expect("cookie");
-            let (pair, attributes) = text.split_once(';').unwrap_or((text, ""));
-            let (name, value) = pair.split_once('=').expect("name=value");
-            self.cookies.retain(|(k, _)| k != name);
-            if !attributes.contains("Max-Age=0") {
-                self.cookies.push((name.to_owned(), value.to_owned()));
-            }
-        }
-    }
-
-    async fn get(&mut self, addr: SocketAddr, path: &str) -> HttpResponse {
-        let cookie = self.cookie_header();
-        let response = call_with_headers(addr, Method::GET, path, None, &[("cookie", &cookie)], Bytes::new()).await;
-        self.keep(&response);
-        response
-    }
-
-    async fn post(&mut self, addr: SocketAddr, path: &str, form: &[(&str, &str)]) -> HttpResponse {
-        let cookie = self.cookie_header();
-        let body: String = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(form)
-            .finish();
-        let response = call_with_headers(
-            addr,
-            Method::POST,
-            path,
-            None,
-            &[
-                ("cookie", &cookie),
-                ("content-type", "application/x-www-form-urlencoded"),
-            ],
-            Bytes::from(body),
-        )
-        .await;
-        self.keep(&response);
-        response
-    }
-}
-
-/// The value of the hidden `csrf` field of a page.
-fn csrf(page: &HttpResponse) -> String {
-    let text = page.text();
-    let at = text.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
-    text[at..].split('"').next().expect("value").to_owned()
-}
 
 async fn sign_in(addr: SocketAddr, email: &str, password: &str) -> (Browser, HttpResponse) {
     let mut browser = Browser::default();

@@ -6,6 +6,7 @@
 //! resolved against the file's directory, so a config works wherever herald is started.
 
 mod contacts;
+mod dashboard;
 mod effective;
 mod raw;
 mod retention;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use contacts::ContactsConfig;
+pub use dashboard::{DashboardConfig, GithubConfig, GoogleConfig};
 pub use retention::RetentionConfig;
 pub use tracking::{TrackingConfig, TrackingScheme};
 pub use values::Rate;
@@ -79,6 +81,8 @@ pub struct Config {
     pub contacts: ContactsConfig,
     /// `[tracking]`.
     pub tracking: TrackingConfig,
+    /// `[dashboard]`.
+    pub dashboard: DashboardConfig,
     /// `[log]`.
     pub log: LogConfig,
     /// What the file asks for in a way that still works but should change (a key's old
@@ -589,6 +593,7 @@ impl Validator<'_> {
             retention,
             contacts: self.contacts(&raw.contacts)?,
             tracking: self.tracking(&raw.tracking, &server.hostname)?,
+            dashboard: self.dashboard(&raw.dashboard)?,
             warnings,
             server,
         })

@@ -21,6 +21,7 @@ pub struct RawConfig {
     pub retention: RawRetention,
     pub contacts: RawContacts,
     pub tracking: RawTracking,
+    pub dashboard: RawDashboard,
     pub log: RawLog,
 }
 
@@ -206,4 +207,31 @@ pub struct RawLog {
 pub enum RawLogFormat {
     Human,
     Json,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawDashboard {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub google: Option<RawGoogle>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub github: Option<RawGithub>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawGoogle {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub issuer: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawGithub {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub authorize_url: Option<String>,
+    pub token_url: Option<String>,
+    pub api_url: Option<String>,
 }

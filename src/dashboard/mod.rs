@@ -14,7 +14,9 @@
 
 mod domains;
 pub mod guard;
+pub mod identity;
 mod keys;
+mod oauth;
 pub mod pages;
 mod team;
 mod views;
@@ -187,6 +189,10 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
         (&Method::GET, "/dashboard/login/mfa") => mfa_page(ctx, None),
         (&Method::POST, "/dashboard/login/mfa") => mfa(ctx),
         (&Method::POST, "/dashboard/logout") => logout(ctx),
+        (&Method::GET, "/dashboard/auth/google") => identity::start(ctx, identity::Provider::Google),
+        (&Method::GET, "/dashboard/auth/github") => identity::start(ctx, identity::Provider::Github),
+        (&Method::GET, "/dashboard/auth/google/callback") => identity::callback(ctx, identity::Provider::Google),
+        (&Method::GET, "/dashboard/auth/github/callback") => identity::callback(ctx, identity::Provider::Github),
         (&Method::GET | &Method::POST, path) if path.starts_with("/dashboard/invite/") => {
             invite(ctx, method, &path["/dashboard/invite/".len()..])
         }
@@ -249,10 +255,13 @@ fn login_page(ctx: &Ctx<'_>, error: Option<&str>, email: &str) -> Response<Full<
         .cookie(CSRF_COOKIE)
         .filter(|c| c.len() == 43)
         .unwrap_or_else(sessions::token);
+    let dashboard = &ctx.state.config().dashboard;
     let page = pages::Login {
         csrf: &csrf,
         email,
         error,
+        google: dashboard.google.is_some(),
+        github: dashboard.github.is_some(),
     };
     let status = if error.is_some() {
         StatusCode::UNAUTHORIZED
@@ -675,6 +684,19 @@ fn text(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+/// A redirect to a URL made at run time (an identity provider's).
+fn redirect_to(to: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    match HeaderValue::from_str(to) {
+        Ok(value) => {
+            response.headers_mut().insert(LOCATION, value);
+            response
+        }
+        Err(_) => text(StatusCode::BAD_GATEWAY, "The identity provider's address is not valid"),
+    }
 }
 
 fn redirect(to: &'static str) -> Response<Full<Bytes>> {

@@ -26,6 +26,10 @@ pub struct Login<'a> {
     pub email: &'a str,
     /// Why the last try failed.
     pub error: Option<&'a str>,
+    /// Whether sign-in with Google is configured.
+    pub google: bool,
+    /// Whether sign-in with GitHub is configured.
+    pub github: bool,
 }
 
 /// `GET /dashboard/login/mfa`.

@@ -46,6 +46,8 @@ pub struct AppState {
     pub uploads: Semaphore,
     /// Dashboard sign-in failures, per account and address.
     pub dashboard_guard: crate::dashboard::guard::Guard,
+    /// Pending Google and GitHub sign-ins.
+    pub identity: crate::dashboard::identity::Identity,
 }
 
 impl std::ops::Deref for AppState {
@@ -204,6 +206,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
         uploads: Semaphore::new(usize::try_from(config_uploads).unwrap_or(usize::MAX)),
         dashboard_guard: crate::dashboard::guard::Guard::default(),
+        identity: crate::dashboard::identity::Identity::new()?,
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();

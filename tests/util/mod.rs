@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod cookies;
 pub mod dns;
+pub mod identity_provider;
 pub mod process;
 pub mod real;
 pub mod sink;
