@@ -254,6 +254,14 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     )))
 }
 
+/// `GET /emails/metrics`: the team's counts and rates over a range, by period, domain or
+/// email ([`crate::counters::query`]).
+pub fn metrics(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
+    let now = ctx.state.store().now();
+    let query = crate::counters::query::Query::parse(|name| ctx.request.query(name).map(str::to_owned), now)?;
+    Ok(Reply::ok(crate::counters::query::run(ctx.state, ctx.caller, &query)?))
+}
+
 #[derive(Debug, serde::Deserialize)]
 struct UpdateBody {
     scheduled_at: Option<String>,

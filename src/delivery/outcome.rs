@@ -182,7 +182,7 @@ fn event(
         data: merge(json!({ "to": [address] }), extra),
     };
     batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
-    crate::counters::count(batch, job.team_id, at, kind);
+    crate::counters::count_event(batch, job.team_id, &record.from, at, kind, extra);
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());
     };

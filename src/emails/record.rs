@@ -170,6 +170,8 @@ impl EmailRecord {
             last_event: self.last_event,
             attempts: self.attempts.clone(),
             template_id: self.template.map(|t| t.id),
+            opened: false,
+            clicked: false,
         }
     }
 
@@ -209,6 +211,12 @@ pub struct EmailStatus {
     /// The template it was rendered from, for its events' `template_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_id: Option<Id>,
+    /// Whether a person (not a machine) has opened it: its first open counts as unique.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opened: bool,
+    /// Whether a person has clicked a link in it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clicked: bool,
 }
 
 impl EmailStatus {

@@ -190,6 +190,8 @@ mod tests {
             last_event,
             attempts: Vec::new(),
             template_id: None,
+            opened: false,
+            clicked: false,
         }
     }
 

@@ -172,6 +172,6 @@ pub fn append_event(
         created_at: at,
         data: serde_json::Value::Null,
     };
-    crate::counters::count(batch, record.team_id, at, kind);
+    crate::counters::count_event(batch, record.team_id, &record.from, at, kind, &serde_json::Value::Null);
     batch.put(EmailEvent::key(record.id, event.id), &event)
 }

@@ -338,7 +338,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             data: data.clone(),
         };
         batch.put(EmailEvent::key(status.id, timeline.id), &timeline)?;
-        crate::counters::count(&mut batch, status.team_id, now, state);
+        crate::counters::count_event(&mut batch, status.team_id, &status.from, now, state, &data);
         if let Some(kind) = state.event_kind() {
             crate::events::push(&mut batch, store, status.team_id, kind, || {
                 let mut payload = status.event_data(now);

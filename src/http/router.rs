@@ -43,6 +43,8 @@ pub enum Route {
     SendBatch,
     /// `GET /emails`
     ListEmails,
+    /// `GET /emails/metrics`
+    EmailMetrics,
     /// `GET /emails/{id}`
     GetEmail(String),
     /// `PATCH /emails/{id}`
@@ -244,6 +246,7 @@ impl Route {
             Route::SendEmail => "emails.send",
             Route::SendBatch => "emails.batch",
             Route::ListEmails => "emails.list",
+            Route::EmailMetrics => "emails.metrics",
             Route::GetEmail(_) => "emails.get",
             Route::UpdateEmail(_) => "emails.update",
             Route::CancelEmail(_) => "emails.cancel",
@@ -376,13 +379,11 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
         ["emails"] => one(&[(Method::POST, Route::SendEmail), (Method::GET, Route::ListEmails)]),
         ["emails", "batch"] => one(&[(Method::POST, Route::SendBatch)]),
         // Named sub-collections come before `/emails/{id}`, which would take their names
-        // for ids. Inbound mail is not a herald feature; metrics are not built yet.
+        // for ids. Inbound mail is not a herald feature.
         ["emails", "receiving", ..] => Err(ApiError::not_found(format!(
             "No route for {method} {path}: herald does not receive mail (inbound email is not supported)"
         ))),
-        ["emails", "metrics"] => Err(ApiError::not_found(format!(
-            "No route for {method} {path}: email metrics are not available in herald yet"
-        ))),
+        ["emails", "metrics"] => one(&[(Method::GET, Route::EmailMetrics)]),
         ["emails", id] => one(&[
             (Method::GET, Route::GetEmail((*id).to_owned())),
             (Method::PATCH, Route::UpdateEmail((*id).to_owned())),

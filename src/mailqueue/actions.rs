@@ -179,7 +179,8 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             };
             batch.put(EmailEvent::key(id, event.id), &event)?;
             if let Some(team) = team {
-                crate::counters::count(batch, team, now, EmailState::Canceled);
+                let from = status.as_ref().map_or("", |s| s.from.as_str());
+                crate::counters::count(batch, team, from, now, crate::counters::Metric::Canceled);
             }
         }
         if let Some(status) = status.as_mut() {

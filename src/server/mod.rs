@@ -265,6 +265,10 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         retention.content,
         controller.handle(),
     ));
+    tasks.spawn(crate::counters::backfill::run_in_background(
+        state.store().clone(),
+        controller.handle(),
+    ));
     tasks.spawn(crate::retention::run(
         state.store().clone(),
         crate::counters::Days,
@@ -336,6 +340,7 @@ async fn open_store(
             );
         }
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
+        crate::counters::backfill::prepare(&store)?;
         Ok((store, spool, bootstrap))
     })
     .await

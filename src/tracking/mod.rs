@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 pub use links::{Signer, Tracked};
 
+use crate::counters::Metric;
 use crate::domains::Domain;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
 use crate::emails::{Email, EmailState};
@@ -190,6 +191,13 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     }
     let mut batch = Batch::new();
     status.last_event = kind;
+    // A person's first open or click of the email is its unique one.
+    let first = !machine
+        && match kind {
+            EmailState::Clicked => !std::mem::replace(&mut status.clicked, true),
+            _ => !std::mem::replace(&mut status.opened, true),
+        }
+        && !seen_before(store, email_id, kind)?;
     let timeline = EmailEvent {
         id: store.next_id(),
         email_id,
@@ -202,7 +210,15 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     if machine {
         metrics::counter!("herald_tracking_machine_total", "kind" => kind.name()).increment(1);
     } else {
-        crate::counters::count(&mut batch, team_id, now, kind);
+        crate::counters::count(&mut batch, team_id, &status.from, now, Metric::of(kind, &Value::Null));
+        if first {
+            let unique = if kind == EmailState::Clicked {
+                Metric::UniqueClicked
+            } else {
+                Metric::UniqueOpened
+            };
+            crate::counters::count(&mut batch, team_id, &status.from, now, unique);
+        }
     }
     metrics::counter!("herald_tracking_total", "kind" => kind.name()).increment(1);
     if let Some(webhook_kind) = kind.event_kind() {
@@ -216,4 +232,13 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     }
     store.commit(batch).wait()?;
     Ok(())
+}
+
+/// Whether an email's timeline already has a person's `kind` (an open or click recorded
+/// before emails carried the flags that say so).
+fn seen_before(store: &herald_queue::Store, email_id: Id, kind: EmailState) -> Result<bool, Error> {
+    let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))?;
+    Ok(events
+        .iter()
+        .any(|(_, event)| event.kind == kind && event.data["machine"] != Value::Bool(true)))
 }
