@@ -267,7 +267,8 @@ impl Query {
         let start = match param("start_date") {
             Some(text) => instant("start_date", &text, zone, false)?,
             None => {
-                let day = (end - Days::days(6)).date_naive();
+                // Six calendar days before, whatever their length.
+                let day = end.date_naive() - Days::days(6);
                 local(zone, day.and_hms_opt(0, 0, 0).unwrap_or_default())?
             }
         };
