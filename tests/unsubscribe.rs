@@ -199,6 +199,8 @@ async fn get_never_unsubscribes_and_post_does_over_https() {
     );
     let ann = api(addr, Method::GET, "/contacts/ann@example.net", None).await.json();
     assert_eq!(ann["unsubscribed"], false, "out of the topic only");
+    let counted = api(addr, Method::GET, "/emails/metrics?metrics=unsubscribed", None).await;
+    assert_eq!(counted.json()["totals"]["unsubscribed"], 1, "{}", counted.text());
     let arrived = receiver
         .wait_for(WAIT, |r| {
             let kinds: Vec<Value> = r.all().iter().map(|e| e.payload()["type"].clone()).collect();

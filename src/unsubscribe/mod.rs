@@ -232,8 +232,31 @@ pub fn preferences(services: &Services, unsubscribe: &Unsubscribe) -> Result<Pre
     })
 }
 
-/// Carries out `choice` for `unsubscribe`'s address.
+/// Carries out `choice` for `unsubscribe`'s address, and counts an unsubscription from
+/// everything (or the email's topic) under the email's sending domain.
 pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Result<(), Error> {
+    change(services, unsubscribe, choice)?;
+    let counted = match choice {
+        Choice::OneClick => true,
+        Choice::Preferences { all, .. } => !all,
+    };
+    let store = services.store();
+    let key = crate::emails::EmailRecord::key(unsubscribe.team_id, unsubscribe.email_id);
+    if counted && let Some(status) = store.get::<crate::emails::record::EmailStatus>(&key)? {
+        let mut batch = herald_queue::Batch::new();
+        crate::counters::count(
+            &mut batch,
+            unsubscribe.team_id,
+            &status.from,
+            store.now(),
+            crate::counters::Metric::Unsubscribed,
+        );
+        store.commit(batch).wait()?;
+    }
+    Ok(())
+}
+
+fn change(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Result<(), Error> {
     live_team(services, unsubscribe.team_id)?;
     let caller = recipient(unsubscribe.team_id);
     let topics = services.audience().topics(unsubscribe.team_id)?;
