@@ -213,6 +213,21 @@ async fn the_dashboard_works_in_a_real_browser() {
     assert!(first.starts_with("reader"), "{first}");
     shot(&client, "02-emails").await;
 
+    // Metrics: the three deliveries counted, charts drawn with the thresholds.
+    client
+        .goto(&format!("{base}/dashboard/metrics"))
+        .await
+        .expect("metrics");
+    let cards = text_of(&client, "#metric-cards").await;
+    assert!(
+        cards.contains("Delivered\n3") || cards.contains("Delivered 3"),
+        "{cards}"
+    );
+    assert!(text_of(&client, ".charts").await.contains("0.08 % threshold"));
+    assert!(text_of(&client, "#by-domain").await.contains("shop.test"));
+    shot(&client, "02b-metrics").await;
+    client.goto(&format!("{base}/dashboard/emails")).await.expect("emails");
+
     // An email's page, its preview sandboxed.
     client
         .find(Locator::Css("table.list tbody tr td a"))

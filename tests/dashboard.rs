@@ -640,3 +640,38 @@ async fn domains_are_managed_by_admins_and_only_seen_by_members() {
     );
     assert!(running.shutdown().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_page_draws_the_counters_with_their_thresholds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "mia@example.com", "role": "member", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    util::verified_domain(addr, "shop.test").await;
+    for n in 0..2 {
+        let body = json!({ "from": "a@shop.test", "to": format!("r{n}@example.net"), "subject": "s", "text": "t" });
+        call(addr, Method::POST, "/emails", Some(OPERATOR_KEY), Some(body)).await;
+    }
+    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
+    let page = mia
+        .get(addr, "/dashboard/metrics?range=30d&granularity=weekly&tz=Europe/Paris")
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "members see metrics");
+    let text = page.text();
+    assert!(text.contains("<svg class=\"chart\""), "{text}");
+    assert!(text.contains("4 % threshold") && text.contains("0.08 % threshold"));
+    assert!(text.contains("(Europe/Paris)"));
+    assert!(text.contains("<td>shop.test</td><td>2</td>"), "sent 2 from shop.test");
+    assert!(!text.contains("<script>"), "no inline script");
+    // An unknown zone falls back to UTC rather than failing the page.
+    let utc = mia.get(addr, "/dashboard/metrics?tz=Nowhere/Special").await;
+    assert!(utc.text().contains("(UTC)"));
+}

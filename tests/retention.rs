@@ -131,12 +131,15 @@ impl World {
 
     /// Today's counters of `team` by state (the Metrics page's numbers).
     fn counts(&self, team: Id) -> std::collections::BTreeMap<EmailState, u64> {
-        let now = self.clock.now();
-        herald::counters::daily(self.running.state.store(), team, now, now)
-            .expect("counters")
-            .into_iter()
-            .map(|((_, state), n)| (state, n))
-            .collect()
+        let bucket = herald::counters::bucket_of(self.clock.now());
+        let day = bucket - bucket % 96;
+        let mut counts = std::collections::BTreeMap::new();
+        for count in herald::counters::read(self.running.state.store(), team, day, day + 95).expect("counters") {
+            if let Ok(state) = serde_json::from_value::<EmailState>(serde_json::json!(count.metric.name())) {
+                *counts.entry(state).or_default() += count.n;
+            }
+        }
+        counts
     }
 
     /// Waits until `table` holds no key starting with `prefix`.

@@ -165,7 +165,7 @@ pub async fn run_in_background(store: Store, shutdown: Shutdown) {
         Ok(Ok(0)) => {}
         Ok(Ok(emails)) => tracing::info!(emails, "metrics counters built for earlier emails"),
         Ok(Err(error)) => {
-            tracing::warn!(%error, "cannot build metrics counters for earlier emails; the next start tries again")
+            tracing::warn!(%error, "cannot build metrics counters for earlier emails; the next start tries again");
         }
         Err(error) => tracing::warn!(%error, "building metrics counters for earlier emails failed"),
     }

@@ -12,10 +12,12 @@
 //! stylesheets, no scripts inline or otherwise yet, images from `data:` for the QR code),
 //! `frame-ancestors 'none'`, `nosniff` and `Referrer-Policy: same-origin`.
 
+mod charts;
 mod domains;
 pub mod guard;
 pub mod identity;
 mod keys;
+mod metrics_page;
 mod oauth;
 pub mod pages;
 mod team;
@@ -211,6 +213,7 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
                 (&Method::GET, "/dashboard/emails") => emails(ctx, &signed),
                 (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
+                (&Method::GET, "/dashboard/metrics") => metrics_page::page(ctx, &signed),
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") => {
                     views::email(ctx, &signed, &path["/dashboard/emails/".len()..])
                 }
