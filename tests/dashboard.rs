@@ -675,3 +675,158 @@ async fn the_metrics_page_draws_the_counters_with_their_thresholds() {
     let utc = mia.get(addr, "/dashboard/metrics?tz=Nowhere/Special").await;
     assert!(utc.text().contains("(UTC)"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emails_page_filters_pages_and_exports_csv() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "ann@example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    util::verified_domain(addr, "shop.test").await;
+    util::verified_domain(addr, "news.test").await;
+    let key = call(
+        addr,
+        Method::POST,
+        "/api-keys",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "newsletter" })),
+    )
+    .await
+    .json();
+    let (key_id, token) = (
+        key["id"].as_str().expect("id").to_owned(),
+        key["token"].as_str().expect("token").to_owned(),
+    );
+    let send = |key: String, body: serde_json::Value| async move {
+        let sent = call(addr, Method::POST, "/emails", Some(&key), Some(body)).await;
+        assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+        sent.json()["id"].as_str().expect("id").to_owned()
+    };
+    for n in 0..52 {
+        send(
+            OPERATOR_KEY.to_owned(),
+            json!({ "from": "a@shop.test", "to": format!("bulk{n}@example.net"), "subject": format!("Bulk {n}"), "text": "t" }),
+        )
+        .await;
+    }
+    for n in 0..3 {
+        send(
+            OPERATOR_KEY.to_owned(),
+            json!({ "from": "a@shop.test", "to": format!("new{n}@example.net"), "subject": "Welcome aboard", "text": "t",
+                    "tags": [{ "name": "category", "value": "welcome" }] }),
+        )
+        .await;
+    }
+    for n in 0..2 {
+        send(
+            token.clone(),
+            json!({ "from": "Letters <l@news.test>", "to": format!("reader{n}@example.org"), "subject": "Issue 12", "text": "t" }),
+        )
+        .await;
+    }
+    let later = json!({ "from": "a@shop.test", "to": "later@example.net", "subject": "Later", "text": "t", "scheduled_at": "in 2 days" });
+    send(OPERATOR_KEY.to_owned(), later.clone()).await;
+    let canceled = send(OPERATOR_KEY.to_owned(), later).await;
+    let cancel = call(
+        addr,
+        Method::POST,
+        &format!("/emails/{canceled}/cancel"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(cancel.status, StatusCode::OK, "{}", cancel.text());
+
+    let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    let rows = |page: &HttpResponse| page.text().matches("<tr><td><a href=\"/dashboard/emails/").count();
+    let first = ann.get(addr, "/dashboard/emails").await;
+    assert_eq!(rows(&first), 50, "pages of 50");
+    let text = first.text();
+    let at = text.find("/dashboard/emails?after=").expect("a next page");
+    let next = text[at..].split('"').next().expect("href").replace("&amp;", "&");
+    let second = ann.get(addr, &next).await;
+    assert_eq!(rows(&second), 9, "59 in all");
+    assert!(second.text().contains("bulk0@example.net"), "the oldest last");
+
+    for (query, want, must) in [
+        ("status=scheduled", 1, "later@example.net"),
+        ("status=canceled", 1, "later@example.net"),
+        ("domain=news.test", 2, "reader1@example.org"),
+        ("tag=category%3Awelcome", 3, "Welcome aboard"),
+        ("tag=category", 3, "Welcome aboard"),
+        ("q=issue+12", 2, "reader0@example.org"),
+        ("status=sent&domain=shop.test&q=welcome", 3, "new2@example.net"),
+    ] {
+        let page = ann.get(addr, &format!("/dashboard/emails?{query}")).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert_eq!(rows(&page), want, "{query}: {}", page.text());
+        assert!(page.text().contains(must), "{query}");
+    }
+    let by_key = ann.get(addr, &format!("/dashboard/emails?key={key_id}")).await;
+    assert_eq!(rows(&by_key), 2, "sent with the newsletter key");
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let future = ann.get(addr, &format!("/dashboard/emails?since={tomorrow}")).await;
+    assert_eq!(rows(&future), 0);
+    let past = ann.get(addr, &format!("/dashboard/emails?until={yesterday}")).await;
+    assert_eq!(rows(&past), 0);
+    let today = ann
+        .get(
+            addr,
+            &format!("/dashboard/emails?since={yesterday}&until={tomorrow}&domain=news.test"),
+        )
+        .await;
+    assert_eq!(rows(&today), 2);
+    let bad = ann.get(addr, "/dashboard/emails?since=last+week").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+
+    // The export: the same filters, every match, as CSV.
+    let csv = ann.get(addr, "/dashboard/emails/export.csv?domain=news.test").await;
+    assert_eq!(csv.status, StatusCode::OK);
+    assert_eq!(csv.headers["content-type"], "text/csv; charset=utf-8");
+    let text = csv.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "id,created_at,from,to,subject,last_event,tags,api_key_id");
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[1].contains("Letters <l@news.test>") && lines[1].contains(&key_id),
+        "{text}"
+    );
+    let all = ann.get(addr, "/dashboard/emails/export.csv").await;
+    assert_eq!(all.text().lines().count(), 60, "every email, past the page size");
+    let stranger = util::get(addr, "/dashboard/emails/export.csv").await;
+    assert_eq!(stranger.status, StatusCode::SEE_OTHER, "no session, no export");
+
+    // From an email to the API request that created it, and back.
+    let email = ann.get(addr, &format!("/dashboard/emails/{canceled}")).await;
+    let text = email.text();
+    let marker = "id=\"api-request\" href=\"";
+    let at = text.find(marker).expect("a link to the request") + marker.len();
+    let log_path = text[at..].split('"').next().expect("href").to_owned();
+    let log = ann.get(addr, &log_path).await;
+    assert_eq!(log.status, StatusCode::OK);
+    assert!(
+        log.text().contains(&format!("href=\"/dashboard/emails/{canceled}\"")),
+        "{}",
+        log.text()
+    );
+    // API logs filtered by method and key.
+    let by_key = ann
+        .get(addr, &format!("/dashboard/logs?method=POST&key={key_id}"))
+        .await;
+    let rows = by_key.text().matches("<tr><td><a href=\"/dashboard/logs/").count();
+    assert_eq!(rows, 2, "the newsletter key's two sends");
+    let gets = ann.get(addr, "/dashboard/logs?method=GET").await;
+    assert_eq!(gets.text().matches("<tr><td><a href=\"/dashboard/logs/").count(), 0);
+}

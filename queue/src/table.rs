@@ -131,6 +131,8 @@ impl Table {
     pub const SESSIONS: Table = Table::new("sessions");
     /// Invitations by the SHA-256 of their token.
     pub const INVITATIONS: Table = Table::new("invitations");
+    /// Emails by team, current status and id: empty values, for the Emails page's filter.
+    pub const EMAILS_BY_STATUS: Table = Table::new("emails_by_status");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
     /// values that writes add to with [`crate::Batch::add`].
     pub const COUNTERS: Table = Table::new("counters");
@@ -193,6 +195,7 @@ impl Table {
         Table::USER_EMAILS,
         Table::SESSIONS,
         Table::INVITATIONS,
+        Table::EMAILS_BY_STATUS,
     ];
 }
 

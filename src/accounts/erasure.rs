@@ -49,6 +49,7 @@ const BY_TEAM: &[Table] = &[
     Table::BROADCAST_RECIPIENTS,
     Table::USERS,
     Table::EMAIL_STATUS,
+    Table::EMAILS_BY_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
     Table::LOGS,

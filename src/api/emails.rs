@@ -60,6 +60,7 @@ fn sender(ctx: &Ctx<'_>) -> Sender {
         api_key_id: Some(ctx.caller.key_id),
         permission: ctx.caller.permission,
         domain_id: ctx.caller.domain_id,
+        request_log_id: ctx.request.log_id,
     }
 }
 

@@ -129,6 +129,7 @@ fn sender(caller: &Caller) -> submit::Sender {
         api_key_id: Some(caller.key_id),
         permission: caller.permission,
         domain_id: caller.domain_id,
+        request_log_id: None,
     }
 }
 
@@ -382,9 +383,11 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     };
     record.merge(store.get::<EmailStatus>(&key)?);
     let now = store.now();
+    let was = record.last_event;
     record.last_event = EmailState::Canceled;
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
         batch.add(canceled_key(team_id, broadcast_id), 1);
+        crate::emails::by_status::moved(batch, team_id, id, was, EmailState::Canceled);
         batch.put(&key, &record)?;
         batch.put(&key, &record.status())?;
         crate::emails::retention::arm_final(batch, team_id, id, now);

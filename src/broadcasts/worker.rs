@@ -175,6 +175,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         api_key_id: None,
         permission: Permission::FullAccess,
         domain_id: None,
+        request_log_id: None,
     };
     let from_domain = broadcast
         .from

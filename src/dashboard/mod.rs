@@ -14,6 +14,7 @@
 
 mod charts;
 mod domains;
+mod emails;
 pub mod guard;
 pub mod identity;
 mod keys;
@@ -29,13 +30,13 @@ use std::sync::Arc;
 
 use askama::Template;
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::accounts::{Caller, Permission};
-use crate::http::ApiRequest;
+use crate::http::{ApiRequest, Body};
 use crate::server::AppState;
 use crate::users::sessions::{self, Session};
 use crate::users::{self, User, totp};
@@ -52,24 +53,6 @@ const FORM_MAX: usize = 64 * 1024;
 /// The Content-Security-Policy of every page.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/// Emails read at most for one filtered page of the Emails page.
-const EMAILS_SCANNED_MAX: usize = 5_000;
-
-/// The statuses the Emails page filters by.
-const STATUSES: &[&str] = &[
-    "sent",
-    "scheduled",
-    "delivered",
-    "delivery_delayed",
-    "bounced",
-    "complained",
-    "opened",
-    "clicked",
-    "failed",
-    "canceled",
-    "suppressed",
-];
-
 /// The one answer to a failed sign-in, whatever was wrong.
 const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";
 
@@ -79,15 +62,15 @@ const SIGN_IN_FAILED: &str = "The email or password is not right, or this accoun
 struct Assets;
 
 /// Answers one request under `/dashboard`.
-pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Full<Bytes>> {
+pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     if let Some(file) = path.strip_prefix("/dashboard/assets/") {
-        return asset(file);
+        return asset(file).map(BodyExt::boxed_unsync);
     }
     let request = match ApiRequest::read(request, FORM_MAX).await {
         Ok(request) => request,
-        Err(error) => return error.into_response(),
+        Err(error) => return error.into_response().map(BodyExt::boxed_unsync),
     };
     let state = Arc::clone(state);
     let answer = tokio::task::spawn_blocking(move || {
@@ -97,15 +80,33 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
             peer,
             https: state.config().http.public_url.starts_with("https://"),
         };
-        route(&ctx, &method, &path)
+        if method == Method::GET && path == "/dashboard/emails/export.csv" {
+            // Streamed: the export runs on past this task.
+            return match signed_in(&ctx) {
+                Ok(signed) => emails::export(Arc::clone(&state), &signed, &ctx),
+                Err(to) => redirect(to).map(BodyExt::boxed_unsync),
+            };
+        }
+        route(&ctx, &method, &path).map(BodyExt::boxed_unsync)
     })
     .await;
     let mut response = answer.unwrap_or_else(|error| {
         tracing::error!(%error, "a dashboard task failed");
-        text(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong")
+        text(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong").map(BodyExt::boxed_unsync)
     });
-    secure(&mut response);
+    secure(response.headers_mut());
     response
+}
+
+/// The signed-in user past the second factor, or the page to send the browser to.
+fn signed_in(ctx: &Ctx<'_>) -> Result<Signed, &'static str> {
+    let Some((token, session, user)) = ctx.session() else {
+        return Err("/dashboard/login");
+    };
+    if !session.mfa_passed {
+        return Err("/dashboard/login/mfa");
+    }
+    Ok(Signed { token, session, user })
 }
 
 /// What a page handler has.
@@ -199,19 +200,16 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
             invite(ctx, method, &path["/dashboard/invite/".len()..])
         }
         _ => {
-            let Some((token, session, user)) = ctx.session() else {
-                return redirect("/dashboard/login");
+            let signed = match signed_in(ctx) {
+                Ok(signed) => signed,
+                Err(to) => return redirect(to),
             };
-            if !session.mfa_passed {
-                return redirect("/dashboard/login/mfa");
-            }
-            let signed = Signed { token, session, user };
             if method == Method::POST && !csrf_ok(ctx.form("csrf").as_deref(), &signed.session.csrf) {
                 return text(StatusCode::FORBIDDEN, "The form expired; reload the page and try again");
             }
             match (method, path) {
                 (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
-                (&Method::GET, "/dashboard/emails") => emails(ctx, &signed),
+                (&Method::GET, "/dashboard/emails") => emails::list(ctx, &signed),
                 (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
                 (&Method::GET, "/dashboard/metrics") => metrics_page::page(ctx, &signed),
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") => {
@@ -450,69 +448,6 @@ fn invite(ctx: &Ctx<'_>, method: &Method, token: &str) -> Response<Full<Bytes>> 
     }
 }
 
-fn emails(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
-    let after = ctx.request.query("after").and_then(|a| a.parse().ok()).map_or(
-        crate::services::page::Cursor::Start,
-        crate::services::page::Cursor::After,
-    );
-    let status = ctx.request.query("status").unwrap_or_default().to_owned();
-    let query = ctx.request.query("q").unwrap_or_default().trim().to_lowercase();
-    let wanted = |email: &crate::emails::EmailRecord| {
-        (status.is_empty() || email.last_event.to_string() == status)
-            && (query.is_empty()
-                || email.subject.to_lowercase().contains(&query)
-                || email.to.iter().any(|to| to.to_lowercase().contains(&query)))
-    };
-    // A filtered page reads on until it has 50 emails or has read EMAILS_SCANNED_MAX.
-    let mut cursor = after;
-    let mut found = Vec::new();
-    let mut scanned = 0;
-    let mut last_read = None;
-    let has_more = loop {
-        let page = crate::services::page::PageRequest { limit: 100, cursor };
-        let (read, more) = match crate::emails::service::list(ctx.state, &signed.caller(), &page) {
-            Ok(read) => read,
-            Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
-        };
-        scanned += read.len();
-        for email in read {
-            last_read = Some(email.id);
-            if wanted(&email) {
-                found.push(email);
-                if found.len() == 50 {
-                    break;
-                }
-            }
-        }
-        match last_read {
-            Some(last) if more && found.len() < 50 && scanned < EMAILS_SCANNED_MAX => {
-                cursor = crate::services::page::Cursor::After(last);
-            }
-            _ => break more || found.len() == 50,
-        }
-    };
-    let rows = found
-        .iter()
-        .map(|email| pages::EmailRow {
-            id: email.id.to_string(),
-            to: email.to.join(", "),
-            status: email.last_event.to_string(),
-            subject: email.subject.clone(),
-            sent: crate::wire::timestamp(email.created_at),
-        })
-        .collect();
-    let next = has_more.then(|| last_read.map(|id| id.to_string())).flatten();
-    let page = pages::Emails {
-        chrome: signed.chrome("emails"),
-        rows,
-        next,
-        status: &status,
-        query: &query,
-        statuses: STATUSES,
-    };
-    html(StatusCode::OK, page.render())
-}
-
 fn profile(
     ctx: &Ctx<'_>,
     signed: &Signed,
@@ -655,7 +590,7 @@ fn asset(file: &str) -> Response<Full<Bytes>> {
         hyper::header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=3600"),
     );
-    secure(&mut response);
+    secure(response.headers_mut());
     response
 }
 
@@ -710,8 +645,7 @@ fn redirect(to: &'static str) -> Response<Full<Bytes>> {
 }
 
 /// The security headers every dashboard answer carries.
-fn secure(response: &mut Response<Full<Bytes>>) {
-    let headers = response.headers_mut();
+fn secure(headers: &mut hyper::HeaderMap) {
     headers.insert(hyper::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(hyper::header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(

@@ -106,8 +106,22 @@ pub struct Emails<'a> {
     pub status: &'a str,
     /// The search over recipients and subject.
     pub query: &'a str,
+    /// The first day shown (`YYYY-MM-DD`, UTC; empty: any).
+    pub since: &'a str,
+    /// The last day shown.
+    pub until: &'a str,
+    /// The sending domain filter.
+    pub domain: &'a str,
+    /// The API key filter (an id).
+    pub key: &'a str,
+    /// The tag filter (`name` or `name:value`).
+    pub tag: &'a str,
+    /// The team's API keys: (id, name).
+    pub keys: Vec<(String, String)>,
     /// The statuses to filter by.
     pub statuses: &'a [&'a str],
+    /// The filters as a query string, for the next page and the export.
+    pub kept: &'a str,
 }
 
 /// One row of the Domains page.
@@ -236,6 +250,8 @@ pub struct Email<'a> {
     pub html: Option<String>,
     /// Its text.
     pub text: Option<String>,
+    /// The API request that created it (its log's id), when sent over the API.
+    pub log: Option<String>,
 }
 
 /// One row of the API logs page.
@@ -266,6 +282,14 @@ pub struct Logs<'a> {
     pub filter: &'a str,
     /// The page's logs.
     pub rows: Vec<LogRow>,
+    /// The method filter (empty: any).
+    pub method: &'a str,
+    /// The API key filter (an id).
+    pub key: &'a str,
+    /// The user agent filter (a part of it).
+    pub agent: &'a str,
+    /// The team's API keys: (id, name).
+    pub keys: Vec<(String, String)>,
 }
 
 /// `GET /dashboard/logs/{id}`.
@@ -294,6 +318,8 @@ pub struct Log<'a> {
     pub request: String,
     /// The response body (redacted).
     pub response: String,
+    /// The emails the request created (its response's ids), when it sent email.
+    pub emails: Vec<String>,
 }
 
 /// One row of the API keys page.

@@ -70,6 +70,7 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         attempts,
         html: record.html.clone(),
         text: record.text,
+        log: record.request_log_id.map(|id| id.to_string()),
     };
     html(StatusCode::OK, page.render())
 }
@@ -81,6 +82,15 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         Some("errors") => "errors",
         _ => "",
     };
+    let method = ctx
+        .request
+        .query("method")
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_uppercase();
+    let key = ctx.request.query("key").unwrap_or_default().trim().to_owned();
+    let agent = ctx.request.query("agent").unwrap_or_default().trim().to_owned();
+    let agent_lower = agent.to_lowercase();
     let store = ctx.state.store();
     let prefix = signed.user.team_id.as_bytes();
     let scanned = store
@@ -99,6 +109,15 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
             "errors" => log.status >= 400,
             _ => true,
         })
+        .filter(|log| method.is_empty() || log.method == method)
+        .filter(|log| key.is_empty() || log.api_key_id.to_string() == key)
+        .filter(|log| {
+            agent_lower.is_empty()
+                || log
+                    .user_agent
+                    .as_deref()
+                    .is_some_and(|a| a.to_lowercase().contains(&agent_lower))
+        })
         .take(LOGS_PAGE)
         .map(|log| pages::LogRow {
             id: log.id.to_string(),
@@ -110,10 +129,24 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
             agent: log.user_agent.unwrap_or_default(),
         })
         .collect();
+    let keys = crate::accounts::keys::list(
+        ctx.state,
+        &signed.caller(),
+        &crate::services::page::PageRequest {
+            limit: 100,
+            cursor: crate::services::page::Cursor::Start,
+        },
+    )
+    .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
+    .unwrap_or_default();
     let page = pages::Logs {
         chrome: signed.chrome("logs"),
         filter,
         rows,
+        method: &method,
+        key: &key,
+        agent: &agent,
+        keys,
     };
     html(StatusCode::OK, page.render())
 }
@@ -146,6 +179,23 @@ pub fn log(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
         agent: log.user_agent.clone().unwrap_or_default(),
         request: pretty(log.request_body.as_deref()),
         response: pretty(log.response_body.as_deref()),
+        emails: created_emails(&log),
     };
     html(StatusCode::OK, page.render())
+}
+
+/// The emails a logged request created: the ids its response names, for a send.
+fn created_emails(log: &RequestLog) -> Vec<String> {
+    if log.method != "POST" || !matches!(log.path.as_str(), "/emails" | "/emails/batch") || log.status / 100 != 2 {
+        return Vec::new();
+    }
+    let body = crate::http::request_log::body_json(log.response_body.as_deref());
+    let ids = match &body["data"] {
+        serde_json::Value::Array(items) => items.iter().map(|item| &item["id"]).collect(),
+        _ => vec![&body["id"]],
+    };
+    ids.into_iter()
+        .filter_map(|id| id.as_str().filter(|id| id.parse::<herald_queue::Id>().is_ok()))
+        .map(str::to_owned)
+        .collect()
 }

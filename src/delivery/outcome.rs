@@ -173,6 +173,7 @@ fn event(
     let Some(record) = record else {
         return Ok(());
     };
+    crate::emails::by_status::moved(batch, job.team_id, job.id, record.last_event, kind);
     record.last_event = kind;
     let timeline = EmailEvent {
         id: store.next_id(),

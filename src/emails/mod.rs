@@ -3,6 +3,8 @@
 
 pub mod accept;
 pub mod address;
+pub mod browse;
+pub mod by_status;
 pub mod idempotency;
 pub mod input;
 pub mod mime;

@@ -107,6 +107,7 @@ pub fn prepare(
         topic_id: None,
         attempts: Vec::new(),
         content_expired: false,
+        request_log_id: None,
     };
     let mut records = Batch::new();
     records
@@ -115,6 +116,7 @@ pub fn prepare(
     records
         .put(EmailRecord::key(sender.team_id, id), &record.status())
         .map_err(SendError::from)?;
+    super::by_status::put(&mut records, sender.team_id, id, EmailState::Sent);
     append_event(&mut records, store, &record, EmailState::Sent, now).map_err(SendError::from)?;
     crate::events::push(&mut records, store, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)

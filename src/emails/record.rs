@@ -83,6 +83,9 @@ pub struct EmailRecord {
     /// until `[retention] emails`).
     #[serde(default)]
     pub content_expired: bool,
+    /// The API request that created it (its request log's id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_log_id: Option<Id>,
 }
 
 /// A summary of one delivery attempt to one destination.
@@ -170,6 +173,7 @@ impl EmailRecord {
             last_event: self.last_event,
             attempts: self.attempts.clone(),
             template_id: self.template.map(|t| t.id),
+            api_key_id: self.api_key_id,
             opened: false,
             clicked: false,
         }
@@ -211,6 +215,9 @@ pub struct EmailStatus {
     /// The template it was rendered from, for its events' `template_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_id: Option<Id>,
+    /// The API key that sent it (absent on emails stored before it was kept here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_id: Option<Id>,
     /// Whether a person (not a machine) has opened it: its first open counts as unique.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub opened: bool,

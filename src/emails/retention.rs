@@ -45,6 +45,9 @@ pub fn erase(store: &Store, key: &[u8], batch: &mut Batch) -> Result<(), Error> 
     };
     batch.delete::<EmailRecord>(key);
     batch.delete::<EmailStatus>(key);
+    if let Some(team) = Id::from_slice(key) {
+        super::by_status::erase(batch, team, id);
+    }
     for (event, _) in store.scan_raw(Table::EVENTS, Scan::prefix(id.as_bytes()))? {
         batch.delete::<EmailEvent>(event);
     }
@@ -190,6 +193,7 @@ mod tests {
             last_event,
             attempts: Vec::new(),
             template_id: None,
+            api_key_id: None,
             opened: false,
             clicked: false,
         }

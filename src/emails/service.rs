@@ -106,10 +106,12 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     let mut record = get(services, caller, id)?;
     still_scheduled(services, &record, "canceled")?;
     let now = store.now();
+    let was = record.last_event;
     record.last_event = EmailState::Canceled;
     let outcome = services.spool().cancel(record.id, |_, batch| {
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
         batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
+        super::by_status::moved(batch, record.team_id, record.id, was, EmailState::Canceled);
         super::retention::arm_final(batch, record.team_id, record.id, now);
         submit::append_event(batch, store, &record, EmailState::Canceled, now)
     })?;

@@ -27,6 +27,8 @@ pub struct Sender {
     pub permission: Permission,
     /// The one domain a sending key is bound to.
     pub domain_id: Option<Id>,
+    /// The API request that sends it, whose log the email's page links to.
+    pub request_log_id: Option<Id>,
 }
 
 /// Why an email was not accepted (besides invalid input, which validation reports).
@@ -134,10 +136,12 @@ pub fn prepare(
         topic_id: email.topic_id,
         attempts: Vec::new(),
         content_expired: false,
+        request_log_id: sender.request_log_id,
     };
     let mut records = Batch::new();
     records.put(EmailRecord::key(sender.team_id, id), &record)?;
     records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
+    super::by_status::put(&mut records, sender.team_id, id, last_event);
     append_event(&mut records, store, &record, last_event, now)?;
     crate::events::push(&mut records, store, sender.team_id, kind, || record.event_data(now))?;
     let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);

@@ -32,6 +32,9 @@ pub use request::{ApiRequest, BODY_MAX};
 pub use response::ApiError;
 pub use router::Route;
 
+/// A response body: whole (almost every answer) or streamed (a CSV export).
+pub type Body = http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, std::convert::Infallible>;
+
 use crate::server::AppState;
 use crate::shutdown::Shutdown;
 

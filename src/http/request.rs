@@ -30,6 +30,9 @@ pub struct ApiRequest {
     pub body: Bytes,
     /// A multipart upload streamed to disk instead of read into `body`.
     pub upload: Option<super::upload::Upload>,
+    /// The id its request log will have (API requests), so that what it creates can
+    /// point at it.
+    pub log_id: Option<herald_queue::Id>,
 }
 
 impl ApiRequest {
@@ -90,6 +93,7 @@ impl ApiRequest {
             headers: parts.headers,
             body,
             upload,
+            log_id: None,
         }
     }
 
@@ -147,6 +151,7 @@ mod tests {
             headers: HeaderMap::new(),
             body: Bytes::from_static(body.as_bytes()),
             upload: None,
+            log_id: None,
         }
     }
 

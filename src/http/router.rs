@@ -582,10 +582,13 @@ mod tests {
 
     #[test]
     fn resend_paths_herald_lacks_are_not_taken_for_ids() {
+        assert_eq!(
+            route(&Method::GET, "/emails/metrics").expect("a route"),
+            Route::EmailMetrics
+        );
         for (method, path, names) in [
             (Method::GET, "/emails/receiving", "does not receive mail"),
             (Method::GET, "/emails/receiving/4ef9a417", "does not receive mail"),
-            (Method::GET, "/emails/metrics", "metrics are not available"),
             (Method::POST, "/domains/claim", "claims are not supported"),
             (Method::GET, "/domains/d/claim", "claims are not supported"),
             (Method::POST, "/domains/d/claim/verify", "claims are not supported"),

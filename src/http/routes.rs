@@ -23,9 +23,29 @@ use crate::api::{self, Ctx, Reply};
 use crate::server::AppState;
 
 /// Answers one request.
-pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Full<Bytes>> {
+pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<super::Body> {
     let started = Instant::now();
-    let (route, response) = match (request.method(), request.uri().path()) {
+    let path = request.uri().path();
+    let (route, response) = if path == "/dashboard" || path.starts_with("/dashboard/") {
+        ("dashboard", crate::dashboard::handle(state, request, peer).await)
+    } else {
+        let (route, response) = respond(state, request, peer, started).await;
+        (route, response.map(http_body_util::BodyExt::boxed_unsync))
+    };
+    metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
+        .increment(1);
+    metrics::histogram!("herald_http_request_seconds", "route" => route).record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// Answers every request but the dashboard's.
+async fn respond(
+    state: &Arc<AppState>,
+    request: Request<Incoming>,
+    peer: IpAddr,
+    started: Instant,
+) -> (&'static str, Response<Full<Bytes>>) {
+    match (request.method(), request.uri().path()) {
         (&Method::GET | &Method::HEAD, "/healthz") => ("healthz", healthz(state)),
         (_, "/healthz") => (
             "healthz",
@@ -34,9 +54,6 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         (&Method::GET, "/metrics") => ("metrics", metrics(state.store())),
         (&Method::GET | &Method::HEAD, path) if path.starts_with("/t/") => {
             ("tracking", public::tracking(state, &request, peer).await)
-        }
-        (_, path) if path == "/dashboard" || path.starts_with("/dashboard/") => {
-            ("dashboard", crate::dashboard::handle(state, request, peer).await)
         }
         (&Method::GET | &Method::HEAD | &Method::POST, path) if path.starts_with(crate::unsubscribe::PATH) => {
             ("unsubscribe", public::unsubscribe(state, request).await)
@@ -62,11 +79,7 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
                 }
             }
         },
-    };
-    metrics::counter!("herald_http_requests_total", "route" => route, "status" => response.status().as_str().to_owned())
-        .increment(1);
-    metrics::histogram!("herald_http_request_seconds", "route" => route).record(started.elapsed().as_secs_f64());
-    response
+    }
 }
 
 /// Reads the request's body: into memory, up to [`BODY_MAX`], or for an upload, to a
@@ -162,6 +175,8 @@ async fn api(
 ) -> (&'static str, Response<Full<Bytes>>) {
     let routed = router::route(&request.method, &request.path);
     let label = routed.as_ref().map_or("unknown", Route::label);
+    let mut request = request;
+    request.log_id = Some(state.store().next_id());
     let request = Arc::new(request);
     let result = match routed {
         _ if !decision.allowed => Err(ApiError::rate_limited()),
@@ -228,7 +243,7 @@ fn log(
 ) {
     let store = state.store();
     let entry = RequestLog {
-        id: store.next_id(),
+        id: request.log_id.unwrap_or_else(|| store.next_id()),
         team_id: caller.team_id,
         api_key_id: caller.key_id,
         method: request.method.to_string(),

@@ -184,6 +184,13 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             }
         }
         if let Some(status) = status.as_mut() {
+            crate::emails::by_status::moved(
+                batch,
+                status.team_id,
+                status.id,
+                status.last_event,
+                EmailState::Canceled,
+            );
             status.last_event = EmailState::Canceled;
             put_status(batch, status)?;
         }

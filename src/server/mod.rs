@@ -341,6 +341,10 @@ async fn open_store(
         }
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
         crate::counters::backfill::prepare(&store)?;
+        let indexed = crate::emails::by_status::build(&store)?;
+        if indexed > 0 {
+            tracing::info!(emails = indexed, "emails indexed by status for the dashboard");
+        }
         Ok((store, spool, bootstrap))
     })
     .await

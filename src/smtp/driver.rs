@@ -370,6 +370,7 @@ fn sender_of(caller: &Caller) -> Sender {
         api_key_id: Some(caller.key_id),
         permission: caller.permission,
         domain_id: caller.domain_id,
+        request_log_id: None,
     }
 }
 

@@ -64,6 +64,7 @@ impl World {
             api_key_id: None,
             permission: Permission::FullAccess,
             domain_id: None,
+            request_log_id: None,
         }
     }
 }

@@ -1,0 +1,185 @@
+//! The Emails page's index by current status: one empty entry per email under (team,
+//! status, email id), moved in the same batch as every change of the email's last event,
+//! so a filtered page reads only the emails it shows, newest first, however many the
+//! team has. A build's first start gives the emails stored before the index theirs.
+
+use herald_queue::{Batch, Error, Id, Scan, Store, Table, decode_record};
+
+use super::EmailState;
+use super::record::EmailStatus;
+
+/// The index.
+const TABLE: Table = Table::EMAILS_BY_STATUS;
+
+/// The key in [`Table::META`] that says every email has its entry.
+const INDEXED: &[u8] = b"emails_by_status_indexed";
+
+/// Statuses read per page while indexing those stored before the index.
+const PAGE: usize = 1_000;
+
+/// Every status, in code order (the code is one byte of the key).
+const STATES: [EmailState; 11] = [
+    EmailState::Scheduled,
+    EmailState::Sent,
+    EmailState::Delivered,
+    EmailState::DeliveryDelayed,
+    EmailState::Bounced,
+    EmailState::Complained,
+    EmailState::Opened,
+    EmailState::Clicked,
+    EmailState::Failed,
+    EmailState::Suppressed,
+    EmailState::Canceled,
+];
+
+fn code(state: EmailState) -> u8 {
+    STATES
+        .iter()
+        .position(|s| *s == state)
+        .and_then(|p| u8::try_from(p).ok())
+        .unwrap_or(u8::MAX)
+}
+
+fn prefix(team_id: Id, state: EmailState) -> Vec<u8> {
+    let mut key = Vec::with_capacity(33);
+    key.extend_from_slice(team_id.as_bytes());
+    key.push(code(state));
+    key
+}
+
+fn key(team_id: Id, state: EmailState, id: Id) -> Vec<u8> {
+    let mut key = prefix(team_id, state);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+/// Adds, in `batch`, the entry of a new email.
+pub fn put(batch: &mut Batch, team_id: Id, id: Id, state: EmailState) {
+    batch.put_raw(TABLE, key(team_id, state, id), Vec::new());
+}
+
+/// Moves, in `batch`, an email's entry from `from` to `to`.
+pub fn moved(batch: &mut Batch, team_id: Id, id: Id, from: EmailState, to: EmailState) {
+    if from != to {
+        batch.delete_raw(TABLE, key(team_id, from, id));
+        put(batch, team_id, id, to);
+    }
+}
+
+/// Deletes, in `batch`, whatever entry an email has.
+pub fn erase(batch: &mut Batch, team_id: Id, id: Id) {
+    for state in STATES {
+        batch.delete_raw(TABLE, key(team_id, state, id));
+    }
+}
+
+/// Deletes, in `batch`, every entry of a team.
+pub fn erase_team(batch: &mut Batch, team_id: Id) {
+    batch.delete_prefix(TABLE, team_id.as_bytes());
+}
+
+/// Up to `limit` ids of `team_id`'s emails now in `state`, newest first, before `before`
+/// when given (an id, or the first bytes of one: a time bound).
+pub fn page(
+    store: &Store,
+    team_id: Id,
+    state: EmailState,
+    before: Option<&[u8]>,
+    limit: usize,
+) -> Result<Vec<Id>, Error> {
+    let prefix = prefix(team_id, state);
+    let after = before.map(|bound| [prefix.as_slice(), bound].concat());
+    let entries = store.scan_raw(
+        TABLE,
+        Scan {
+            prefix: &prefix,
+            after: after.as_deref(),
+            reverse: true,
+            limit,
+        },
+    )?;
+    Ok(entries
+        .iter()
+        .filter_map(|(key, _)| Id::from_slice(&key[17..]))
+        .collect())
+}
+
+/// Gives every email stored before the index its entry, once (the first start of a
+/// build with the index, before anything is served); answers how many.
+pub fn build(store: &Store) -> Result<usize, Error> {
+    if store.get_raw(Table::META, INDEXED)?.is_some() {
+        return Ok(0);
+    }
+    let mut indexed = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan_raw(
+            Table::EMAIL_STATUS,
+            Scan {
+                after: after.as_deref(),
+                limit: PAGE,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        for (_, bytes) in &page {
+            if let Ok(status) = decode_record::<EmailStatus>(bytes) {
+                put(&mut batch, status.team_id, status.id, status.last_event);
+                indexed += 1;
+            }
+        }
+        let last = page.len() < PAGE;
+        if last {
+            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
+        }
+        store.commit(batch).wait()?;
+        if last {
+            return Ok(indexed);
+        }
+        after = page.last().map(|(key, _)| key.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_email_is_found_under_its_current_status_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_795_334_400_000);
+        let team = store.next_id();
+        let (a, b) = (store.next_id(), store.next_id());
+        let mut batch = Batch::new();
+        put(&mut batch, team, a, EmailState::Sent);
+        put(&mut batch, team, b, EmailState::Sent);
+        moved(&mut batch, team, a, EmailState::Sent, EmailState::Delivered);
+        moved(&mut batch, team, a, EmailState::Delivered, EmailState::Opened);
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(page(&store, team, EmailState::Sent, None, 10).expect("page"), vec![b]);
+        assert_eq!(page(&store, team, EmailState::Opened, None, 10).expect("page"), vec![a]);
+        assert!(
+            page(&store, team, EmailState::Delivered, None, 10)
+                .expect("page")
+                .is_empty()
+        );
+        let mut batch = Batch::new();
+        put(&mut batch, team, store.next_id(), EmailState::Sent);
+        store.commit(batch).wait().expect("commit");
+        let newest_first = page(&store, team, EmailState::Sent, None, 10).expect("page");
+        assert_eq!(newest_first.len(), 2);
+        let before = newest_first[0];
+        assert_eq!(
+            page(&store, team, EmailState::Sent, Some(before.as_bytes()), 10).expect("page"),
+            vec![b]
+        );
+        let mut batch = Batch::new();
+        erase(&mut batch, team, a);
+        store.commit(batch).wait().expect("commit");
+        assert!(
+            page(&store, team, EmailState::Opened, None, 10)
+                .expect("page")
+                .is_empty()
+        );
+    }
+}
