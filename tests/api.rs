@@ -588,7 +588,6 @@ async fn resend_features_herald_lacks_answer_precisely_instead_of_being_taken_fo
             "/emails/receiving/4ef9a417-02e9-4d39-ad75-9611e0fcc33c",
             "does not receive mail",
         ),
-        (Method::GET, "/emails/metrics?granularity=daily", "not available"),
         (Method::POST, "/domains/claim", "claims are not supported"),
     ] {
         let response = call(addr, method.clone(), path, Some(OPERATOR_KEY), Some(json!({}))).await;

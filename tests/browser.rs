@@ -296,6 +296,60 @@ async fn the_dashboard_works_in_a_real_browser() {
         receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 7).await,
         "the replay arrived"
     );
+    // A second endpoint from the form: its signing secret shown once.
+    client
+        .goto(&format!("{base}/dashboard/webhooks"))
+        .await
+        .expect("webhooks");
+    fill(&client, "endpoint", &format!("http://{}/second", receiver.addr())).await;
+    client
+        .find(Locator::Css("input[name=\"events\"][value=\"email.bounced\"]"))
+        .await
+        .expect("a checkbox")
+        .click()
+        .await
+        .expect("tick");
+    submit(&client, "#new-webhook").await;
+    assert!(text_of(&client, "#signing-secret").await.starts_with("whsec_"));
+    shot(&client, "08b-webhook-added").await;
+
+    // The Emails filter, through htmx: the results swap in place, the address follows.
+    client.goto(&format!("{base}/dashboard/emails")).await.expect("emails");
+    let loaded = client.execute("return typeof htmx;", vec![]).await.expect("script");
+    assert_eq!(loaded.as_str(), Some("object"), "the vendored htmx loads under the CSP");
+    fill(&client, "q", "order #1 ").await;
+    submit(&client, "#email-filters").await;
+    expect_path(&client, "/dashboard/emails").await;
+    for _ in 0..100 {
+        if client
+            .current_url()
+            .await
+            .expect("url")
+            .query()
+            .is_some_and(|q| q.contains("q=order"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let results = text_of(&client, "#email-results").await;
+    assert!(
+        results.contains("reader1@example.net") && !results.contains("reader0@example.net"),
+        "{results}"
+    );
+    shot(&client, "02c-emails-filtered").await;
+
+    // The CSV export, fetched by the page with its session.
+    let csv = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; fetch('/dashboard/emails/export.csv?domain=shop.test').then(r => r.text()).then(done);",
+            vec![],
+        )
+        .await
+        .expect("the export");
+    let csv = csv.as_str().expect("text").to_owned();
+    assert!(csv.starts_with("id,created_at,from,to,subject,last_event"), "{csv}");
+    assert_eq!(csv.lines().count(), 4, "a header and three emails: {csv}");
 
     client
         .goto(&format!("{base}/dashboard/suppressions"))

@@ -671,6 +671,15 @@ async fn the_metrics_page_draws_the_counters_with_their_thresholds() {
     assert!(text.contains("(Europe/Paris)"));
     assert!(text.contains("<td>shop.test</td><td>2</td>"), "sent 2 from shop.test");
     assert!(!text.contains("<script>"), "no inline script");
+    // The vendored htmx is the file its README names.
+    let htmx = util::get(addr, "/dashboard/assets/vendor/htmx-2.0.11.min.js").await;
+    assert_eq!(htmx.status, StatusCode::OK);
+    let digest: String = <sha2::Sha256 as sha2::Digest>::digest(&htmx.body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let readme = std::fs::read_to_string("assets/dashboard/vendor/README.md").expect("README");
+    assert!(readme.contains(&digest), "sha256 {digest} is recorded");
     // An unknown zone falls back to UTC rather than failing the page.
     let utc = mia.get(addr, "/dashboard/metrics?tz=Nowhere/Special").await;
     assert!(utc.text().contains("(UTC)"));
@@ -829,4 +838,120 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
     assert_eq!(rows, 2, "the newsletter key's two sends");
     let gets = ann.get(addr, "/dashboard/logs?method=GET").await;
     assert_eq!(gets.text().matches("<tr><td><a href=\"/dashboard/logs/").count(), 0);
+}
+
+/// The value of the element with `id` (its text).
+fn element_text(page: &HttpResponse, id: &str) -> String {
+    let text = page.text();
+    let marker = format!("id=\"{id}\">");
+    let at = text.find(&marker).unwrap_or_else(|| panic!("no #{id} in {text}")) + marker.len();
+    text[at..].split('<').next().expect("text").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_add_edit_rotate_and_delete_webhooks_and_members_cannot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    for (email, role) in [("ann@example.com", "admin"), ("mia@example.com", "member")] {
+        call(
+            addr,
+            Method::POST,
+            "/users",
+            Some(OPERATOR_KEY),
+            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
+        )
+        .await;
+    }
+    let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    let list = ann.get(addr, "/dashboard/webhooks").await;
+    assert!(list.text().contains("value=\"email.bounced\""), "every event to choose");
+    let token = csrf(&list);
+    let none = ann
+        .post(
+            addr,
+            "/dashboard/webhooks",
+            &[("csrf", &token), ("endpoint", "http://127.0.0.1:9/hook")],
+        )
+        .await;
+    assert_eq!(none.status, StatusCode::UNPROCESSABLE_ENTITY, "events are required");
+    assert!(none.text().contains("events"), "{}", none.text());
+    let created = ann
+        .post(
+            addr,
+            "/dashboard/webhooks",
+            &[
+                ("csrf", &token),
+                ("endpoint", "http://127.0.0.1:9/hook"),
+                ("events", "email.sent"),
+                ("events", "email.bounced"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+    let secret = element_text(&created, "signing-secret");
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let hooks = call(addr, Method::GET, "/webhooks", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    let id = hooks["data"][0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(hooks["data"][0]["events"], json!(["email.sent", "email.bounced"]));
+    let again = ann.get(addr, &format!("/dashboard/webhooks/{id}")).await;
+    assert!(!again.text().contains(&secret), "the secret is shown once");
+
+    let edited = ann
+        .post(
+            addr,
+            &format!("/dashboard/webhooks/{id}/edit"),
+            &[
+                ("csrf", &token),
+                ("endpoint", "http://127.0.0.1:9/other"),
+                ("events", "email.delivered"),
+            ],
+        )
+        .await;
+    assert!(edited.text().contains("Saved."), "{}", edited.text());
+    let hook = call(addr, Method::GET, &format!("/webhooks/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(hook["events"], json!(["email.delivered"]));
+    assert_eq!(hook["endpoint"], "http://127.0.0.1:9/other");
+
+    let rotated = ann
+        .post(addr, &format!("/dashboard/webhooks/{id}/rotate"), &[("csrf", &token)])
+        .await;
+    let new_secret = element_text(&rotated, "signing-secret");
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+
+    // A member sees the endpoint but changes nothing.
+    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
+    let seen = mia.get(addr, "/dashboard/webhooks").await;
+    assert!(!seen.text().contains("id=\"new-webhook\""), "no form for members");
+    let refused = mia
+        .post(
+            addr,
+            "/dashboard/webhooks",
+            &[
+                ("csrf", &csrf(&seen)),
+                ("endpoint", "http://127.0.0.1:9/x"),
+                ("events", "email.sent"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
+    let unconfirmed = ann
+        .post(addr, &format!("/dashboard/webhooks/{id}/delete"), &[("csrf", &token)])
+        .await;
+    assert!(unconfirmed.text().contains("Type delete"));
+    let deleted = ann
+        .post(
+            addr,
+            &format!("/dashboard/webhooks/{id}/delete"),
+            &[("csrf", &token), ("confirm", "delete")],
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::SEE_OTHER);
+    let gone = call(addr, Method::GET, &format!("/webhooks/{id}"), Some(OPERATOR_KEY), None).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }

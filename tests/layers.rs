@@ -11,7 +11,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "accounts",
     "config",
     "contacts",
-    "counters.rs",
+    "counters",
     "delivery",
     "dns.rs",
     "domains",

@@ -51,7 +51,7 @@ const CSRF_COOKIE: &str = "herald_csrf";
 const FORM_MAX: usize = 64 * 1024;
 
 /// The Content-Security-Policy of every page.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The one answer to a failed sign-in, whatever was wrong.
 const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";

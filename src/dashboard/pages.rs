@@ -430,6 +430,14 @@ pub struct Webhooks<'a> {
     pub chrome: Chrome<'a>,
     /// The team's endpoints.
     pub hooks: Vec<HookRow>,
+    /// Whether the user may add endpoints.
+    pub can_manage: bool,
+    /// Every event type, for the form.
+    pub kinds: Vec<&'static str>,
+    /// The endpoint typed before a failure.
+    pub endpoint: String,
+    /// What just failed.
+    pub error: Option<String>,
 }
 
 /// One message of an endpoint.
@@ -470,4 +478,8 @@ pub struct Webhook<'a> {
     pub notice: Option<&'a str>,
     /// What just failed.
     pub error: Option<String>,
+    /// Every event type, for the form, with whether it is subscribed.
+    pub kinds: Vec<(&'static str, bool)>,
+    /// A signing secret just made, shown once.
+    pub secret: Option<String>,
 }

@@ -1,6 +1,7 @@
 //! The Webhooks pages: the team's endpoints, and each one's latest messages with their
-//! state, attempts and last answer; owners and admins enable or disable an endpoint and
-//! replay a message.
+//! state, attempts and last answer. Owners and admins add an endpoint (its signing secret
+//! shown once), change its URL and events, enable or disable it, rotate its secret,
+//! delete it and replay a message.
 
 use askama::Template;
 use bytes::Bytes;
@@ -8,10 +9,11 @@ use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
 use super::{Ctx, Signed, html, pages, text};
+use crate::events::EventKind;
 use crate::services::page::{Cursor, PageRequest};
 use crate::users::Role;
 use crate::webhooks::history;
-use crate::webhooks::service::{self as webhooks, WebhookChange};
+use crate::webhooks::service::{self as webhooks, NewWebhook, WebhookChange};
 
 /// Messages shown per endpoint.
 const MESSAGES_SHOWN: usize = 50;
@@ -21,9 +23,13 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
     let manage = signed.user.role >= Role::Admin;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     match (method, parts.as_slice()) {
-        (&Method::GET, []) => list(ctx, signed),
+        (&Method::GET, []) => list(ctx, signed, None),
+        (&Method::POST, []) if manage => create(ctx, signed),
         (&Method::GET, [id]) => detail(ctx, signed, id, None, None),
         (&Method::POST, [id, "status"]) if manage => status(ctx, signed, id),
+        (&Method::POST, [id, "edit"]) if manage => edit(ctx, signed, id),
+        (&Method::POST, [id, "rotate"]) if manage => rotate(ctx, signed, id),
+        (&Method::POST, [id, "delete"]) if manage => delete(ctx, signed, id),
         (&Method::POST, [id, "replay", event]) if manage => replay(ctx, signed, id, event),
         (&Method::POST, _) => text(
             StatusCode::FORBIDDEN,
@@ -40,7 +46,15 @@ fn name<T: serde::Serialize>(value: T) -> String {
         .unwrap_or_default()
 }
 
-fn list(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+/// Every value of the form's repeated field `name`.
+fn all(ctx: &Ctx<'_>, name: &str) -> Vec<String> {
+    form_urlencoded::parse(&ctx.request.body)
+        .filter(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+        .collect()
+}
+
+fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
     let page = PageRequest {
         limit: 100,
         cursor: Cursor::Start,
@@ -59,11 +73,37 @@ fn list(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
             created: crate::wire::timestamp(h.created_at),
         })
         .collect();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
     let page = pages::Webhooks {
         chrome: signed.chrome("webhooks"),
         hooks,
+        can_manage: signed.user.role >= Role::Admin,
+        kinds: EventKind::ALL.iter().map(|k| k.name()).collect(),
+        endpoint: error.as_ref().and_then(|_| ctx.form("endpoint")).unwrap_or_default(),
+        error,
     };
-    html(StatusCode::OK, page.render())
+    html(status, page.render())
+}
+
+fn create(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    let new = NewWebhook {
+        endpoint: ctx.form("endpoint").filter(|e| !e.trim().is_empty()),
+        events: Some(all(ctx, "events")).filter(|e| !e.is_empty()),
+    };
+    match webhooks::create(ctx.state, &signed.caller(), new) {
+        Ok(hook) => shown(
+            ctx,
+            signed,
+            &hook.id.to_string(),
+            "Endpoint added. Copy its signing secret now: it is not shown again.",
+            hook.signing_secret.expose().to_owned(),
+        ),
+        Err(error) => list(ctx, signed, Some(error.to_string())),
+    }
 }
 
 fn detail(
@@ -72,6 +112,22 @@ fn detail(
     id: &str,
     notice: Option<&str>,
     error: Option<String>,
+) -> Response<Full<Bytes>> {
+    page(ctx, signed, id, notice, error, None)
+}
+
+/// The endpoint's page with a secret just made.
+fn shown(ctx: &Ctx<'_>, signed: &Signed, id: &str, notice: &str, secret: String) -> Response<Full<Bytes>> {
+    page(ctx, signed, id, Some(notice), None, Some(secret))
+}
+
+fn page(
+    ctx: &Ctx<'_>,
+    signed: &Signed,
+    id: &str,
+    notice: Option<&str>,
+    error: Option<String>,
+    secret: Option<String>,
 ) -> Response<Full<Bytes>> {
     let Ok(parsed) = id.parse() else {
         return text(StatusCode::NOT_FOUND, "No such webhook");
@@ -128,8 +184,61 @@ fn detail(
         messages,
         notice,
         error,
+        kinds: EventKind::ALL
+            .iter()
+            .map(|k| (k.name(), hook.events.iter().any(|e| e == k.name())))
+            .collect(),
+        secret,
     };
     html(status, page.render())
+}
+
+fn edit(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(parsed) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    let events = all(ctx, "events");
+    if events.is_empty() {
+        return detail(ctx, signed, id, None, Some("Choose at least one event.".to_owned()));
+    }
+    let change = WebhookChange {
+        endpoint: ctx.form("endpoint").filter(|e| !e.trim().is_empty()),
+        events: Some(events),
+        ..WebhookChange::default()
+    };
+    match webhooks::update(ctx.state, &signed.caller(), parsed, change) {
+        Ok(_) => detail(ctx, signed, id, Some("Saved."), None),
+        Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+    }
+}
+
+fn rotate(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(parsed) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    match webhooks::rotate_secret(ctx.state, &signed.caller(), parsed) {
+        Ok(hook) => shown(
+            ctx,
+            signed,
+            id,
+            "A new signing secret: copy it now. The old one keeps signing next to it for a while, so receivers can switch.",
+            hook.signing_secret.expose().to_owned(),
+        ),
+        Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+    }
+}
+
+fn delete(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(parsed) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such webhook");
+    };
+    if ctx.form("confirm").as_deref() != Some("delete") {
+        return detail(ctx, signed, id, None, Some("Type delete to confirm.".to_owned()));
+    }
+    match webhooks::delete(ctx.state, &signed.caller(), parsed) {
+        Ok(_) => super::redirect("/dashboard/webhooks"),
+        Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+    }
 }
 
 fn status(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
