@@ -190,6 +190,12 @@ async fn the_dashboard_works_in_a_real_browser() {
     let hook =
         json!({ "endpoint": format!("http://{}/hook", receiver.addr()), "events": ["email.sent", "email.delivered"] });
     call(addr, Method::POST, "/webhooks", Some(OPERATOR_KEY), Some(hook)).await;
+    // One that bounces (the sink refuses its recipient), sent first so that it is oldest.
+    let bounced = json!({
+        "from": "Shop <orders@shop.test>", "to": "bounce@example.net",
+        "subject": "Your invoice", "html": "<p>Invoice attached.</p>",
+    });
+    call(addr, Method::POST, "/emails", Some(OPERATOR_KEY), Some(bounced)).await;
     for n in 0..3 {
         let body = json!({
             "from": "Shop <orders@shop.test>", "to": format!("reader{n}@example.net"),
@@ -199,6 +205,11 @@ async fn the_dashboard_works_in_a_real_browser() {
         call(addr, Method::POST, "/emails", Some(OPERATOR_KEY), Some(body)).await;
     }
     sink.wait_for(3, Duration::from_secs(30)).await;
+    util::eventually(Duration::from_secs(30), "the bounce", || async {
+        let metrics = call(addr, Method::GET, "/emails/metrics?metrics=bounced", Some(OPERATOR_KEY), None).await;
+        (metrics.json()["totals"]["bounced"] == 1).then_some(())
+    })
+    .await;
 
     let driver = Driver::start();
     let client = connect(&driver).await;
@@ -274,7 +285,7 @@ async fn the_dashboard_works_in_a_real_browser() {
 
     // Webhooks: an endpoint's messages, and a replay.
     assert!(
-        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 6).await,
+        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 7).await,
         "the events arrived"
     );
     client
@@ -293,7 +304,7 @@ async fn the_dashboard_works_in_a_real_browser() {
     submit(&client, "form[action*=\"/replay/\"]").await;
     assert!(text_of(&client, ".notice").await.contains("sent again"));
     assert!(
-        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 7).await,
+        receiver.wait_for(Duration::from_secs(30), |r| r.all().len() >= 8).await,
         "the replay arrived"
     );
     // A second endpoint from the form: its signing secret shown once.
@@ -349,7 +360,8 @@ async fn the_dashboard_works_in_a_real_browser() {
         .expect("the export");
     let csv = csv.as_str().expect("text").to_owned();
     assert!(csv.starts_with("id,created_at,from,to,subject,last_event"), "{csv}");
-    assert_eq!(csv.lines().count(), 4, "a header and three emails: {csv}");
+    assert_eq!(csv.lines().count(), 5, "a header and four emails: {csv}");
+    assert!(csv.contains(",bounced,"), "{csv}");
 
     client
         .goto(&format!("{base}/dashboard/suppressions"))

@@ -740,7 +740,7 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
         )
         .await;
     }
-    let later = json!({ "from": "a@shop.test", "to": "later@example.net", "subject": "Later", "text": "t", "scheduled_at": "in 2 days" });
+    let later = json!({ "from": "a@shop.test", "to": "later@example.net", "subject": "Later", "text": "t", "html": "<p>Later <img src=\"https://img.example/x.png\"></p>", "scheduled_at": "in 2 days" });
     send(OPERATOR_KEY.to_owned(), later.clone()).await;
     let canceled = send(OPERATOR_KEY.to_owned(), later).await;
     let cancel = call(
@@ -820,6 +820,13 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
     // From an email to the API request that created it, and back.
     let email = ann.get(addr, &format!("/dashboard/emails/{canceled}")).await;
     let text = email.text();
+    assert!(text.contains("Message-ID: &#60;"), "a headers tab: {text}");
+    let policy = email.headers["content-security-policy"].to_str().expect("csp").to_owned();
+    assert!(policy.contains("img-src 'self' data:;"), "remote images blocked: {policy}");
+    assert!(text.contains("id=\"show-images\""));
+    let shown = ann.get(addr, &format!("/dashboard/emails/{canceled}?images=1")).await;
+    let policy = shown.headers["content-security-policy"].to_str().expect("csp");
+    assert!(policy.contains("img-src 'self' data: https: http:") && policy.contains("script-src 'self';"));
     let marker = "id=\"api-request\" href=\"";
     let at = text.find(marker).expect("a link to the request") + marker.len();
     let log_path = text[at..].split('"').next().expect("href").to_owned();

@@ -48,7 +48,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             name: d.name.clone(),
             status: status_name(d.status),
             region: d.region.clone(),
-            created: crate::wire::timestamp(d.created_at),
+            created: super::when(d.created_at),
         })
         .collect();
     let status = if error.is_some() {

@@ -100,7 +100,7 @@ fn row(status: &EmailStatus) -> pages::EmailRow {
         to: status.to.join(", "),
         status: status.last_event.to_string(),
         subject: status.subject.clone(),
-        sent: status.id.timestamp().map(wire::timestamp).unwrap_or_default(),
+        sent: status.id.timestamp().map(super::when).unwrap_or_default(),
     }
 }
 

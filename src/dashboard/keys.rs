@@ -37,19 +37,33 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
         Ok((found, _)) => found,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
     };
+    let domains: Vec<(String, String)> = crate::domains::service::list(ctx.state, &signed.caller(), &request)
+        .map(|(list, _)| list.into_iter().map(|d| (d.id.to_string(), d.name)).collect())
+        .unwrap_or_default();
     let rows = found
         .iter()
         .map(|listed| pages::KeyRow {
+            domain: listed
+                .key
+                .domain_id
+                .map(|id| {
+                    let id = id.to_string();
+                    domains
+                        .iter()
+                        .find(|(d, _)| *d == id)
+                        .map_or(id.clone(), |(_, name)| name.clone())
+                })
+                .unwrap_or_default(),
             id: listed.key.id.to_string(),
             name: listed.key.name.clone(),
             permission: match listed.key.permission {
                 Permission::FullAccess => "full_access".to_owned(),
                 Permission::SendingAccess => "sending_access".to_owned(),
             },
-            created: crate::wire::timestamp(listed.key.created_at),
+            created: super::when(listed.key.created_at),
             last_used: listed
                 .last_used_at
-                .map_or_else(|| "never".to_owned(), crate::wire::timestamp),
+                .map_or_else(|| "never".to_owned(), super::when),
         })
         .collect();
     let status = if error.is_some() {
@@ -61,6 +75,7 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
         chrome: signed.chrome("keys"),
         can_manage: signed.user.role >= Role::Admin,
         keys: rows,
+        domains,
         token,
         error,
     };
@@ -71,7 +86,7 @@ fn create(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let new = NewKey {
         name: ctx.form("name"),
         permission: ctx.form("permission"),
-        domain_id: None,
+        domain_id: ctx.form("domain_id").and_then(|id| id.parse().ok()),
     };
     match keys::create(ctx.state, &signed.caller(), new) {
         Ok((_, token)) => page(ctx, signed, Some(token.expose().to_owned()), None),

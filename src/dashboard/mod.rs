@@ -53,6 +53,9 @@ const FORM_MAX: usize = 64 * 1024;
 /// The Content-Security-Policy of every page.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// The policy of an email's page when its reader asked to see remote images.
+const CSP_REMOTE_IMAGES: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https: http:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 /// The one answer to a failed sign-in, whatever was wrong.
 const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";
 
@@ -646,11 +649,23 @@ fn redirect(to: &'static str) -> Response<Full<Bytes>> {
 
 /// The security headers every dashboard answer carries.
 fn secure(headers: &mut hyper::HeaderMap) {
-    headers.insert(hyper::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    // A page that set its own (an email's, with remote images asked for) keeps it.
+    if !headers.contains_key(hyper::header::CONTENT_SECURITY_POLICY) {
+        headers.insert(hyper::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    }
     headers.insert(hyper::header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         hyper::header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
     headers.insert(hyper::header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+}
+
+/// A time as the pages show it: `26 Nov 2026 14:05:40` (UTC, as the column heads say).
+fn when(at: herald_queue::Timestamp) -> String {
+    let millis = i64::try_from(at.as_millis()).unwrap_or(i64::MAX);
+    chrono::DateTime::from_timestamp_millis(millis)
+        .unwrap_or_default()
+        .format("%d %b %Y %H:%M:%S")
+        .to_string()
 }

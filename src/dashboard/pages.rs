@@ -252,10 +252,16 @@ pub struct Email<'a> {
     pub text: Option<String>,
     /// The API request that created it (its log's id), when sent over the API.
     pub log: Option<String>,
+    /// Its main header fields, as sent.
+    pub headers: Vec<(&'static str, String)>,
+    /// Whether the preview may load remote images (asked for on the page).
+    pub images: bool,
 }
 
 /// One row of the API logs page.
 pub struct LogRow {
+    /// The API key's name (or id, when deleted).
+    pub key: String,
     /// The log's id.
     pub id: String,
     /// The path.
@@ -324,6 +330,8 @@ pub struct Log<'a> {
 
 /// One row of the API keys page.
 pub struct KeyRow {
+    /// The one domain it may send from (a name), if bound.
+    pub domain: String,
     /// Its id.
     pub id: String,
     /// Its name.
@@ -340,6 +348,8 @@ pub struct KeyRow {
 #[derive(Template)]
 #[template(path = "dashboard/keys.html")]
 pub struct Keys<'a> {
+    /// The team's domains for the form: (id, name).
+    pub domains: Vec<(String, String)>,
     /// The page's frame: navigation, CSRF token, the signed-in user.
     pub chrome: Chrome<'a>,
     /// Whether the user may create and delete keys.

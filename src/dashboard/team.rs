@@ -56,7 +56,7 @@ fn suppressions_page(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> R
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
-            created: crate::wire::timestamp(s.created_at),
+            created: super::when(s.created_at),
         })
         .collect();
     let status = if error.is_some() {

@@ -34,7 +34,7 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         .into_iter()
         .map(|(_, event)| pages::EventRow {
             kind: event.kind.to_string(),
-            at: wire::timestamp(event.created_at),
+            at: super::when(event.created_at),
             detail: if event.data.is_null() {
                 String::new()
             } else {
@@ -46,7 +46,7 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         .attempts
         .iter()
         .map(|a| pages::AttemptRow {
-            at: wire::timestamp(a.at),
+            at: super::when(a.at),
             recipients: a.recipients.join(", "),
             host: [a.host.clone(), a.ip.clone().map(|ip| format!("({ip})"))]
                 .into_iter()
@@ -57,6 +57,23 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
             reply: a.reply.clone(),
         })
         .collect();
+    let images = ctx.request.query("images") == Some("1");
+    let mut headers = vec![("From", record.from.clone()), ("To", record.to.join(", "))];
+    if !record.cc.is_empty() {
+        headers.push(("Cc", record.cc.join(", ")));
+    }
+    if !record.bcc.is_empty() {
+        headers.push(("Bcc", record.bcc.join(", ")));
+    }
+    if !record.reply_to.is_empty() {
+        headers.push(("Reply-To", record.reply_to.join(", ")));
+    }
+    headers.push(("Subject", record.subject.clone()));
+    headers.push(("Date", wire::iso8601(record.created_at)));
+    headers.push(("Message-ID", record.message_id.clone()));
+    for tag in &record.tags {
+        headers.push(("X-Tag", format!("{}={}", tag.name, tag.value)));
+    }
     let page = pages::Email {
         chrome: signed.chrome("emails"),
         id: record.id.to_string(),
@@ -64,15 +81,26 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         status: record.last_event.to_string(),
         from: record.from.clone(),
         to: [record.to.clone(), record.cc.clone()].concat().join(", "),
-        sent: wire::timestamp(record.created_at),
+        sent: super::when(record.created_at),
         message_id: record.message_id.clone(),
         events,
         attempts,
         html: record.html.clone(),
         text: record.text,
         log: record.request_log_id.map(|id| id.to_string()),
+        headers,
+        images,
     };
-    html(StatusCode::OK, page.render())
+    let mut response = html(StatusCode::OK, page.render());
+    if images {
+        // Asked for on this page: the preview (which inherits the page's policy) may load
+        // remote images; scripts stay off (the frame's sandbox and script-src).
+        response.headers_mut().insert(
+            hyper::header::CONTENT_SECURITY_POLICY,
+            hyper::header::HeaderValue::from_static(super::CSP_REMOTE_IMAGES),
+        );
+    }
+    response
 }
 
 /// `GET /dashboard/logs`.
@@ -93,6 +121,16 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let agent_lower = agent.to_lowercase();
     let store = ctx.state.store();
     let prefix = signed.user.team_id.as_bytes();
+    let key_names: Vec<(String, String)> = crate::accounts::keys::list(
+        ctx.state,
+        &signed.caller(),
+        &crate::services::page::PageRequest {
+            limit: 100,
+            cursor: crate::services::page::Cursor::Start,
+        },
+    )
+    .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
+    .unwrap_or_default();
     let scanned = store
         .scan::<RequestLog>(herald_queue::Scan {
             prefix,
@@ -120,25 +158,19 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         })
         .take(LOGS_PAGE)
         .map(|log| pages::LogRow {
+            key: key_names
+                .iter()
+                .find(|(id, _)| *id == log.api_key_id.to_string())
+                .map_or_else(|| log.api_key_id.to_string(), |(_, name)| name.clone()),
             id: log.id.to_string(),
             path: log.path.clone(),
             status: log.status,
             class: log.status / 100,
             method: log.method.clone(),
-            at: wire::timestamp(log.created_at),
+            at: super::when(log.created_at),
             agent: log.user_agent.unwrap_or_default(),
         })
         .collect();
-    let keys = crate::accounts::keys::list(
-        ctx.state,
-        &signed.caller(),
-        &crate::services::page::PageRequest {
-            limit: 100,
-            cursor: crate::services::page::Cursor::Start,
-        },
-    )
-    .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
-    .unwrap_or_default();
     let page = pages::Logs {
         chrome: signed.chrome("logs"),
         filter,
@@ -146,7 +178,7 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         method: &method,
         key: &key,
         agent: &agent,
-        keys,
+        keys: key_names,
     };
     html(StatusCode::OK, page.render())
 }
@@ -173,7 +205,7 @@ pub fn log(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
         path: log.path.clone(),
         status: log.status,
         class: log.status / 100,
-        at: wire::timestamp(log.created_at),
+        at: super::when(log.created_at),
         duration: log.duration_ms,
         key: log.api_key_id.to_string(),
         agent: log.user_agent.clone().unwrap_or_default(),

@@ -70,7 +70,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             endpoint: h.endpoint.clone(),
             events: h.events.join(", "),
             status: name(h.status),
-            created: crate::wire::timestamp(h.created_at),
+            created: super::when(h.created_at),
         })
         .collect();
     let status = if error.is_some() {
@@ -164,7 +164,7 @@ fn page(
                 kind: m.kind.name().to_owned(),
                 state: name(m.state),
                 attempts: m.attempts,
-                next: crate::wire::timestamp(m.next_attempt),
+                next: super::when(m.next_attempt),
                 last,
             }
         })
