@@ -133,10 +133,15 @@ async fn run(emails: usize) {
     let cookie = format!("herald_session={token}");
     let (_, first) = get(addr, "/dashboard/emails", &cookie).await;
     let newest = format!("customer{}@example.org", emails - 1);
-    assert!(String::from_utf8_lossy(&first).contains(&newest), "the newest email first");
+    assert!(
+        String::from_utf8_lossy(&first).contains(&newest),
+        "the newest email first"
+    );
     let (_, bounced) = get(addr, "/dashboard/emails?status=bounced", &cookie).await;
     assert_eq!(
-        String::from_utf8_lossy(&bounced).matches("<span class=\"status bounced\">").count(),
+        String::from_utf8_lossy(&bounced)
+            .matches("<span class=\"status bounced\">")
+            .count(),
         50,
         "a full page of bounced emails"
     );

@@ -206,7 +206,14 @@ async fn the_dashboard_works_in_a_real_browser() {
     }
     sink.wait_for(3, Duration::from_secs(30)).await;
     util::eventually(Duration::from_secs(30), "the bounce", || async {
-        let metrics = call(addr, Method::GET, "/emails/metrics?metrics=bounced", Some(OPERATOR_KEY), None).await;
+        let metrics = call(
+            addr,
+            Method::GET,
+            "/emails/metrics?metrics=bounced",
+            Some(OPERATOR_KEY),
+            None,
+        )
+        .await;
         (metrics.json()["totals"]["bounced"] == 1).then_some(())
     })
     .await;

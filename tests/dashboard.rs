@@ -821,8 +821,14 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
     let email = ann.get(addr, &format!("/dashboard/emails/{canceled}")).await;
     let text = email.text();
     assert!(text.contains("Message-ID: &#60;"), "a headers tab: {text}");
-    let policy = email.headers["content-security-policy"].to_str().expect("csp").to_owned();
-    assert!(policy.contains("img-src 'self' data:;"), "remote images blocked: {policy}");
+    let policy = email.headers["content-security-policy"]
+        .to_str()
+        .expect("csp")
+        .to_owned();
+    assert!(
+        policy.contains("img-src 'self' data:;"),
+        "remote images blocked: {policy}"
+    );
     assert!(text.contains("id=\"show-images\""));
     let shown = ann.get(addr, &format!("/dashboard/emails/{canceled}?images=1")).await;
     let policy = shown.headers["content-security-policy"].to_str().expect("csp");

@@ -61,9 +61,7 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
                 Permission::SendingAccess => "sending_access".to_owned(),
             },
             created: super::when(listed.key.created_at),
-            last_used: listed
-                .last_used_at
-                .map_or_else(|| "never".to_owned(), super::when),
+            last_used: listed.last_used_at.map_or_else(|| "never".to_owned(), super::when),
         })
         .collect();
     let status = if error.is_some() {
