@@ -125,6 +125,16 @@ impl Dns {
         }
     }
 
+    /// The names `ip` points back to (PTR), lower-cased without the trailing dot.
+    pub async fn ptr(&self, ip: IpAddr) -> Lookup<Vec<String>> {
+        let name = Name::from(ip).to_ascii();
+        self.lookup(&name, RecordType::PTR, |rdata| match rdata {
+            RData::PTR(target) => Some(exchange_name(&target.0)),
+            _ => None,
+        })
+        .await
+    }
+
     /// Looks up `record_type` at `name` and keeps the records `extract` accepts. The
     /// answer may also hold the CNAME records that led to the name, which `extract`
     /// skips by returning `None`.

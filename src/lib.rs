@@ -60,6 +60,7 @@ pub mod emails;
 pub mod events;
 pub mod feedback;
 pub mod http;
+pub mod insights;
 pub mod limits;
 pub mod mailqueue;
 pub mod outbound;

@@ -87,6 +87,13 @@ async fn shot(client: &Client, name: &str) {
     std::fs::write(screenshots().join(format!("{name}.png")), png).expect("write screenshot");
 }
 
+/// A screenshot of the element at `css` alone (for a part below the fold).
+async fn shot_of(client: &Client, css: &str, name: &str) {
+    let element = client.find(Locator::Css(css)).await.expect("the element");
+    let png = element.screenshot().await.expect("screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("write screenshot");
+}
+
 async fn fill(client: &Client, name: &str, value: &str) {
     let field = client
         .find(Locator::Css(&format!("input[name=\"{name}\"]")))
@@ -147,6 +154,21 @@ async fn expect_path(client: &Client, path: &str) {
     let url = client.current_url().await.expect("url");
     let source = client.source().await.unwrap_or_default();
     panic!("wanted {path}, at {url}\n{source}");
+}
+
+/// Waits up to 10 s for the element at `css` to contain `needle` (a page that had the
+/// element before a form was sent shows the answer's only once it has loaded).
+async fn wait_for_text(client: &Client, css: &str, needle: &str) {
+    for _ in 0..100 {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.text().await.is_ok_and(|t| t.contains(needle))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let source = client.source().await.unwrap_or_default();
+    panic!("{css} never showed {needle:?}\n{source}");
 }
 
 fn now() -> u64 {
@@ -263,6 +285,10 @@ async fn the_dashboard_works_in_a_real_browser() {
         .expect("attribute");
     assert_eq!(sandbox.as_deref(), Some(""), "a sandbox that allows nothing");
     shot(&client, "03-email").await;
+    // The deliverability panel loads into the page through htmx.
+    wait_for_text(&client, "#insights", "passed,").await;
+    assert!(text_of(&client, "#insights").await.contains("A DMARC record"));
+    shot_of(&client, "#insights", "03b-insights").await;
 
     // Domains, API logs, API keys.
     client
@@ -337,19 +363,19 @@ async fn the_dashboard_works_in_a_real_browser() {
     assert_eq!(loaded.as_str(), Some("object"), "the vendored htmx loads under the CSP");
     fill(&client, "q", "order #1 ").await;
     submit(&client, "#email-filters").await;
-    expect_path(&client, "/dashboard/emails").await;
+    // The results swap in place: wait until the unfiltered rows are gone.
     for _ in 0..100 {
-        if client
-            .current_url()
-            .await
-            .expect("url")
-            .query()
-            .is_some_and(|q| q.contains("q=order"))
-        {
+        let shown = text_of(&client, "#email-results").await;
+        if !shown.contains("reader0@example.net") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let url = client.current_url().await.expect("url");
+    assert!(
+        url.query().is_some_and(|q| q.contains("q=order")),
+        "the address follows: {url}"
+    );
     let results = text_of(&client, "#email-results").await;
     assert!(
         results.contains("reader1@example.net") && !results.contains("reader0@example.net"),
@@ -376,7 +402,12 @@ async fn the_dashboard_works_in_a_real_browser() {
         .expect("suppressions");
     fill(&client, "email", "bounced@example.org").await;
     submit(&client, "form[method=\"post\"][action=\"/dashboard/suppressions\"]").await;
-    assert!(text_of(&client, "table.list").await.contains("bounced@example.org"));
+    // The bounce already put a row in the table: wait for the page after the form's.
+    wait_for_text(&client, "table.list", "bounced@example.org").await;
+    assert!(
+        text_of(&client, "table.list").await.contains("bounce@example.net"),
+        "the bounce"
+    );
     shot(&client, "09-suppressions").await;
     client.goto(&format!("{base}/dashboard/team")).await.expect("team");
     fill(&client, "email", "colleague@example.com").await;

@@ -17,6 +17,7 @@ const BELOW_ADAPTERS: &[&str] = &[
     "domains",
     "emails",
     "events.rs",
+    "insights",
     "limits.rs",
     "mailqueue",
     "outbound.rs",

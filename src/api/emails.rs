@@ -263,6 +263,13 @@ pub fn metrics(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     Ok(Reply::ok(crate::counters::query::run(ctx.state, ctx.caller, &query)?))
 }
 
+/// `GET /emails/{id}/insights`: the email's deliverability checks ([`crate::insights`]).
+pub fn insights(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
+    let id = format::id(id, "email")?;
+    let report = crate::insights::for_email(ctx.state, &ctx.state.dns, ctx.caller, id)?;
+    Ok(Reply::ok(report.to_json()))
+}
+
 #[derive(Debug, serde::Deserialize)]
 struct UpdateBody {
     scheduled_at: Option<String>,

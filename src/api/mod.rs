@@ -99,6 +99,7 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::SendBatch => emails::batch(ctx),
         Route::ListEmails => emails::list(ctx),
         Route::EmailMetrics => emails::metrics(ctx),
+        Route::EmailInsights(id) => emails::insights(ctx, id),
         Route::GetEmail(id) => emails::get(ctx, id),
         Route::UpdateEmail(id) => emails::update(ctx, id),
         Route::CancelEmail(id) => emails::cancel(ctx, id),

@@ -215,6 +215,10 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard/emails") => emails::list(ctx, &signed),
                 (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
                 (&Method::GET, "/dashboard/metrics") => metrics_page::page(ctx, &signed),
+                (&Method::GET, path) if path.starts_with("/dashboard/emails/") && path.ends_with("/insights") => {
+                    let id = &path["/dashboard/emails/".len()..path.len() - "/insights".len()];
+                    views::insights(ctx, &signed, id)
+                }
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") => {
                     views::email(ctx, &signed, &path["/dashboard/emails/".len()..])
                 }

@@ -493,3 +493,47 @@ pub struct Webhook<'a> {
     /// A signing secret just made, shown once.
     pub secret: Option<String>,
 }
+
+/// One deliverability check as shown.
+pub struct InsightRow {
+    /// `pass`, `warn`, `fail` or `skip`.
+    pub status: &'static str,
+    /// What is checked.
+    pub title: &'static str,
+    /// What was found.
+    pub detail: String,
+    /// What to do.
+    pub fix: Option<String>,
+}
+
+/// The deliverability panel of an email (what htmx swaps into its page).
+#[derive(Template)]
+#[template(path = "dashboard/insights_panel.html")]
+pub struct InsightsPanel {
+    /// The checks.
+    pub checks: Vec<InsightRow>,
+    /// How many passed.
+    pub passed: usize,
+    /// How many are worth improving.
+    pub warnings: usize,
+    /// How many to fix.
+    pub failed: usize,
+}
+
+/// `GET /dashboard/emails/{id}/insights` without htmx: the panel as a page.
+#[derive(Template)]
+#[template(path = "dashboard/insights.html")]
+pub struct Insights<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// The email's id.
+    pub id: String,
+    /// The checks.
+    pub checks: Vec<InsightRow>,
+    /// How many passed.
+    pub passed: usize,
+    /// How many are worth improving.
+    pub warnings: usize,
+    /// How many to fix.
+    pub failed: usize,
+}

@@ -231,3 +231,48 @@ fn created_emails(log: &RequestLog) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// `GET /dashboard/emails/{id}/insights`: the deliverability checks, as a fragment for
+/// htmx (which asks with `HX-Request`) or as a page.
+pub fn insights(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(id) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let Ok(report) = crate::insights::for_email(ctx.state, &ctx.state.dns, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let count = |status| report.checks.iter().filter(|c| c.status == status).count();
+    let (passed, warnings, failed) = (
+        count(crate::insights::Status::Pass),
+        count(crate::insights::Status::Warn),
+        count(crate::insights::Status::Fail),
+    );
+    let checks = report
+        .checks
+        .into_iter()
+        .map(|c| pages::InsightRow {
+            status: c.status.name(),
+            title: c.title,
+            detail: c.detail,
+            fix: c.fix,
+        })
+        .collect();
+    if ctx.request.header("hx-request").is_some() {
+        let panel = pages::InsightsPanel {
+            checks,
+            passed,
+            warnings,
+            failed,
+        };
+        return html(StatusCode::OK, panel.render());
+    }
+    let page = pages::Insights {
+        chrome: signed.chrome("emails"),
+        id: id.to_string(),
+        checks,
+        passed,
+        warnings,
+        failed,
+    };
+    html(StatusCode::OK, page.render())
+}

@@ -49,6 +49,8 @@ pub enum Route {
     GetEmail(String),
     /// `PATCH /emails/{id}`
     UpdateEmail(String),
+    /// `GET /emails/{id}/insights` (herald's own)
+    EmailInsights(String),
     /// `POST /emails/{id}/cancel`
     CancelEmail(String),
     /// `GET /logs`
@@ -247,6 +249,7 @@ impl Route {
             Route::SendBatch => "emails.batch",
             Route::ListEmails => "emails.list",
             Route::EmailMetrics => "emails.metrics",
+            Route::EmailInsights(_) => "emails.insights",
             Route::GetEmail(_) => "emails.get",
             Route::UpdateEmail(_) => "emails.update",
             Route::CancelEmail(_) => "emails.cancel",
@@ -389,6 +392,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::PATCH, Route::UpdateEmail((*id).to_owned())),
         ]),
         ["emails", id, "cancel"] => one(&[(Method::POST, Route::CancelEmail((*id).to_owned()))]),
+        ["emails", id, "insights"] => one(&[(Method::GET, Route::EmailInsights((*id).to_owned()))]),
         ["logs"] => one(&[(Method::GET, Route::ListLogs)]),
         ["logs", id] => one(&[(Method::GET, Route::GetLog((*id).to_owned()))]),
         ["queue"] => one(&[(Method::GET, Route::ListQueue)]),

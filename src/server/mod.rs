@@ -48,6 +48,8 @@ pub struct AppState {
     pub dashboard_guard: crate::dashboard::guard::Guard,
     /// Pending Google and GitHub sign-ins.
     pub identity: crate::dashboard::identity::Identity,
+    /// DNS for the deliverability insights: the configured resolver, with its cache.
+    pub dns: Dns,
 }
 
 impl std::ops::Deref for AppState {
@@ -198,6 +200,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         }
     }
     let config_uploads = services.config().contacts.uploads_max;
+    let config_nameservers = services.config().delivery.nameservers.clone();
     let state = Arc::new(AppState {
         services,
         rate_limits,
@@ -207,6 +210,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         uploads: Semaphore::new(usize::try_from(config_uploads).unwrap_or(usize::MAX)),
         dashboard_guard: crate::dashboard::guard::Guard::default(),
         identity: crate::dashboard::identity::Identity::new()?,
+        dns: Dns::new(&config_nameservers, true).context("cannot set up DNS (`delivery.nameservers`)")?,
     });
     let controller = Controller::default();
     let mut tasks = JoinSet::new();

@@ -65,6 +65,34 @@ fn root_store(extra_roots: Option<&Path>) -> Result<RootCertStore, Error> {
     Ok(roots)
 }
 
+/// Whether the PEM chain at `path` is one a receiver would trust for `hostname` now:
+/// valid today, for that name, and chaining to the webpki roots. The answer says what is
+/// wrong, for the deliverability insights.
+pub fn check_certificate(path: &Path, hostname: &str) -> Result<(), String> {
+    let chain = pem::read_certificates(path).map_err(|error| error.to_string())?;
+    let Some((end_entity, intermediates)) = chain.split_first() else {
+        return Err(format!("{} holds no certificate", path.display()));
+    };
+    let roots = RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    use rustls::client::danger::ServerCertVerifier as _;
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+        .build()
+        .map_err(|error| error.to_string())?;
+    let name = rustls::pki_types::ServerName::try_from(hostname.to_owned()).map_err(|error| error.to_string())?;
+    verifier
+        .verify_server_cert(
+            end_entity,
+            intermediates,
+            &name,
+            &[],
+            rustls::pki_types::UnixTime::now(),
+        )
+        .map(drop)
+        .map_err(|error| format!("{} is not trusted for {hostname}: {error}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,7 +44,7 @@ use rustls::SupportedProtocolVersion;
 use rustls::crypto::CryptoProvider;
 
 pub use certkey::CertKeyPaths;
-pub use client::{Verification, client_config};
+pub use client::{Verification, check_certificate, client_config};
 pub use error::{Error, PairMember};
 pub use server::{ServerTls, ServerTlsOptions};
 
