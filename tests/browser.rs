@@ -122,7 +122,12 @@ async fn text_of(client: &Client, css: &str) -> String {
         .for_element(Locator::Css(css))
         .await;
     match found {
-        Ok(found) => found.text().await.expect("text"),
+        Ok(found) => match found.text().await {
+            Ok(text) => text,
+            // The page changed between finding and reading (htmx swapped it, or a form's
+            // answer arrived): read the new one.
+            Err(_) => Box::pin(text_of(client, css)).await,
+        },
         Err(error) => {
             let url = client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
             let source = client.source().await.unwrap_or_default();
@@ -414,6 +419,64 @@ async fn the_dashboard_works_in_a_real_browser() {
     submit(&client, "form[action=\"/dashboard/team\"]").await;
     assert!(text_of(&client, "#invitation").await.contains("/dashboard/invite/"));
     shot(&client, "10-team").await;
+
+    // Audience: a segment from its form, then contacts from a CSV through the file input;
+    // the import's page follows it to the end.
+    client
+        .goto(&format!("{base}/dashboard/audience"))
+        .await
+        .expect("audience");
+    fill(&client, "name", "Customers").await;
+    submit(&client, "#new-segment").await;
+    wait_for_text(&client, "#segments", "Customers").await;
+    shot(&client, "10b-audience").await;
+    let csv = dir.path().join("people.csv");
+    std::fs::write(
+        &csv,
+        "email,first_name\nana@example.org,Ana\nnot-an-address,Bo\ncy@example.org,Cy\n",
+    )
+    .expect("csv");
+    client
+        .goto(&format!("{base}/dashboard/contacts"))
+        .await
+        .expect("contacts");
+    client
+        .find(Locator::Css("#import-contacts input[name=\"file\"]"))
+        .await
+        .expect("the file input")
+        .send_keys(&csv.display().to_string())
+        .await
+        .expect("choose the file");
+    submit(&client, "#import-contacts").await;
+    wait_for_text(&client, "#import-status", "completed").await;
+    assert!(text_of(&client, "#import-errors").await.contains("not-an-address"));
+    shot(&client, "10c-import").await;
+    client
+        .goto(&format!("{base}/dashboard/contacts"))
+        .await
+        .expect("contacts");
+    assert!(text_of(&client, "#contacts").await.contains("ana@example.org"));
+    shot(&client, "10d-contacts").await;
+
+    // Templates: one written as HTML, then published.
+    client
+        .goto(&format!("{base}/dashboard/templates"))
+        .await
+        .expect("templates");
+    fill(&client, "name", "Welcome").await;
+    fill(&client, "subject", "Welcome aboard").await;
+    client
+        .find(Locator::Css("#new-template textarea[name=\"html\"]"))
+        .await
+        .expect("the HTML field")
+        .send_keys("<h1>Hi {{{FIRST_NAME|there}}}</h1><p>Glad you are here.</p>")
+        .await
+        .expect("type");
+    submit(&client, "#new-template").await;
+    wait_for_text(&client, "h1", "Welcome").await;
+    submit(&client, "form[action$=\"/publish\"]").await;
+    wait_for_text(&client, ".notice", "Published").await;
+    shot(&client, "10e-template").await;
 
     // TOTP: enrol, sign out, sign in with a code.
     client

@@ -968,3 +968,282 @@ async fn admins_add_edit_rotate_and_delete_webhooks_and_members_cannot() {
     let gone = call(addr, Method::GET, &format!("/webhooks/{id}"), Some(OPERATOR_KEY), None).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audience_pages_manage_contacts_segments_topics_properties_and_imports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    for (email, role) in [("ann@example.com", "admin"), ("mia@example.com", "member")] {
+        call(
+            addr,
+            Method::POST,
+            "/users",
+            Some(OPERATOR_KEY),
+            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
+        )
+        .await;
+    }
+    let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    let settings = ann.get(addr, "/dashboard/audience").await;
+    let token = csrf(&settings);
+    for (path, form) in [
+        ("/dashboard/audience/segments", vec![("name", "Customers")]),
+        (
+            "/dashboard/audience/topics",
+            vec![
+                ("name", "Product news"),
+                ("default_subscription", "opt_out"),
+                ("visibility", "public"),
+            ],
+        ),
+        (
+            "/dashboard/audience/properties",
+            vec![("key", "plan"), ("type", "string"), ("fallback_value", "free")],
+        ),
+    ] {
+        let mut fields = vec![("csrf", token.as_str())];
+        fields.extend(form);
+        let done = ann.post(addr, path, &fields).await;
+        assert_eq!(done.status, StatusCode::SEE_OTHER, "{path}: {}", done.text());
+    }
+    let bad = ann
+        .post(
+            addr,
+            "/dashboard/audience/properties",
+            &[("csrf", &token), ("key", "no spaces!"), ("type", "string")],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text());
+    let settings = ann.get(addr, "/dashboard/audience").await.text();
+    assert!(settings.contains("Customers") && settings.contains("Product news") && settings.contains(">plan<"));
+    let segments = call(addr, Method::GET, "/segments", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    let segment = segments["data"][0]["id"].as_str().expect("segment").to_owned();
+    let topics = call(addr, Method::GET, "/topics", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(topics["data"][0]["default_subscription"], "opt_out");
+
+    // Contacts: add two, one in the segment; filter; edit; delete.
+    for (email, segment) in [("kim@example.net", segment.as_str()), ("lee@example.net", "")] {
+        let added = ann
+            .post(
+                addr,
+                "/dashboard/contacts",
+                &[
+                    ("csrf", &token),
+                    ("email", email),
+                    ("first_name", "Kim"),
+                    ("segment", segment),
+                ],
+            )
+            .await;
+        assert_eq!(added.status, StatusCode::SEE_OTHER, "{}", added.text());
+    }
+    let rows = |page: &HttpResponse| {
+        let text = page.text();
+        text.matches("<tr><td><a href=\"/dashboard/contacts/").count()
+            - text.matches("<tr><td><a href=\"/dashboard/contacts/imports/").count()
+    };
+    assert_eq!(rows(&ann.get(addr, "/dashboard/contacts").await), 2);
+    let in_segment = ann.get(addr, &format!("/dashboard/contacts?segment={segment}")).await;
+    assert_eq!(rows(&in_segment), 1);
+    assert!(in_segment.text().contains("kim@example.net"));
+    let kim = call(addr, Method::GET, "/contacts/kim@example.net", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    let kim_id = kim["id"].as_str().expect("id").to_owned();
+    let page = ann.get(addr, &format!("/dashboard/contacts/{kim_id}")).await;
+    assert!(page.text().contains("Customers"), "its segment by name");
+    let edited = ann
+        .post(
+            addr,
+            &format!("/dashboard/contacts/{kim_id}"),
+            &[
+                ("csrf", &token),
+                ("first_name", "Kimberly"),
+                ("last_name", ""),
+                ("unsubscribed", "yes"),
+            ],
+        )
+        .await;
+    assert!(edited.text().contains("Saved."), "{}", edited.text());
+    let kim = call(
+        addr,
+        Method::GET,
+        &format!("/contacts/{kim_id}"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(
+        (kim["first_name"].as_str(), kim["unsubscribed"].as_bool()),
+        (Some("Kimberly"), Some(true))
+    );
+    let unsubscribed = ann.get(addr, "/dashboard/contacts?unsubscribed=yes").await;
+    assert_eq!(rows(&unsubscribed), 1);
+    let searched = ann.get(addr, "/dashboard/contacts?q=lee").await;
+    assert_eq!(rows(&searched), 1);
+
+    // A member looks and changes nothing.
+    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
+    let seen = mia.get(addr, "/dashboard/contacts").await;
+    assert!(!seen.text().contains("id=\"new-contact\""));
+    let refused = mia
+        .post(
+            addr,
+            &format!("/dashboard/contacts/{kim_id}/delete"),
+            &[("csrf", &csrf(&seen))],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let deleted = ann
+        .post(
+            addr,
+            &format!("/dashboard/contacts/{kim_id}/delete"),
+            &[("csrf", &token)],
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::SEE_OTHER);
+    assert_eq!(rows(&ann.get(addr, "/dashboard/contacts").await), 1);
+
+    // A CSV import through the form: its progress and the row it refused.
+    let csv = "email,first_name\nnew1@example.org,One\nnot-an-address,Two\nnew2@example.org,Three\n";
+    let boundary = "herald-test-boundary";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{token}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"on_conflict\"\r\n\r\nupsert\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"segment\"\r\n\r\n{segment}\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"people.csv\"\r\nContent-Type: text/csv\r\n\r\n{csv}\r\n\
+         --{boundary}--\r\n"
+    );
+    let content_type = format!("multipart/form-data; boundary={boundary}");
+    let upload = |cookie: String| {
+        let body = body.clone();
+        let content_type = content_type.clone();
+        async move {
+            util::call_with_headers(
+                addr,
+                Method::POST,
+                "/dashboard/contacts/import",
+                None,
+                &[("cookie", &cookie), ("content-type", &content_type)],
+                bytes::Bytes::from(body),
+            )
+            .await
+        }
+    };
+    let stranger = upload(String::new()).await;
+    assert_eq!(stranger.status, StatusCode::SEE_OTHER, "no session, no upload");
+    let members = upload(mia.cookie_header()).await;
+    assert_eq!(members.status, StatusCode::SEE_OTHER, "a member's upload is not read");
+    let started = upload(ann.cookie_header()).await;
+    assert_eq!(started.status, StatusCode::SEE_OTHER, "{}", started.text());
+    let location = started.headers["location"].to_str().expect("location").to_owned();
+    assert!(location.starts_with("/dashboard/contacts/imports/"), "{location}");
+    let page = util::eventually(std::time::Duration::from_secs(30), "the import", || {
+        let location = location.clone();
+        let mut browser = util::cookies::Browser {
+            cookies: ann.cookies.clone(),
+        };
+        async move {
+            let page = browser.get(addr, &location).await;
+            page.text().contains("id=\"import-status\">completed").then_some(page)
+        }
+    })
+    .await;
+    let text = page.text();
+    assert!(text.contains("<dt>Created</dt><dd>2</dd>"), "{text}");
+    assert!(text.contains("<dt>Refused</dt><dd>1</dd>"), "{text}");
+    assert!(text.contains("not-an-address"), "the refused row and why: {text}");
+    let in_segment = ann.get(addr, &format!("/dashboard/contacts?segment={segment}")).await;
+    assert_eq!(
+        rows(&in_segment),
+        2,
+        "the imported contacts joined the segment: {}",
+        in_segment.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_are_written_published_and_duplicated_from_the_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "ann@example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
+    let list = ann.get(addr, "/dashboard/templates").await;
+    let token = csrf(&list);
+    let broken = ann
+        .post(
+            addr,
+            "/dashboard/templates",
+            &[
+                ("csrf", &token),
+                ("name", "Broken"),
+                ("html", "<p>Hi {{{FIRST_NAME</p>"),
+            ],
+        )
+        .await;
+    assert_eq!(broken.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", broken.text());
+    let created = ann
+        .post(
+            addr,
+            "/dashboard/templates",
+            &[
+                ("csrf", &token),
+                ("name", "Welcome"),
+                ("subject", "Welcome aboard"),
+                ("html", "<p>Hi {{{FIRST_NAME|there}}}</p>"),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.text());
+    let path = created.headers["location"].to_str().expect("location").to_owned();
+    let id = path.rsplit('/').next().expect("id").to_owned();
+    let page = ann.get(addr, &path).await;
+    assert!(page.text().contains("status draft\">draft"), "new templates are drafts");
+    let published = ann.post(addr, &format!("{path}/publish"), &[("csrf", &token)]).await;
+    assert!(published.text().contains("Published"), "{}", published.text());
+    let edited = ann
+        .post(
+            addr,
+            &path,
+            &[
+                ("csrf", &token),
+                ("name", "Welcome"),
+                ("subject", "Welcome, friend"),
+                ("html", "<p>Hello {{{FIRST_NAME|there}}}</p>"),
+                ("from", ""),
+                ("text", ""),
+            ],
+        )
+        .await;
+    assert!(edited.text().contains("draft waiting"), "{}", edited.text());
+    let api = call(addr, Method::GET, &format!("/templates/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(api["status"], "published");
+    assert_eq!(api["has_unpublished_versions"], true, "{api}");
+    let copy = ann.post(addr, &format!("{path}/duplicate"), &[("csrf", &token)]).await;
+    assert_eq!(copy.status, StatusCode::SEE_OTHER);
+    let all = call(addr, Method::GET, "/templates", Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(all["data"].as_array().expect("list").len(), 2);
+    let listed = ann.get(addr, "/dashboard/templates").await;
+    assert_eq!(
+        listed.text().matches("<tr><td><a href=\"/dashboard/templates/").count(),
+        2
+    );
+}

@@ -12,6 +12,7 @@
 //! stylesheets, no scripts inline or otherwise yet, images from `data:` for the QR code),
 //! `frame-ancestors 'none'`, `nosniff` and `Referrer-Policy: same-origin`.
 
+mod audience;
 mod charts;
 mod domains;
 mod emails;
@@ -22,6 +23,7 @@ mod metrics_page;
 mod oauth;
 pub mod pages;
 mod team;
+mod templates;
 mod views;
 mod webhooks;
 
@@ -71,7 +73,17 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     if let Some(file) = path.strip_prefix("/dashboard/assets/") {
         return asset(file).map(BodyExt::boxed_unsync);
     }
-    let request = match ApiRequest::read(request, FORM_MAX).await {
+    let import = method == Method::POST && path == "/dashboard/contacts/import";
+    if import && !may_upload(state, &request).await {
+        // Only a signed-in owner or admin's browser gets to stream a file to disk.
+        return redirect("/dashboard/login").map(BodyExt::boxed_unsync);
+    }
+    let read = if import {
+        crate::http::upload::read_import(state, request).await
+    } else {
+        ApiRequest::read(request, FORM_MAX).await
+    };
+    let request = match read {
         Ok(request) => request,
         Err(error) => return error.into_response().map(BodyExt::boxed_unsync),
     };
@@ -83,6 +95,20 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
             peer,
             https: state.config().http.public_url.starts_with("https://"),
         };
+        if import {
+            return match signed_in(&ctx) {
+                Ok(signed) => {
+                    let given = request.upload.as_ref().and_then(|u| u.field("csrf"));
+                    if csrf_ok(given, &signed.session.csrf) {
+                        audience::start_import(&ctx, &signed)
+                    } else {
+                        text(StatusCode::FORBIDDEN, "The form expired; reload the page and try again")
+                    }
+                }
+                Err(to) => redirect(to),
+            }
+            .map(BodyExt::boxed_unsync);
+        }
         if method == Method::GET && path == "/dashboard/emails/export.csv" {
             // Streamed: the export runs on past this task.
             return match signed_in(&ctx) {
@@ -99,6 +125,31 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     });
     secure(response.headers_mut());
     response
+}
+
+/// Whether the request's session is an owner's or admin's past the second factor: checked
+/// before an upload is read, as the API checks its key first.
+async fn may_upload(state: &Arc<AppState>, request: &Request<Incoming>) -> bool {
+    let token = request
+        .headers()
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == SESSION_COOKIE).then(|| value.to_owned())
+        });
+    let Some(token) = token else { return false };
+    let state = Arc::clone(state);
+    tokio::task::spawn_blocking(move || {
+        sessions::find(state.store(), &token)
+            .ok()
+            .flatten()
+            .is_some_and(|(session, user)| session.mfa_passed && user.role >= users::Role::Admin)
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// The signed-in user past the second factor, or the page to send the browser to.
@@ -229,6 +280,15 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::POST, "/dashboard/profile/password") => change_password(ctx, &signed),
                 (&Method::POST, "/dashboard/profile/totp") => enrol(ctx, &signed),
                 (_, "/dashboard/team") => team::team(ctx, &signed, method),
+                (_, path) if path == "/dashboard/contacts" || path.starts_with("/dashboard/contacts/") => {
+                    audience::contacts_route(ctx, &signed, method, &path["/dashboard/contacts".len()..])
+                }
+                (_, path) if path == "/dashboard/templates" || path.starts_with("/dashboard/templates/") => {
+                    templates::route(ctx, &signed, method, &path["/dashboard/templates".len()..])
+                }
+                (_, path) if path == "/dashboard/audience" || path.starts_with("/dashboard/audience/") => {
+                    audience::settings_route(ctx, &signed, method, &path["/dashboard/audience".len()..])
+                }
                 (_, path) if path == "/dashboard/webhooks" || path.starts_with("/dashboard/webhooks/") => {
                     webhooks::route(ctx, &signed, method, &path["/dashboard/webhooks".len()..])
                 }

@@ -537,3 +537,203 @@ pub struct Insights<'a> {
     /// How many to fix.
     pub failed: usize,
 }
+
+/// One row of the Contacts page.
+pub struct ContactRow {
+    /// Its id.
+    pub id: String,
+    /// Its address.
+    pub email: String,
+    /// First and last name.
+    pub name: String,
+    /// Whether it is unsubscribed from everything.
+    pub unsubscribed: bool,
+    /// When it was added.
+    pub added: String,
+}
+
+/// One recent import.
+pub struct ImportRow {
+    /// Its id.
+    pub id: String,
+    /// Where it is.
+    pub status: &'static str,
+    /// Rows read.
+    pub total: u64,
+    /// Contacts created.
+    pub created: u64,
+    /// Contacts updated.
+    pub updated: u64,
+    /// Rows refused.
+    pub failed: u64,
+    /// When it was uploaded.
+    pub at: String,
+}
+
+/// `GET /dashboard/contacts`.
+#[derive(Template)]
+#[template(path = "dashboard/contacts.html")]
+pub struct Contacts<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may add, edit, delete and import.
+    pub can_manage: bool,
+    /// The page's contacts.
+    pub rows: Vec<ContactRow>,
+    /// The cursor of the next page.
+    pub next: Option<String>,
+    /// The team's segments: (id, name).
+    pub segments: Vec<(String, String)>,
+    /// The segment filter (an id).
+    pub segment: &'a str,
+    /// The unsubscribed filter (`yes`, `no` or empty).
+    pub unsubscribed: &'a str,
+    /// The search.
+    pub query: &'a str,
+    /// The filters as a query string.
+    pub kept: &'a str,
+    /// The latest imports.
+    pub imports: Vec<ImportRow>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// `GET /dashboard/contacts/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/contact.html")]
+pub struct ContactPage<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may edit and delete.
+    pub can_manage: bool,
+    /// Its id.
+    pub id: String,
+    /// Its address.
+    pub email: String,
+    /// First name.
+    pub first_name: String,
+    /// Last name.
+    pub last_name: String,
+    /// Whether it is unsubscribed from everything.
+    pub unsubscribed: bool,
+    /// Its segments' names.
+    pub segments: Vec<String>,
+    /// Its properties: (key, value).
+    pub properties: Vec<(String, String)>,
+    /// When it was added.
+    pub added: String,
+    /// What just succeeded.
+    pub notice: Option<&'a str>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// `GET /dashboard/contacts/imports/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/import.html")]
+pub struct ImportPage<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Where it is.
+    pub status: &'static str,
+    /// Whether it has finished (the page stops refreshing).
+    pub done: bool,
+    /// Rows read.
+    pub total: u64,
+    /// Contacts created.
+    pub created: u64,
+    /// Contacts updated.
+    pub updated: u64,
+    /// Rows left as they were.
+    pub skipped: u64,
+    /// Rows refused.
+    pub failed: u64,
+    /// When it was uploaded.
+    pub at: String,
+    /// Refused rows: (row, line, reason).
+    pub errors: Vec<(u64, u64, String)>,
+    /// Whether more refused rows exist than shown.
+    pub more: bool,
+}
+
+/// `GET /dashboard/audience`: segments, topics and contact properties.
+#[derive(Template)]
+#[template(path = "dashboard/audience.html")]
+pub struct Audience<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may add and delete.
+    pub can_manage: bool,
+    /// Segments: (id, name).
+    pub segments: Vec<(String, String)>,
+    /// Topics: (id, name, default subscription, visibility).
+    pub topics: Vec<(String, String, String, String)>,
+    /// Properties: (id, key, type, fallback).
+    pub properties: Vec<(String, String, String, String)>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// One row of the Templates page.
+pub struct TemplateRow {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its alias (empty: none).
+    pub alias: String,
+    /// `published` or `draft`.
+    pub status: &'static str,
+    /// When it last changed.
+    pub updated: String,
+}
+
+/// `GET /dashboard/templates`.
+#[derive(Template)]
+#[template(path = "dashboard/templates.html")]
+pub struct Templates<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may create and change templates.
+    pub can_manage: bool,
+    /// The team's templates.
+    pub rows: Vec<TemplateRow>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// `GET /dashboard/templates/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/template.html")]
+pub struct TemplatePage<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may change it.
+    pub can_manage: bool,
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its alias.
+    pub alias: String,
+    /// `published` or `draft`.
+    pub status: &'static str,
+    /// When it was last published.
+    pub published_at: Option<String>,
+    /// Whether a draft waits next to the published version.
+    pub has_draft: bool,
+    /// The current version's sender.
+    pub from: String,
+    /// Its subject.
+    pub subject: String,
+    /// Its HTML.
+    pub html: String,
+    /// Its text.
+    pub text: String,
+    /// Its declared variables.
+    pub variables: Vec<String>,
+    /// What just succeeded.
+    pub notice: Option<&'a str>,
+    /// What just failed.
+    pub error: Option<String>,
+}

@@ -102,27 +102,7 @@ async fn read(
     if !decision.allowed {
         return Err(ApiError::rate_limited());
     }
-    let config = state.config();
-    let Ok(_permit) = state.uploads.try_acquire() else {
-        return Err(ApiError::unavailable(format!(
-            "{} contact imports are being uploaded, the most at once ([contacts] uploads_max); try again shortly",
-            config.contacts.uploads_max
-        )));
-    };
-    let declared = request
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|length| length.to_str().ok())
-        .and_then(|length| length.parse::<u64>().ok());
-    let needed = declared.unwrap_or(config.contacts.import_size_max);
-    let health = state.store().health();
-    if health.disk_available < health.disk_minimum.saturating_add(needed) {
-        return Err(ApiError::unavailable(format!(
-            "The server's disk has no room for an upload of {needed} bytes above its free-space minimum ([spool] min_free_space)"
-        )));
-    }
-    let dir = crate::contacts::imports::directory(&config.server.data_dir);
-    upload::read(request, &dir, config.contacts.import_size_max).await
+    upload::read_import(state, request).await
 }
 
 /// The caller named by the `Authorization` header, or the response refusing the request.

@@ -210,3 +210,30 @@ fn disk(error: &std::io::Error) -> ApiError {
     tracing::error!(%error, "cannot write an upload to the data directory");
     ApiError::unavailable("The server cannot store the upload now; try again later")
 }
+
+/// Reads a contact import's upload (`POST /contacts/imports`, or the dashboard's form)
+/// once its sender is known: at most `[contacts] uploads_max` at once, and only when the
+/// disk has room for it above `[spool] min_free_space`.
+pub async fn read_import(state: &crate::server::AppState, request: Request<Incoming>) -> Result<ApiRequest, ApiError> {
+    let config = state.config();
+    let Ok(_permit) = state.uploads.try_acquire() else {
+        return Err(ApiError::unavailable(format!(
+            "{} contact imports are being uploaded, the most at once ([contacts] uploads_max); try again shortly",
+            config.contacts.uploads_max
+        )));
+    };
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok())
+        .and_then(|length| length.parse::<u64>().ok());
+    let needed = declared.unwrap_or(config.contacts.import_size_max);
+    let health = state.store().health();
+    if health.disk_available < health.disk_minimum.saturating_add(needed) {
+        return Err(ApiError::unavailable(format!(
+            "The server's disk has no room for an upload of {needed} bytes above its free-space minimum ([spool] min_free_space)"
+        )));
+    }
+    let dir = crate::contacts::imports::directory(&config.server.data_dir);
+    read(request, &dir, config.contacts.import_size_max).await
+}
