@@ -447,6 +447,15 @@ async fn the_dashboard_works_in_a_real_browser() {
         .send_keys(&csv.display().to_string())
         .await
         .expect("choose the file");
+    client
+        .find(Locator::Css(
+            "#import-contacts select[name=\"segment\"] option:nth-child(2)",
+        ))
+        .await
+        .expect("the Customers segment")
+        .click()
+        .await
+        .expect("choose it");
     submit(&client, "#import-contacts").await;
     wait_for_text(&client, "#import-status", "completed").await;
     assert!(text_of(&client, "#import-errors").await.contains("not-an-address"));
@@ -477,6 +486,31 @@ async fn the_dashboard_works_in_a_real_browser() {
     submit(&client, "form[action$=\"/publish\"]").await;
     wait_for_text(&client, ".notice", "Published").await;
     shot(&client, "10e-template").await;
+
+    // A broadcast to the imported contacts: written, tested, reviewed, sent.
+    client
+        .goto(&format!("{base}/dashboard/broadcasts"))
+        .await
+        .expect("broadcasts");
+    fill(&client, "name", "November news").await;
+    fill(&client, "from", "Shop <news@shop.test>").await;
+    fill(&client, "subject", "What is new").await;
+    client
+        .find(Locator::Css("#new-broadcast textarea[name=\"html\"]"))
+        .await
+        .expect("the HTML field")
+        .send_keys("<p>Hello {{{FIRST_NAME|there}}}, here is what is new at the shop this month: warm socks.</p><p><a href=\"{{{RESEND_UNSUBSCRIBE_URL}}}\">Unsubscribe</a></p>")
+        .await
+        .expect("type");
+    submit(&client, "#new-broadcast").await;
+    wait_for_text(&client, "#recipients", "2").await;
+    fill(&client, "to", "tester@example.org").await;
+    submit(&client, "#test-send").await;
+    wait_for_text(&client, "#insights", "passed,").await;
+    shot(&client, "10f-broadcast-review").await;
+    submit(&client, "#send-broadcast").await;
+    wait_for_text(&client, "#broadcast-status", "sent").await;
+    shot(&client, "10g-broadcast-sent").await;
 
     // TOTP: enrol, sign out, sign in with a code.
     client

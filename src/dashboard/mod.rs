@@ -13,6 +13,7 @@
 //! `frame-ancestors 'none'`, `nosniff` and `Referrer-Policy: same-origin`.
 
 mod audience;
+mod broadcasts;
 mod charts;
 mod domains;
 mod emails;
@@ -282,6 +283,9 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (_, "/dashboard/team") => team::team(ctx, &signed, method),
                 (_, path) if path == "/dashboard/contacts" || path.starts_with("/dashboard/contacts/") => {
                     audience::contacts_route(ctx, &signed, method, &path["/dashboard/contacts".len()..])
+                }
+                (_, path) if path == "/dashboard/broadcasts" || path.starts_with("/dashboard/broadcasts/") => {
+                    broadcasts::route(ctx, &signed, method, &path["/dashboard/broadcasts".len()..])
                 }
                 (_, path) if path == "/dashboard/templates" || path.starts_with("/dashboard/templates/") => {
                     templates::route(ctx, &signed, method, &path["/dashboard/templates".len()..])

@@ -737,3 +737,105 @@ pub struct TemplatePage<'a> {
     /// What just failed.
     pub error: Option<String>,
 }
+
+/// One row of the Broadcasts page.
+pub struct BroadcastRow {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// herald's status.
+    pub status: &'static str,
+    /// Its segment's name.
+    pub segment: String,
+    /// Emails made so far.
+    pub sent: u64,
+    /// When it was created.
+    pub created: String,
+}
+
+/// `GET /dashboard/broadcasts`.
+#[derive(Template)]
+#[template(path = "dashboard/broadcasts.html")]
+pub struct Broadcasts<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may write and send.
+    pub can_manage: bool,
+    /// The team's broadcasts.
+    pub rows: Vec<BroadcastRow>,
+    /// Segments: (id, name).
+    pub segments: Vec<(String, String)>,
+    /// Topics: (id, name).
+    pub topics: Vec<(String, String)>,
+    /// What just failed.
+    pub error: Option<String>,
+}
+
+/// `GET /dashboard/broadcasts/{id}`.
+#[derive(Template)]
+#[template(path = "dashboard/broadcast.html")]
+pub struct BroadcastPage<'a> {
+    /// The page's frame.
+    pub chrome: Chrome<'a>,
+    /// Whether the user may write and send.
+    pub can_manage: bool,
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// herald's status.
+    pub status: &'static str,
+    /// Whether it is still a draft.
+    pub draft: bool,
+    /// Whether it is scheduled or sending (the page follows it).
+    pub live: bool,
+    /// Sender.
+    pub from: String,
+    /// Subject.
+    pub subject: String,
+    /// HTML.
+    pub html: String,
+    /// Text.
+    pub text: String,
+    /// Its segment's id.
+    pub segment_id: String,
+    /// Its topic's id (empty: none).
+    pub topic_id: String,
+    /// Segments: (id, name).
+    pub segments: Vec<(String, String)>,
+    /// Topics: (id, name).
+    pub topics: Vec<(String, String)>,
+    /// When it goes, if scheduled.
+    pub scheduled_at: Option<String>,
+    /// Contacts read.
+    pub total: u64,
+    /// Emails made.
+    pub sent: u64,
+    /// Contacts skipped as unsubscribed.
+    pub unsubscribed: u64,
+    /// Contacts skipped as suppressed.
+    pub suppressed: u64,
+    /// Contacts that could not get their email.
+    pub failed: u64,
+    /// Emails taken back by a cancel.
+    pub canceled: u64,
+    /// What became of its emails: (label, count, rate).
+    pub outcomes: Vec<(&'static str, u64, String)>,
+    /// The most clicked links: (URL, clicks, unique clicks).
+    pub links: Vec<(String, u64, u64)>,
+    /// The latest test email's id, whose insights the review shows.
+    pub tested: Option<String>,
+    /// A draft's segment members now.
+    pub members: u64,
+    /// Of them, unsubscribed or opted out of its topic.
+    pub skipped_unsubscribed: u64,
+    /// Of them, on the suppression list.
+    pub skipped_suppressed: u64,
+    /// Who would get it.
+    pub recipients: u64,
+    /// What just succeeded.
+    pub notice: Option<&'a str>,
+    /// What just failed.
+    pub error: Option<String>,
+}

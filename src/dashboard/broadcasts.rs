@@ -1,0 +1,385 @@
+//! The Broadcasts pages: the team's broadcasts; a new one (name, sender, subject, segment,
+//! topic, HTML with merge tags); while a draft, edit it, **test send** it to a few
+//! addresses (rendered as for a contact, a "[Test]" subject) and **review** it: the
+//! recipients after unsubscribes and suppressions, and the deliverability insights of the
+//! latest test email; then send now or schedule. While sending, its progress (followed
+//! live) and cancel; afterwards delivered, opened, clicked, bounced and complained with
+//! their rates, and the most clicked links. Through the broadcasts service.
+
+use askama::Template as _;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Response, StatusCode};
+
+use super::{Ctx, Signed, html, pages, redirect, redirect_to, text};
+use crate::accounts::Permission;
+use crate::broadcasts::service::{self as broadcasts, Fields, Kind};
+use crate::broadcasts::{Broadcast, Status};
+use crate::contacts::{Contact, segments, topics};
+use crate::emails::Source;
+use crate::emails::submit::{self, Sender};
+use crate::services::page::{Cursor, PageRequest};
+use crate::users::Role;
+
+/// Addresses one test send may go to.
+const TEST_ADDRESSES_MAX: usize = 5;
+
+/// Recipients read at most to count a broadcast's outcomes.
+const COUNTED_MAX: usize = 100_000;
+
+/// Answers `/dashboard/broadcasts[/...]`.
+pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Response<Full<Bytes>> {
+    let manage = signed.user.role >= Role::Admin;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    let caller = signed.caller();
+    match (method, parts.as_slice()) {
+        (&Method::GET, []) => list(ctx, signed, None),
+        (&Method::POST, []) if manage => match broadcasts::create(ctx.state, &caller, fields(ctx), false, None) {
+            Ok(id) => redirect_to(&format!("/dashboard/broadcasts/{id}")),
+            Err(error) => list(ctx, signed, Some(error.to_string())),
+        },
+        (&Method::GET, [id]) => detail(ctx, signed, id, None, None, None),
+        (&Method::POST, [id]) if manage => match broadcasts::update(ctx.state, &caller, id, fields(ctx)) {
+            Ok(_) => detail(ctx, signed, id, Some("Saved."), None, None),
+            Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
+        },
+        (&Method::POST, [id, "test"]) if manage => test_send(ctx, signed, id),
+        (&Method::POST, [id, "send"]) if manage => {
+            let when = ctx.form("scheduled_at").filter(|w| !w.trim().is_empty());
+            match broadcasts::send(ctx.state, &caller, id, when) {
+                Ok(_) => redirect_to(&format!("/dashboard/broadcasts/{id}")),
+                Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
+            }
+        }
+        (&Method::POST, [id, "cancel"]) if manage => match broadcasts::cancel(ctx.state, &caller, id) {
+            Ok(_) => detail(
+                ctx,
+                signed,
+                id,
+                Some("Canceled: no more of its emails go out."),
+                None,
+                None,
+            ),
+            Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
+        },
+        (&Method::POST, [id, "delete"]) if manage => match broadcasts::delete(ctx.state, &caller, id) {
+            Ok(_) => redirect("/dashboard/broadcasts"),
+            Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
+        },
+        (&Method::POST, _) => text(
+            StatusCode::FORBIDDEN,
+            "Your role may not change broadcasts; ask an owner or admin",
+        ),
+        _ => text(StatusCode::NOT_FOUND, "No such page"),
+    }
+}
+
+fn fields(ctx: &Ctx<'_>) -> Fields {
+    let given = |name: &str| ctx.form(name).filter(|v| !v.trim().is_empty());
+    Fields {
+        name: given("name"),
+        segment_id: given("segment_id"),
+        from: given("from"),
+        subject: given("subject"),
+        html: given("html"),
+        text: given("text"),
+        topic_id: Some(given("topic_id")),
+        ..Fields::default()
+    }
+}
+
+fn first_page() -> PageRequest {
+    PageRequest {
+        limit: 100,
+        cursor: Cursor::Start,
+    }
+}
+
+/// (id, name) pairs for a select.
+type Options = Vec<(String, String)>;
+
+/// The team's segments and topics, for the forms.
+fn choices(ctx: &Ctx<'_>, signed: &Signed) -> (Options, Options) {
+    let caller = signed.caller();
+    let segments = segments::list(ctx.state, &caller, &first_page())
+        .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())
+        .unwrap_or_default();
+    let topics = topics::list(ctx.state, &caller, &first_page())
+        .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
+        .unwrap_or_default();
+    (segments, topics)
+}
+
+fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
+    let (segments, topics) = choices(ctx, signed);
+    let rows = broadcasts::list(ctx.state, &signed.caller(), &first_page())
+        .map(|(found, _)| {
+            found
+                .into_iter()
+                .map(|b| pages::BroadcastRow {
+                    id: b.id.to_string(),
+                    name: b.name.clone(),
+                    status: b.status.name(),
+                    segment: segments
+                        .iter()
+                        .find(|(id, _)| *id == b.segment_id.to_string())
+                        .map_or_else(|| b.segment_id.to_string(), |(_, n)| n.clone()),
+                    sent: b.counts.sent,
+                    created: super::when(b.created_at),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::Broadcasts {
+        chrome: signed.chrome("broadcasts"),
+        can_manage: signed.user.role >= Role::Admin,
+        rows,
+        segments,
+        topics,
+        error,
+    };
+    html(status, page.render())
+}
+
+/// Sends the draft to a few addresses as ordinary emails, each rendered as for the contact
+/// with that address (or for a stranger with it), under a "[Test]" subject.
+fn test_send(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let caller = signed.caller();
+    let Ok(broadcast) = broadcasts::get(ctx.state, &caller, id) else {
+        return text(StatusCode::NOT_FOUND, "No such broadcast");
+    };
+    let addresses: Vec<String> = ctx
+        .form("to")
+        .unwrap_or_default()
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if addresses.is_empty() || addresses.len() > TEST_ADDRESSES_MAX {
+        let why = format!("Give between 1 and {TEST_ADDRESSES_MAX} addresses, separated by commas.");
+        return detail(ctx, signed, id, None, Some(why), None);
+    }
+    match send_tests(ctx, &broadcast, &addresses) {
+        Ok(last) => detail(
+            ctx,
+            signed,
+            id,
+            Some("Test sent. Its deliverability review is below."),
+            None,
+            Some(last),
+        ),
+        Err(why) => detail(ctx, signed, id, None, Some(why), None),
+    }
+}
+
+fn send_tests(ctx: &Ctx<'_>, broadcast: &Broadcast, addresses: &[String]) -> Result<String, String> {
+    let services = ctx.state;
+    let team = broadcast.team_id;
+    let properties = services.audience().properties(team).map_err(|e| e.to_string())?;
+    let prepared = crate::broadcasts::personalise::prepare(broadcast, properties).map_err(|e| e.to_string())?;
+    let sender = Sender {
+        team_id: team,
+        api_key_id: None,
+        permission: Permission::FullAccess,
+        domain_id: None,
+        request_log_id: None,
+    };
+    let now = services.store().now();
+    let mut last = String::new();
+    for address in addresses {
+        let contact = services
+            .contacts()
+            .by_email(team, address)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_else(|| Contact {
+                id: services.store().next_id(),
+                team_id: team,
+                email: address.clone(),
+                first_name: None,
+                last_name: None,
+                unsubscribed: false,
+                created_at: now,
+                updated_at: now,
+                segments: Vec::new(),
+                topics: Vec::new(),
+                properties: std::collections::BTreeMap::new(),
+            });
+        let mut email = prepared.render(broadcast, &contact)?;
+        // A test is not part of the broadcast: not counted, never canceled with it.
+        email.broadcast_id = None;
+        email.subject = format!("[Test] {}", email.subject);
+        let domain = submit::authorize(services, &sender, &email).map_err(|e| e.to_string())?;
+        let made = submit::prepare(services, &sender, &email, &domain, Source::Api).map_err(|e| e.to_string())?;
+        last = made.id.to_string();
+        crate::emails::accept::accept(services, vec![made], None, Source::Api)
+            .map_err(|e| e.to_string())?
+            .wait()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(last)
+}
+
+/// Who a draft would go to now: the segment's contacts, those unsubscribed (or opted out
+/// of its topic) and those suppressed, read up to [`COUNTED_MAX`].
+fn audience(ctx: &Ctx<'_>, broadcast: &Broadcast) -> (u64, u64, u64) {
+    let (mut members, mut unsubscribed, mut suppressed) = (0, 0, 0);
+    let mut cursor = Cursor::Start;
+    let store = ctx.state.store();
+    let topic = broadcast
+        .topic_id
+        .and_then(|id| topics::find(ctx.state, broadcast.team_id, id).ok());
+    loop {
+        let page = PageRequest { limit: 1_000, cursor };
+        let Ok((found, more)) = ctx
+            .state
+            .contacts()
+            .segment_page(broadcast.team_id, broadcast.segment_id, &page)
+        else {
+            break;
+        };
+        for contact in &found {
+            members += 1;
+            let opted_out = topic.as_ref().is_some_and(|t| {
+                let choice = contact.topics.iter().find(|c| c.id == t.id).map(|c| c.subscription);
+                choice.unwrap_or(t.default_subscription) == crate::contacts::Subscription::OptOut
+            });
+            if contact.unsubscribed || opted_out {
+                unsubscribed += 1;
+            } else if crate::suppressions::find(store, broadcast.team_id, &contact.email)
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                suppressed += 1;
+            }
+        }
+        match found.last() {
+            Some(last) if more && members < COUNTED_MAX as u64 => cursor = Cursor::After(last.id),
+            _ => break,
+        }
+    }
+    (members, unsubscribed, suppressed)
+}
+
+/// Recipients of `kind`, counted up to [`COUNTED_MAX`].
+fn count(ctx: &Ctx<'_>, signed: &Signed, id: &str, kind: Kind) -> u64 {
+    let mut counted = 0;
+    let mut after = None;
+    loop {
+        let Ok((page, more)) = broadcasts::recipients(ctx.state, &signed.caller(), id, kind, None, after, 1_000) else {
+            return counted;
+        };
+        counted += page.len() as u64;
+        after = page.last().map(|(r, _)| r.contact_id);
+        if !more || after.is_none() || counted >= COUNTED_MAX as u64 {
+            return counted;
+        }
+    }
+}
+
+fn detail(
+    ctx: &Ctx<'_>,
+    signed: &Signed,
+    id: &str,
+    notice: Option<&str>,
+    error: Option<String>,
+    tested: Option<String>,
+) -> Response<Full<Bytes>> {
+    let Ok(broadcast) = broadcasts::get(ctx.state, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such broadcast");
+    };
+    let (segments, topics) = choices(ctx, signed);
+    let done = matches!(broadcast.status, Status::Sent | Status::Canceled);
+    let outcomes = if done || broadcast.status == Status::Sending {
+        let sent = broadcast.counts.sent;
+        let rate = |n: u64, of: u64| {
+            if of == 0 {
+                "—".to_owned()
+            } else {
+                #[allow(clippy::cast_precision_loss)]
+                let percent = n as f64 * 100.0 / of as f64;
+                format!("{percent:.1} %")
+            }
+        };
+        let delivered = count(ctx, signed, id, Kind::Delivered);
+        [
+            ("Delivered", delivered, rate(delivered, sent)),
+            ("Opened", count(ctx, signed, id, Kind::Opened), String::new()),
+            ("Clicked", count(ctx, signed, id, Kind::Clicked), String::new()),
+            ("Bounced", count(ctx, signed, id, Kind::Bounced), String::new()),
+            ("Complained", count(ctx, signed, id, Kind::Complained), String::new()),
+        ]
+        .into_iter()
+        .map(|(label, n, r)| {
+            let r = match label {
+                "Delivered" => r,
+                "Complained" | "Opened" | "Clicked" => rate(n, delivered),
+                _ => rate(n, sent),
+            };
+            (label, n, r)
+        })
+        .collect()
+    } else {
+        Vec::new()
+    };
+    let links = if done {
+        broadcasts::clicked_links(ctx.state, &signed.caller(), id)
+            .unwrap_or_default()
+            .into_iter()
+            .take(10)
+            .map(|l| (l.url, l.clicks, l.unique_clicks))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (members, skipped_unsubscribed, skipped_suppressed) = if broadcast.status == Status::Draft {
+        audience(ctx, &broadcast)
+    } else {
+        (0, 0, 0)
+    };
+    let status = if error.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = pages::BroadcastPage {
+        members,
+        skipped_unsubscribed,
+        skipped_suppressed,
+        recipients: members - skipped_unsubscribed - skipped_suppressed,
+        chrome: signed.chrome("broadcasts"),
+        can_manage: signed.user.role >= Role::Admin,
+        id: broadcast.id.to_string(),
+        name: broadcast.name.clone(),
+        status: broadcast.status.name(),
+        draft: broadcast.status == Status::Draft,
+        live: matches!(broadcast.status, Status::Scheduled | Status::Sending),
+        from: broadcast.from.clone(),
+        subject: broadcast.subject.clone(),
+        html: broadcast.html.clone().unwrap_or_default(),
+        text: broadcast.text.clone().unwrap_or_default(),
+        segment_id: broadcast.segment_id.to_string(),
+        topic_id: broadcast.topic_id.map(|t| t.to_string()).unwrap_or_default(),
+        segments,
+        topics,
+        scheduled_at: broadcast.scheduled_at.map(super::when),
+        total: broadcast.counts.total,
+        sent: broadcast.counts.sent,
+        unsubscribed: broadcast.counts.unsubscribed,
+        suppressed: broadcast.counts.suppressed,
+        failed: broadcast.counts.failed,
+        canceled: broadcast.counts.canceled,
+        outcomes,
+        links,
+        tested,
+        notice,
+        error,
+    };
+    html(status, page.render())
+}
