@@ -502,6 +502,34 @@ async fn the_dashboard_works_in_a_real_browser() {
         .send_keys("<p>Hello {{{FIRST_NAME|there}}}, here is what is new at the shop this month: warm socks.</p><p><a href=\"{{{RESEND_UNSUBSCRIBE_URL}}}\">Unsubscribe</a></p>")
         .await
         .expect("type");
+    // The merge-tag menu puts a tag at the cursor.
+    client
+        .find(Locator::Css(
+            "select[data-insert-into=\"#new-broadcast-html\"] option[value=\"FIRST_NAME\"]",
+        ))
+        .await
+        .expect("the FIRST_NAME tag")
+        .click()
+        .await
+        .expect("insert it");
+    let typed = client
+        .find(Locator::Css("#new-broadcast-html"))
+        .await
+        .expect("the HTML field")
+        .prop("value")
+        .await
+        .expect("its value")
+        .unwrap_or_default();
+    assert!(typed.ends_with("{{{FIRST_NAME}}}"), "{typed}");
+    // A tag without a fallback would stop the test send for an address with no name
+    // (which the page says): give it one.
+    client
+        .find(Locator::Css("#new-broadcast-html"))
+        .await
+        .expect("the HTML field")
+        .send_keys("\u{8}\u{8}\u{8}|friend}}}")
+        .await
+        .expect("a fallback");
     submit(&client, "#new-broadcast").await;
     wait_for_text(&client, "#recipients", "2").await;
     fill(&client, "to", "tester@example.org").await;

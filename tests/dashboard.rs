@@ -1087,6 +1087,20 @@ async fn the_audience_pages_manage_contacts_segments_topics_properties_and_impor
     assert_eq!(rows(&unsubscribed), 1);
     let searched = ann.get(addr, "/dashboard/contacts?q=lee").await;
     assert_eq!(rows(&searched), 1);
+    let topic = topics["data"][0]["id"].as_str().expect("topic").to_owned();
+    let none = ann.get(addr, &format!("/dashboard/contacts?topic={topic}")).await;
+    assert_eq!(rows(&none), 0, "the topic is opt-out by default");
+    let chose = call(
+        addr,
+        Method::PATCH,
+        "/contacts/lee@example.net/topics",
+        Some(OPERATOR_KEY),
+        Some(json!([{ "id": topic, "subscription": "opt_in" }])),
+    )
+    .await;
+    assert_eq!(chose.status, StatusCode::OK, "{}", chose.text());
+    let opted_in = ann.get(addr, &format!("/dashboard/contacts?topic={topic}")).await;
+    assert_eq!(rows(&opted_in), 1, "lee opted in");
 
     // A member looks and changes nothing.
     let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;

@@ -114,6 +114,14 @@ async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
     let path = created.headers["location"].to_str().expect("location").to_owned();
     let review = ann.get(addr, &path).await.text();
     assert!(review.contains("id=\"recipients\">2<"), "two of four: {review}");
+    assert!(
+        review.contains("data-insert-into=\"#broadcast-html\""),
+        "a merge-tag menu"
+    );
+    assert!(review.contains("<option value=\"FIRST_NAME\">"));
+    assert!(review.contains("Hello there,"), "the preview's fallback: {review}");
+    let as_amy = ann.get(addr, &format!("{path}?preview=amy@example.net")).await.text();
+    assert!(as_amy.contains("Hello Friend,"), "the preview as a contact: {as_amy}");
 
     let tested = ann
         .post(

@@ -61,6 +61,14 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
     let segment = query("segment");
     let unsubscribed = query("unsubscribed");
     let search = query("q").unwrap_or_default().to_lowercase();
+    // Subscribed to a topic: the contact's own choice, else the topic's default.
+    let topic = query("topic").and_then(|id| topics::get(ctx.state, &caller, id).ok());
+    let subscribed = |contact: &crate::contacts::Contact| {
+        topic.as_ref().is_none_or(|t| {
+            let choice = contact.topics.iter().find(|c| c.id == t.id).map(|c| c.subscription);
+            choice.unwrap_or(t.default_subscription) == crate::contacts::Subscription::OptIn
+        })
+    };
     let mut cursor = query("after")
         .and_then(|a| a.parse().ok())
         .map_or(Cursor::Start, Cursor::After);
@@ -76,6 +84,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             scanned += 1;
             last = Some(contact.id);
             let keep = unsubscribed.is_none_or(|u| (u == "yes") == contact.unsubscribed)
+                && subscribed(&contact)
                 && (search.is_empty()
                     || contact.email.to_lowercase().contains(&search)
                     || [&contact.first_name, &contact.last_name]
@@ -136,7 +145,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
     .unwrap_or_default();
     let kept: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(
-            ["segment", "unsubscribed", "q"]
+            ["segment", "unsubscribed", "topic", "q"]
                 .iter()
                 .filter_map(|name| query(name).map(|v| (*name, v))),
         )
@@ -153,6 +162,10 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
         next,
         segments: segment_names(ctx, signed),
         segment: segment.unwrap_or_default(),
+        topics: topics::list(ctx.state, &caller, &first_page())
+            .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
+            .unwrap_or_default(),
+        topic: query("topic").unwrap_or_default(),
         unsubscribed: unsubscribed.unwrap_or_default(),
         query: query("q").unwrap_or_default(),
         kept: &kept,

@@ -141,6 +141,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
         rows,
         segments,
         topics,
+        merge_tags: merge_tags(ctx, signed.user.team_id),
         error,
     };
     html(status, page.render())
@@ -190,26 +191,9 @@ fn send_tests(ctx: &Ctx<'_>, broadcast: &Broadcast, addresses: &[String]) -> Res
         domain_id: None,
         request_log_id: None,
     };
-    let now = services.store().now();
     let mut last = String::new();
     for address in addresses {
-        let contact = services
-            .contacts()
-            .by_email(team, address)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_else(|| Contact {
-                id: services.store().next_id(),
-                team_id: team,
-                email: address.clone(),
-                first_name: None,
-                last_name: None,
-                unsubscribed: false,
-                created_at: now,
-                updated_at: now,
-                segments: Vec::new(),
-                topics: Vec::new(),
-                properties: std::collections::BTreeMap::new(),
-            });
+        let contact = contact_for(ctx, team, address)?;
         let mut email = prepared.render(broadcast, &contact)?;
         // A test is not part of the broadcast: not counted, never canceled with it.
         email.broadcast_id = None;
@@ -223,6 +207,53 @@ fn send_tests(ctx: &Ctx<'_>, broadcast: &Broadcast, addresses: &[String]) -> Res
             .map_err(|e| e.to_string())?;
     }
     Ok(last)
+}
+
+/// The team's contact with `address`, or a stranger with it (no names, no properties).
+fn contact_for(ctx: &Ctx<'_>, team: herald_queue::Id, address: &str) -> Result<Contact, String> {
+    let services = ctx.state;
+    let now = services.store().now();
+    Ok(services
+        .contacts()
+        .by_email(team, address)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_else(|| Contact {
+            id: services.store().next_id(),
+            team_id: team,
+            email: address.to_owned(),
+            first_name: None,
+            last_name: None,
+            unsubscribed: false,
+            created_at: now,
+            updated_at: now,
+            segments: Vec::new(),
+            topics: Vec::new(),
+            properties: std::collections::BTreeMap::new(),
+        }))
+}
+
+/// The merge tags a broadcast may use: the contact's fields, the team's properties and
+/// the unsubscribe link.
+fn merge_tags(ctx: &Ctx<'_>, team: herald_queue::Id) -> Vec<String> {
+    let mut tags: Vec<String> = ["FIRST_NAME", "LAST_NAME", "EMAIL"].map(str::to_owned).to_vec();
+    if let Ok(properties) = ctx.state.audience().properties(team) {
+        tags.extend(properties.into_iter().map(|p| p.key));
+    }
+    tags.push(crate::unsubscribe::MARKER.trim_matches(['{', '}']).to_owned());
+    tags
+}
+
+/// The subject and HTML as the contact with `address` would get them.
+fn rendered(ctx: &Ctx<'_>, broadcast: &Broadcast, address: &str) -> Result<(String, String), String> {
+    let properties = ctx
+        .state
+        .audience()
+        .properties(broadcast.team_id)
+        .map_err(|e| e.to_string())?;
+    let prepared = crate::broadcasts::personalise::prepare(broadcast, properties).map_err(|e| e.to_string())?;
+    let contact = contact_for(ctx, broadcast.team_id, address)?;
+    let email = prepared.render(broadcast, &contact)?;
+    Ok((email.subject, email.html.unwrap_or_default()))
 }
 
 /// Who a draft would go to now: the segment's contacts, those unsubscribed (or opted out
@@ -348,7 +379,29 @@ fn detail(
     } else {
         StatusCode::OK
     };
+    let preview_as = ctx.request.query("preview").unwrap_or_default().trim().to_owned();
+    let (preview_subject, preview_html, preview_error) = match rendered(
+        ctx,
+        &broadcast,
+        if preview_as.is_empty() {
+            "someone@example.com"
+        } else {
+            &preview_as
+        },
+    ) {
+        Ok((subject, html)) => (subject, html, None),
+        Err(why) => (
+            broadcast.subject.clone(),
+            broadcast.html.clone().unwrap_or_default(),
+            Some(format!("Cannot render it for this contact: {why}")),
+        ),
+    };
     let page = pages::BroadcastPage {
+        merge_tags: merge_tags(ctx, broadcast.team_id),
+        preview_as,
+        preview_subject,
+        preview_html,
+        preview_error,
         members,
         skipped_unsubscribed,
         skipped_suppressed,

@@ -588,6 +588,10 @@ pub struct Contacts<'a> {
     pub segment: &'a str,
     /// The unsubscribed filter (`yes`, `no` or empty).
     pub unsubscribed: &'a str,
+    /// The team's topics: (id, name).
+    pub topics: Vec<(String, String)>,
+    /// The topic filter (an id: contacts subscribed to it).
+    pub topic: &'a str,
     /// The search.
     pub query: &'a str,
     /// The filters as a query string.
@@ -732,6 +736,8 @@ pub struct TemplatePage<'a> {
     pub text: String,
     /// Its declared variables.
     pub variables: Vec<String>,
+    /// The merge tags its HTML may use: its variables and the reserved names.
+    pub merge_tags: Vec<String>,
     /// What just succeeded.
     pub notice: Option<&'a str>,
     /// What just failed.
@@ -768,6 +774,8 @@ pub struct Broadcasts<'a> {
     pub segments: Vec<(String, String)>,
     /// Topics: (id, name).
     pub topics: Vec<(String, String)>,
+    /// The merge tags broadcasts may use.
+    pub merge_tags: Vec<String>,
     /// What just failed.
     pub error: Option<String>,
 }
@@ -826,6 +834,16 @@ pub struct BroadcastPage<'a> {
     pub links: Vec<(String, u64, u64)>,
     /// The latest test email's id, whose insights the review shows.
     pub tested: Option<String>,
+    /// The merge tags its HTML may use.
+    pub merge_tags: Vec<String>,
+    /// The contact the preview is rendered for (an address; empty: fallbacks only).
+    pub preview_as: String,
+    /// The subject as that contact gets it.
+    pub preview_subject: String,
+    /// The HTML as that contact gets it.
+    pub preview_html: String,
+    /// Why the preview could not be rendered for that contact.
+    pub preview_error: Option<String>,
     /// A draft's segment members now.
     pub members: u64,
     /// Of them, unsubscribed or opted out of its topic.

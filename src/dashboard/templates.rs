@@ -131,6 +131,14 @@ fn detail(
         html: current.html.clone(),
         text: current.text.clone().unwrap_or_default(),
         variables: current.variables.iter().map(|v| v.key.clone()).collect(),
+        merge_tags: current
+            .variables
+            .iter()
+            .map(|v| v.key.clone())
+            .chain(std::iter::once(
+                crate::unsubscribe::MARKER.trim_matches(['{', '}']).to_owned(),
+            ))
+            .collect(),
         notice,
         error,
     };
