@@ -10,7 +10,7 @@ use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 use serde_json::Value;
 
-use super::{Ctx, Signed, html, pages, redirect, text};
+use super::{Ctx, Signed, answer_status, html, pages, redirect, text};
 use crate::contacts::imports::{self, NewImport};
 use crate::contacts::service::{self as contacts, ContactChange, NewContact};
 use crate::contacts::{properties, segments, topics};
@@ -42,15 +42,8 @@ pub fn contacts_route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &st
     }
 }
 
-fn first_page() -> PageRequest {
-    PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    }
-}
-
 fn segment_names(ctx: &Ctx<'_>, signed: &Signed) -> Vec<(String, String)> {
-    segments::list(ctx.state, &signed.caller(), &first_page())
+    segments::list(ctx.state, &signed.caller(), &super::first_page())
         .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())
         .unwrap_or_default()
 }
@@ -150,11 +143,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
                 .filter_map(|name| query(name).map(|v| (*name, v))),
         )
         .finish();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Contacts {
         chrome: signed.chrome("contacts"),
         can_manage: signed.user.role >= Role::Admin,
@@ -162,7 +151,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
         next,
         segments: segment_names(ctx, signed),
         segment: segment.unwrap_or_default(),
-        topics: topics::list(ctx.state, &caller, &first_page())
+        topics: topics::list(ctx.state, &caller, &super::first_page())
             .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
             .unwrap_or_default(),
         topic: query("topic").unwrap_or_default(),
@@ -226,11 +215,7 @@ fn contact(
                 .collect()
         })
         .unwrap_or_default();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::ContactPage {
         chrome: signed.chrome("contacts"),
         can_manage: signed.user.role >= Role::Admin,
@@ -376,7 +361,7 @@ fn choice<T: serde::de::DeserializeOwned>(ctx: &Ctx<'_>, name: &str) -> Option<T
 
 fn settings(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
     let caller = signed.caller();
-    let topics = topics::list(ctx.state, &caller, &first_page())
+    let topics = topics::list(ctx.state, &caller, &super::first_page())
         .map(|(list, _)| {
             list.into_iter()
                 .map(|t| {
@@ -393,7 +378,7 @@ fn settings(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<F
                 .collect()
         })
         .unwrap_or_default();
-    let properties = properties::list(ctx.state, &caller, &first_page())
+    let properties = properties::list(ctx.state, &caller, &super::first_page())
         .map(|(list, _)| {
             list.into_iter()
                 .map(|p| {
@@ -412,11 +397,7 @@ fn settings(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<F
                 .collect()
         })
         .unwrap_or_default();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Audience {
         chrome: signed.chrome("audience"),
         can_manage: signed.user.role >= Role::Admin,

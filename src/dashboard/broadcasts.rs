@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, redirect, redirect_to, text};
+use super::{Ctx, Signed, answer_status, html, pages, redirect, redirect_to, text};
 use crate::accounts::Permission;
 use crate::broadcasts::service::{self as broadcasts, Fields, Kind};
 use crate::broadcasts::{Broadcast, Status};
@@ -88,23 +88,16 @@ fn fields(ctx: &Ctx<'_>) -> Fields {
     }
 }
 
-fn first_page() -> PageRequest {
-    PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    }
-}
-
 /// (id, name) pairs for a select.
 type Options = Vec<(String, String)>;
 
 /// The team's segments and topics, for the forms.
 fn choices(ctx: &Ctx<'_>, signed: &Signed) -> (Options, Options) {
     let caller = signed.caller();
-    let segments = segments::list(ctx.state, &caller, &first_page())
+    let segments = segments::list(ctx.state, &caller, &super::first_page())
         .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())
         .unwrap_or_default();
-    let topics = topics::list(ctx.state, &caller, &first_page())
+    let topics = topics::list(ctx.state, &caller, &super::first_page())
         .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
         .unwrap_or_default();
     (segments, topics)
@@ -112,7 +105,7 @@ fn choices(ctx: &Ctx<'_>, signed: &Signed) -> (Options, Options) {
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
     let (segments, topics) = choices(ctx, signed);
-    let rows = broadcasts::list(ctx.state, &signed.caller(), &first_page())
+    let rows = broadcasts::list(ctx.state, &signed.caller(), &super::first_page())
         .map(|(found, _)| {
             found
                 .into_iter()
@@ -130,11 +123,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
                 .collect()
         })
         .unwrap_or_default();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Broadcasts {
         chrome: signed.chrome("broadcasts"),
         can_manage: signed.user.role >= Role::Admin,
@@ -374,11 +363,7 @@ fn detail(
     } else {
         (0, 0, 0)
     };
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let preview_as = ctx.request.query("preview").unwrap_or_default().trim().to_owned();
     let (preview_subject, preview_html, preview_error) = match rendered(
         ctx,

@@ -7,10 +7,9 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, text};
+use super::{Ctx, Signed, answer_status, html, pages, text};
 use crate::domains::TlsPolicy;
 use crate::domains::service::{self as domains, DomainChange, NewDomain};
-use crate::services::page::{Cursor, PageRequest};
 use crate::users::Role;
 
 /// Answers `/dashboard/domains[/...]`.
@@ -33,10 +32,7 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
 }
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
-    let page = PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    };
+    let page = super::first_page();
     let found = match domains::list(ctx.state, &signed.caller(), &page) {
         Ok((found, _)) => found,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
@@ -51,11 +47,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             created: super::when(d.created_at),
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Domains {
         chrome: signed.chrome("domains"),
         can_manage: signed.user.role >= Role::Admin,
@@ -102,11 +94,7 @@ fn detail(
         })
         .collect();
     let dmarc = domain.dmarc_json()["value"].as_str().unwrap_or_default().to_owned();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Domain {
         chrome: signed.chrome("domains"),
         can_manage: signed.user.role >= Role::Admin,

@@ -115,16 +115,7 @@ pub fn list(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         Ok(page) => page,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
     };
-    let keys = crate::accounts::keys::list(
-        ctx.state,
-        &signed.caller(),
-        &crate::services::page::PageRequest {
-            limit: 100,
-            cursor: crate::services::page::Cursor::Start,
-        },
-    )
-    .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
-    .unwrap_or_default();
+    let keys = super::key_names(ctx, signed);
     let get = |name: &str| ctx.request.query(name).unwrap_or_default().trim().to_owned();
     let page = pages::Emails {
         chrome: signed.chrome("emails"),

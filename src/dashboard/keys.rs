@@ -6,10 +6,9 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, text};
+use super::{Ctx, Signed, answer_status, html, pages, text};
 use crate::accounts::Permission;
 use crate::accounts::keys::{self, NewKey};
-use crate::services::page::{Cursor, PageRequest};
 use crate::users::Role;
 
 /// Answers `/dashboard/api-keys[/...]`.
@@ -29,10 +28,7 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
 }
 
 fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<String>) -> Response<Full<Bytes>> {
-    let request = PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    };
+    let request = super::first_page();
     let found = match keys::list(ctx.state, &signed.caller(), &request) {
         Ok((found, _)) => found,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
@@ -64,11 +60,7 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
             last_used: listed.last_used_at.map_or_else(|| "never".to_owned(), super::when),
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Keys {
         chrome: signed.chrome("keys"),
         can_manage: signed.user.role >= Role::Admin,

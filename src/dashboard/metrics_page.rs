@@ -243,16 +243,9 @@ pub fn page(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
                 .collect()
         })
         .unwrap_or_default();
-    let domains = crate::domains::service::list(
-        ctx.state,
-        &signed.caller(),
-        &crate::services::page::PageRequest {
-            limit: 100,
-            cursor: crate::services::page::Cursor::Start,
-        },
-    )
-    .map(|(list, _)| list.into_iter().map(|d| (d.id.to_string(), d.name)).collect())
-    .unwrap_or_default();
+    let domains = crate::domains::service::list(ctx.state, &signed.caller(), &super::first_page())
+        .map(|(list, _)| list.into_iter().map(|d| (d.id.to_string(), d.name)).collect())
+        .unwrap_or_default();
     let shown = format!(
         "{} to {}",
         label(by_period["start_date"].as_str().unwrap_or_default(), "hourly"),

@@ -479,11 +479,7 @@ fn invite(ctx: &Ctx<'_>, method: &Method, token: &str) -> Response<Full<Bytes>> 
         .filter(|c| c.len() == 43)
         .unwrap_or_else(sessions::token);
     let page = |error: Option<&str>| {
-        let status = if error.is_some() {
-            StatusCode::UNPROCESSABLE_ENTITY
-        } else {
-            StatusCode::OK
-        };
+        let status = answer_status(error.is_some());
         let page = pages::Invite {
             csrf: &csrf,
             email: &user.email,
@@ -560,11 +556,7 @@ fn profile(
         notice,
         error,
     };
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     html(status, page.render())
 }
 
@@ -736,4 +728,28 @@ fn when(at: herald_queue::Timestamp) -> String {
         .unwrap_or_default()
         .format("%d %b %Y %H:%M:%S")
         .to_string()
+}
+
+/// A page's status: `422` when it shows why a form was refused, else `200`.
+fn answer_status(refused: bool) -> StatusCode {
+    if refused {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    }
+}
+
+/// The first page of a list the forms choose from (segments, topics, keys, domains).
+fn first_page() -> crate::services::page::PageRequest {
+    crate::services::page::PageRequest {
+        limit: 100,
+        cursor: crate::services::page::Cursor::Start,
+    }
+}
+
+/// The team's API keys as (id, name), for filters and names in lists.
+fn key_names(ctx: &Ctx<'_>, signed: &Signed) -> Vec<(String, String)> {
+    crate::accounts::keys::list(ctx.state, &signed.caller(), &first_page())
+        .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
+        .unwrap_or_default()
 }

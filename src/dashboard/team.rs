@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, text};
+use super::{Ctx, Signed, answer_status, html, pages, text};
 use crate::services::page::{Cursor, PageRequest};
 use crate::suppressions::service as suppressions;
 use crate::users::{self, NewUser, Role};
@@ -59,11 +59,7 @@ fn suppressions_page(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> R
             created: super::when(s.created_at),
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Suppressions {
         chrome: signed.chrome("suppressions"),
         can_manage: signed.user.role >= Role::Admin,
@@ -121,11 +117,7 @@ fn team_page(
             invited: u.password_hash.is_none(),
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Team {
         chrome: signed.chrome("team"),
         can_manage: signed.user.role == Role::Owner,

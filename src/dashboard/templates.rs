@@ -8,8 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, redirect, redirect_to, text};
-use crate::services::page::{Cursor, PageRequest};
+use super::{Ctx, Signed, answer_status, html, pages, redirect, redirect_to, text};
 use crate::templates::service::{self as templates, NewTemplate, TemplateChange};
 use crate::users::Role;
 
@@ -69,10 +68,7 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
 }
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
-    let page = PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    };
+    let page = super::first_page();
     let rows = templates::list(ctx.state, &signed.caller(), &page)
         .map(|(found, _)| {
             found
@@ -87,11 +83,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
                 .collect()
         })
         .unwrap_or_default();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Templates {
         chrome: signed.chrome("templates"),
         can_manage: signed.user.role >= Role::Admin,
@@ -112,11 +104,7 @@ fn detail(
         return text(StatusCode::NOT_FOUND, "No such template");
     };
     let current = template.current().clone();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::TemplatePage {
         chrome: signed.chrome("templates"),
         can_manage: signed.user.role >= Role::Admin,

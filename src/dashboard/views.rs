@@ -121,16 +121,7 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let agent_lower = agent.to_lowercase();
     let store = ctx.state.store();
     let prefix = signed.user.team_id.as_bytes();
-    let key_names: Vec<(String, String)> = crate::accounts::keys::list(
-        ctx.state,
-        &signed.caller(),
-        &crate::services::page::PageRequest {
-            limit: 100,
-            cursor: crate::services::page::Cursor::Start,
-        },
-    )
-    .map(|(keys, _)| keys.into_iter().map(|k| (k.key.id.to_string(), k.key.name)).collect())
-    .unwrap_or_default();
+    let key_names = super::key_names(ctx, signed);
     let scanned = store
         .scan::<RequestLog>(herald_queue::Scan {
             prefix,

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
-use super::{Ctx, Signed, html, pages, text};
+use super::{Ctx, Signed, answer_status, html, pages, text};
 use crate::events::EventKind;
 use crate::services::page::{Cursor, PageRequest};
 use crate::users::Role;
@@ -55,10 +55,7 @@ fn all(ctx: &Ctx<'_>, name: &str) -> Vec<String> {
 }
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
-    let page = PageRequest {
-        limit: 100,
-        cursor: Cursor::Start,
-    };
+    let page = super::first_page();
     let found = match webhooks::list(ctx.state, &signed.caller(), &page) {
         Ok((found, _)) => found,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
@@ -73,11 +70,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             created: super::when(h.created_at),
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Webhooks {
         chrome: signed.chrome("webhooks"),
         hooks,
@@ -169,11 +162,7 @@ fn page(
             }
         })
         .collect();
-    let status = if error.is_some() {
-        StatusCode::UNPROCESSABLE_ENTITY
-    } else {
-        StatusCode::OK
-    };
+    let status = answer_status(error.is_some());
     let page = pages::Webhook {
         chrome: signed.chrome("webhooks"),
         can_manage: signed.user.role >= Role::Admin,

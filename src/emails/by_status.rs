@@ -3,19 +3,15 @@
 //! so a filtered page reads only the emails it shows, newest first, however many the
 //! team has. A build's first start gives the emails stored before the index theirs.
 
-use herald_queue::{Batch, Error, Id, Scan, Store, Table, decode_record};
+use herald_queue::{Batch, Error, Id, Scan, Store, Table};
 
 use super::EmailState;
-use super::record::EmailStatus;
 
 /// The index.
 const TABLE: Table = Table::EMAILS_BY_STATUS;
 
 /// The key in [`Table::META`] that says every email has its entry.
 const INDEXED: &[u8] = b"emails_by_status_indexed";
-
-/// Statuses read per page while indexing those stored before the index.
-const PAGE: usize = 1_000;
 
 /// Every status, in code order (the code is one byte of the key).
 const STATES: [EmailState; 11] = [
@@ -107,37 +103,10 @@ pub fn page(
 /// Gives every email stored before the index its entry, once (the first start of a
 /// build with the index, before anything is served); answers how many.
 pub fn build(store: &Store) -> Result<usize, Error> {
-    if store.get_raw(Table::META, INDEXED)?.is_some() {
-        return Ok(0);
-    }
-    let mut indexed = 0;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = store.scan_raw(
-            Table::EMAIL_STATUS,
-            Scan {
-                after: after.as_deref(),
-                limit: PAGE,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        for (_, bytes) in &page {
-            if let Ok(status) = decode_record::<EmailStatus>(bytes) {
-                put(&mut batch, status.team_id, status.id, status.last_event);
-                indexed += 1;
-            }
-        }
-        let last = page.len() < PAGE;
-        if last {
-            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
-        }
-        store.commit(batch).wait()?;
-        if last {
-            return Ok(indexed);
-        }
-        after = page.last().map(|(key, _)| key.clone());
-    }
+    super::record::once_over_statuses(store, INDEXED, |batch, status| {
+        put(batch, status.team_id, status.id, status.last_event);
+        Ok(true)
+    })
 }
 
 #[cfg(test)]

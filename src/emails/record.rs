@@ -1,6 +1,6 @@
 //! The email record (`GET /emails/{id}`) and its event timeline.
 
-use herald_queue::{Id, Record, Table, Timestamp};
+use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table, Timestamp, decode_record};
 use serde_json::{Value, json};
 
 use super::state::EmailState;
@@ -284,4 +284,50 @@ impl EmailEvent {
 
 impl Record for EmailEvent {
     const TABLE: Table = Table::EVENTS;
+}
+
+/// Statuses read per page by [`once_over_statuses`].
+const STATUS_PAGE: usize = 1_000;
+
+/// Runs `each` over every email's status once per store: a page at a time, each page's
+/// writes in one commit, the last with `marker` in [`Table::META`], which later calls
+/// find and skip. For work a build does once for the emails stored before it (indexes,
+/// expiry entries). Answers how many statuses `each` said it used.
+pub fn once_over_statuses(
+    store: &Store,
+    marker: &[u8],
+    mut each: impl FnMut(&mut Batch, &EmailStatus) -> Result<bool, Error>,
+) -> Result<usize, Error> {
+    if store.get_raw(Table::META, marker)?.is_some() {
+        return Ok(0);
+    }
+    let mut used = 0;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan_raw(
+            Table::EMAIL_STATUS,
+            Scan {
+                after: after.as_deref(),
+                limit: STATUS_PAGE,
+                ..Scan::prefix(b"")
+            },
+        )?;
+        let mut batch = Batch::new();
+        for (_, bytes) in &page {
+            if let Ok(status) = decode_record::<EmailStatus>(bytes)
+                && each(&mut batch, &status)?
+            {
+                used += 1;
+            }
+        }
+        let last = page.len() < STATUS_PAGE;
+        if last {
+            batch.put_raw(Table::META, marker.to_vec(), b"1".to_vec());
+        }
+        store.commit(batch).wait()?;
+        if last {
+            return Ok(used);
+        }
+        after = page.last().map(|(key, _)| key.clone());
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Spool, Store, Table, Timestamp, decode_record};
+use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Spool, Store, Table, Timestamp};
 
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
 use super::state::EmailState;
@@ -19,9 +19,6 @@ const CONTENT: DueIndex = DueIndex::new(Table::CONTENT_EXPIRY);
 
 /// The store-wide fact that every email final before this index existed has its entries.
 const INDEXED: &[u8] = b"retention.emails.indexed";
-
-/// Status records read per page while indexing older emails.
-const PAGE: usize = 1_000;
 
 /// Starts the retention of `team_id`'s email `id`, which reached its final outcome at
 /// `at`: in the batch that writes that outcome.
@@ -130,47 +127,19 @@ pub async fn run(
 /// so that later starts skip it; returns how many it armed. Reads the status table once,
 /// a page at a time.
 pub fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
-    if store.get_raw(Table::META, INDEXED)?.is_some() {
-        return Ok(0);
-    }
-    let mut armed = 0;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = store.scan_raw(
-            Table::EMAIL_STATUS,
-            Scan {
-                after: after.as_deref(),
-                limit: PAGE,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        for (_, bytes) in &page {
-            let Ok(status) = decode_record::<EmailStatus>(bytes) else {
-                continue;
-            };
-            if status.last_event == EmailState::Scheduled || spool.envelope(status.id)?.is_some() {
-                continue; // in flight: armed at its final outcome
-            }
-            let at = status
-                .attempts
-                .last()
-                .map(|attempt| attempt.at)
-                .or_else(|| status.id.timestamp())
-                .unwrap_or_else(|| store.now());
-            arm_final(&mut batch, status.team_id, status.id, at);
-            armed += 1;
+    super::record::once_over_statuses(store, INDEXED, |batch, status| {
+        if status.last_event == EmailState::Scheduled || spool.envelope(status.id)?.is_some() {
+            return Ok(false); // in flight: armed at its final outcome
         }
-        let last = page.len() < PAGE;
-        if last {
-            batch.put_raw(Table::META, INDEXED.to_vec(), b"1".to_vec());
-        }
-        store.commit(batch).wait()?;
-        if last {
-            return Ok(armed);
-        }
-        after = page.last().map(|(key, _)| key.clone());
-    }
+        let at = status
+            .attempts
+            .last()
+            .map(|attempt| attempt.at)
+            .or_else(|| status.id.timestamp())
+            .unwrap_or_else(|| store.now());
+        arm_final(batch, status.team_id, status.id, at);
+        Ok(true)
+    })
 }
 
 #[cfg(test)]
