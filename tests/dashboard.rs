@@ -5,30 +5,13 @@
 
 mod util;
 
-use std::net::SocketAddr;
-
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::cookies::{Browser, csrf};
+use util::cookies::{Browser, add_users, csrf, sign_in};
 use util::{HttpResponse, OPERATOR_KEY, call, call_with_headers};
 
 const PASSWORD: &str = "correct horse battery staple";
-
-async fn sign_in(addr: SocketAddr, email: &str, password: &str) -> (Browser, HttpResponse) {
-    let mut browser = Browser::default();
-    let page = browser.get(addr, "/dashboard/login").await;
-    assert_eq!(page.status, StatusCode::OK);
-    let token = csrf(&page);
-    let response = browser
-        .post(
-            addr,
-            "/dashboard/login",
-            &[("csrf", &token), ("email", email), ("password", password)],
-        )
-        .await;
-    (browser, response)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn users_sign_in_with_a_password_and_a_second_factor() {
@@ -646,15 +629,7 @@ async fn the_metrics_page_draws_the_counters_with_their_thresholds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    let added = call(
-        addr,
-        Method::POST,
-        "/users",
-        Some(OPERATOR_KEY),
-        Some(json!({ "email": "mia@example.com", "role": "member", "password": PASSWORD })),
-    )
-    .await;
-    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    add_users(addr, &[("mia@example.com", "member")], PASSWORD).await;
     util::verified_domain(addr, "shop.test").await;
     for n in 0..2 {
         let body = json!({ "from": "a@shop.test", "to": format!("r{n}@example.net"), "subject": "s", "text": "t" });
@@ -690,14 +665,7 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    call(
-        addr,
-        Method::POST,
-        "/users",
-        Some(OPERATOR_KEY),
-        Some(json!({ "email": "ann@example.com", "role": "admin", "password": PASSWORD })),
-    )
-    .await;
+    add_users(addr, &[("ann@example.com", "admin")], PASSWORD).await;
     util::verified_domain(addr, "shop.test").await;
     util::verified_domain(addr, "news.test").await;
     let key = call(
@@ -866,16 +834,12 @@ async fn admins_add_edit_rotate_and_delete_webhooks_and_members_cannot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    for (email, role) in [("ann@example.com", "admin"), ("mia@example.com", "member")] {
-        call(
-            addr,
-            Method::POST,
-            "/users",
-            Some(OPERATOR_KEY),
-            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
-        )
-        .await;
-    }
+    add_users(
+        addr,
+        &[("ann@example.com", "admin"), ("mia@example.com", "member")],
+        PASSWORD,
+    )
+    .await;
     let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
     let list = ann.get(addr, "/dashboard/webhooks").await;
     assert!(list.text().contains("value=\"email.bounced\""), "every event to choose");
@@ -974,16 +938,12 @@ async fn the_audience_pages_manage_contacts_segments_topics_properties_and_impor
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    for (email, role) in [("ann@example.com", "admin"), ("mia@example.com", "member")] {
-        call(
-            addr,
-            Method::POST,
-            "/users",
-            Some(OPERATOR_KEY),
-            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
-        )
-        .await;
-    }
+    add_users(
+        addr,
+        &[("ann@example.com", "admin"), ("mia@example.com", "member")],
+        PASSWORD,
+    )
+    .await;
     let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
     let settings = ann.get(addr, "/dashboard/audience").await;
     let token = csrf(&settings);
@@ -1187,14 +1147,7 @@ async fn templates_are_written_published_and_duplicated_from_the_page() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = util::start_api(dir.path(), "").await;
     let addr = running.http_addr;
-    call(
-        addr,
-        Method::POST,
-        "/users",
-        Some(OPERATOR_KEY),
-        Some(json!({ "email": "ann@example.com", "role": "admin", "password": PASSWORD })),
-    )
-    .await;
+    add_users(addr, &[("ann@example.com", "admin")], PASSWORD).await;
     let (mut ann, _) = sign_in(addr, "ann@example.com", PASSWORD).await;
     let list = ann.get(addr, "/dashboard/templates").await;
     let token = csrf(&list);

@@ -9,23 +9,14 @@ use std::time::Duration;
 
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::cookies::{Browser, csrf};
+use util::cookies::{Browser, add_users, csrf, sign_in};
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
 
 const PASSWORD: &str = "correct horse battery staple";
 
-async fn sign_in(addr: std::net::SocketAddr, email: &str) -> Browser {
-    let mut browser = Browser::default();
-    let page = browser.get(addr, "/dashboard/login").await;
-    let token = csrf(&page);
-    let done = browser
-        .post(
-            addr,
-            "/dashboard/login",
-            &[("csrf", &token), ("email", email), ("password", PASSWORD)],
-        )
-        .await;
+async fn signed_in(addr: std::net::SocketAddr, email: &str) -> Browser {
+    let (browser, done) = sign_in(addr, email, PASSWORD).await;
     assert_eq!(done.status, StatusCode::SEE_OTHER);
     browser
 }
@@ -41,16 +32,12 @@ async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
     let running = util::start_api(dir.path(), &extra).await;
     let addr = running.http_addr;
     util::verified_domain(addr, "shop.test").await;
-    for (email, role) in [("ann@example.com", "admin"), ("mia@example.com", "member")] {
-        call(
-            addr,
-            Method::POST,
-            "/users",
-            Some(OPERATOR_KEY),
-            Some(json!({ "email": email, "role": role, "password": PASSWORD })),
-        )
-        .await;
-    }
+    add_users(
+        addr,
+        &[("ann@example.com", "admin"), ("mia@example.com", "member")],
+        PASSWORD,
+    )
+    .await;
     let segment = call(
         addr,
         Method::POST,
@@ -88,7 +75,7 @@ async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
     )
     .await;
 
-    let mut ann = sign_in(addr, "ann@example.com").await;
+    let mut ann = signed_in(addr, "ann@example.com").await;
     let list = ann.get(addr, "/dashboard/broadcasts").await;
     assert!(list.text().contains("Readers"), "segments to choose");
     let token = csrf(&list);
@@ -141,7 +128,7 @@ async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
     assert_eq!(arrived[0].rcpt_to, vec!["tester@example.org".to_owned()]);
 
     // A member reviews but cannot send.
-    let mut mia = sign_in(addr, "mia@example.com").await;
+    let mut mia = signed_in(addr, "mia@example.com").await;
     let seen = mia.get(addr, &path).await;
     assert!(!seen.text().contains("id=\"send-broadcast\""));
     let refused = mia.post(addr, &format!("{path}/send"), &[("csrf", &csrf(&seen))]).await;

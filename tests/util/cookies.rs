@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use hyper::Method;
 
-use super::{HttpResponse, call_with_headers};
+use super::{HttpResponse, OPERATOR_KEY, call, call_with_headers};
 
 /// A browser's cookie jar, just enough for the dashboard.
 #[derive(Default)]
@@ -73,4 +73,36 @@ pub fn csrf(page: &HttpResponse) -> String {
     let text = page.text();
     let at = text.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     text[at..].split('"').next().expect("value").to_owned()
+}
+
+/// Signs `email` in with `password` through the login form; the browser and the form's
+/// answer.
+pub async fn sign_in(addr: SocketAddr, email: &str, password: &str) -> (Browser, HttpResponse) {
+    let mut browser = Browser::default();
+    let page = browser.get(addr, "/dashboard/login").await;
+    assert_eq!(page.status, hyper::StatusCode::OK);
+    let token = csrf(&page);
+    let response = browser
+        .post(
+            addr,
+            "/dashboard/login",
+            &[("csrf", &token), ("email", email), ("password", password)],
+        )
+        .await;
+    (browser, response)
+}
+
+/// Adds dashboard users with the operator's key: `(email, role)` each, all with `password`.
+pub async fn add_users(addr: SocketAddr, users: &[(&str, &str)], password: &str) {
+    for (email, role) in users {
+        let added = call(
+            addr,
+            Method::POST,
+            "/users",
+            Some(OPERATOR_KEY),
+            Some(serde_json::json!({ "email": email, "role": role, "password": password })),
+        )
+        .await;
+        assert_eq!(added.status, hyper::StatusCode::CREATED, "{}", added.text());
+    }
 }
