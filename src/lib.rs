@@ -54,6 +54,7 @@ pub mod contacts;
 pub mod counters;
 pub mod dashboard;
 pub mod delivery;
+pub mod design;
 pub mod dns;
 pub mod domains;
 pub mod emails;
