@@ -39,6 +39,7 @@ impl Body {
             text: self.text,
             preview_text: self.preview_text,
             topic_id: self.topic_id,
+            design: None,
         };
         (fields, self.send.unwrap_or(false), self.scheduled_at)
     }

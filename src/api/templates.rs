@@ -89,6 +89,7 @@ pub fn update(ctx: &Ctx<'_>, target: &str) -> Result<Reply, ApiError> {
         html: body.html.filter(|h| !h.is_empty()),
         text: body.text,
         variables: body.variables,
+        design: None,
     };
     let id = service::update(ctx.state, ctx.caller, &decoded(target)?, change)?;
     Ok(Reply::ok(json!({ "object": "template", "id": id })))

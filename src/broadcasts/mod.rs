@@ -102,6 +102,10 @@ pub struct Broadcast {
     pub html: Option<String>,
     /// The text body (merge tags allowed).
     pub text: Option<String>,
+    /// The editor's design the HTML was compiled from, when it was made in the editor
+    /// (see [`crate::design`]); dropped when the HTML is edited as HTML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mjml: Option<String>,
     /// The preview text shown after the subject in inboxes.
     pub preview_text: Option<String>,
     /// The topic it is sent on.

@@ -39,6 +39,9 @@ pub struct Fields {
     pub preview_text: Option<String>,
     /// The topic: `Some(None)` (a `null`) takes it away.
     pub topic_id: Option<Option<String>>,
+    /// A design from the editor: its compiled HTML replaces the HTML, and the MJML is
+    /// kept beside it. It must keep the unsubscribe link.
+    pub design: Option<crate::design::Compiled>,
 }
 
 /// The caller's broadcast `id`.
@@ -82,7 +85,23 @@ fn apply(services: &Services, broadcast: &mut Broadcast, fields: Fields) -> Resu
         broadcast.reply_to = reply_to;
     }
     if let Some(html) = fields.html {
-        broadcast.html = Some(html).filter(|h| !h.is_empty());
+        let html = Some(html).filter(|h| !h.is_empty());
+        if html != broadcast.html {
+            // Edited as HTML: the design no longer says what sends.
+            broadcast.html = html;
+            broadcast.mjml = None;
+        }
+    }
+    if let Some(design) = fields.design {
+        if !design.html().contains(crate::unsubscribe::MARKER) {
+            return Err(Error::invalid(format!(
+                "A broadcast's design keeps its unsubscribe block (a link to {})",
+                crate::unsubscribe::MARKER
+            )));
+        }
+        let (mjml, html) = design.into_parts();
+        broadcast.html = Some(html);
+        broadcast.mjml = Some(mjml);
     }
     if let Some(text) = fields.text {
         broadcast.text = Some(text).filter(|t| !t.is_empty());
@@ -162,6 +181,7 @@ pub fn create(
         reply_to: Vec::new(),
         html: None,
         text: None,
+        mjml: None,
         preview_text: None,
         topic_id: None,
         status: Status::Draft,

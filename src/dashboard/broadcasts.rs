@@ -11,6 +11,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
+use super::design::Target;
 use super::{Ctx, Signed, answer_status, html, pages, redirect, redirect_to, text};
 use crate::accounts::Permission;
 use crate::broadcasts::service::{self as broadcasts, Fields, Kind};
@@ -43,6 +44,8 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
             Ok(_) => detail(ctx, signed, id, Some("Saved."), None, None),
             Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
         },
+        (&Method::GET, [id, "design"]) => super::design::page(ctx, signed, Target::Broadcast, id),
+        (&Method::POST, [id, "design"]) if manage => super::design::save(ctx, signed, Target::Broadcast, id),
         (&Method::POST, [id, "test"]) if manage => test_send(ctx, signed, id),
         (&Method::POST, [id, "send"]) if manage => {
             let when = ctx.form("scheduled_at").filter(|w| !w.trim().is_empty());
@@ -81,7 +84,8 @@ fn fields(ctx: &Ctx<'_>) -> Fields {
         segment_id: given("segment_id"),
         from: given("from"),
         subject: given("subject"),
-        html: given("html"),
+        // A textarea posts CRLF line ends: the HTML as stored has LF.
+        html: given("html").map(|h| h.replace("\r\n", "\n")),
         text: given("text"),
         topic_id: Some(given("topic_id")),
         ..Fields::default()
@@ -223,7 +227,7 @@ fn contact_for(ctx: &Ctx<'_>, team: herald_queue::Id, address: &str) -> Result<C
 
 /// The merge tags a broadcast may use: the contact's fields, the team's properties and
 /// the unsubscribe link.
-fn merge_tags(ctx: &Ctx<'_>, team: herald_queue::Id) -> Vec<String> {
+pub(super) fn merge_tags(ctx: &Ctx<'_>, team: herald_queue::Id) -> Vec<String> {
     let mut tags: Vec<String> = ["FIRST_NAME", "LAST_NAME", "EMAIL"].map(str::to_owned).to_vec();
     if let Ok(properties) = ctx.state.audience().properties(team) {
         tags.extend(properties.into_iter().map(|p| p.key));
@@ -401,6 +405,7 @@ fn detail(
         from: broadcast.from.clone(),
         subject: broadcast.subject.clone(),
         html: broadcast.html.clone().unwrap_or_default(),
+        designed: broadcast.mjml.is_some(),
         text: broadcast.text.clone().unwrap_or_default(),
         segment_id: broadcast.segment_id.to_string(),
         topic_id: broadcast.topic_id.map(|t| t.to_string()).unwrap_or_default(),

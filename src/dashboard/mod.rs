@@ -15,6 +15,7 @@
 mod audience;
 mod broadcasts;
 mod charts;
+mod design;
 mod domains;
 mod emails;
 pub mod guard;
@@ -53,6 +54,9 @@ const CSRF_COOKIE: &str = "herald_csrf";
 /// Largest form accepted.
 const FORM_MAX: usize = 64 * 1024;
 
+/// Largest form a design save may post: the MJML, form-encoded (up to three bytes a byte).
+const DESIGN_FORM_MAX: usize = 3 * crate::design::MJML_MAX + 1024;
+
 /// The Content-Security-Policy of every page.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -82,7 +86,12 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     let read = if import {
         crate::http::upload::read_import(state, request).await
     } else {
-        ApiRequest::read(request, FORM_MAX).await
+        let max = if method == Method::POST && path.ends_with("/design") {
+            DESIGN_FORM_MAX
+        } else {
+            FORM_MAX
+        };
+        ApiRequest::read(request, max).await
     };
     let request = match read {
         Ok(request) => request,

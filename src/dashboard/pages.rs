@@ -706,6 +706,40 @@ pub struct Templates<'a> {
     pub error: Option<String>,
 }
 
+/// `GET /dashboard/{broadcasts,templates}/{id}/design`: the no-code editor.
+#[derive(Template)]
+#[template(path = "dashboard/design.html")]
+pub struct DesignPage<'a> {
+    /// The page's frame (its CSRF token signs the saves).
+    pub chrome: Chrome<'a>,
+    /// `broadcast` or `template`.
+    pub kind: &'static str,
+    /// The broadcast's or template's page; saves go to its `/design`.
+    pub back: String,
+    /// Its name.
+    pub name: String,
+    /// The stored design, or empty for a new one.
+    pub mjml: String,
+    /// The merge tags the menu offers.
+    pub merge_tags: Vec<String>,
+    /// The same, as JSON, for the text toolbar's menu.
+    pub merge_tags_json: String,
+}
+
+/// One of a template's versions.
+pub struct VersionRow {
+    /// Its id.
+    pub id: String,
+    /// `draft`, `published` or `earlier`.
+    pub state: &'static str,
+    /// When it was made.
+    pub created: String,
+    /// Whether it was made in the editor.
+    pub designed: bool,
+    /// Whether the preview shows it.
+    pub viewing: bool,
+}
+
 /// `GET /dashboard/templates/{id}`.
 #[derive(Template)]
 #[template(path = "dashboard/template.html")]
@@ -732,6 +766,14 @@ pub struct TemplatePage<'a> {
     pub subject: String,
     /// Its HTML.
     pub html: String,
+    /// The HTML the preview shows: the current version's, or the one asked for.
+    pub preview_html: String,
+    /// Which version the preview shows: `draft`, `published` or `earlier`.
+    pub preview_label: &'static str,
+    /// Whether the current version was made in the editor.
+    pub designed: bool,
+    /// Its versions: the draft, the published one and earlier ones, newest first.
+    pub versions: Vec<VersionRow>,
     /// Its text.
     pub text: String,
     /// Its declared variables.
@@ -804,6 +846,8 @@ pub struct BroadcastPage<'a> {
     pub subject: String,
     /// HTML.
     pub html: String,
+    /// Whether its HTML was made in the editor.
+    pub designed: bool,
     /// Text.
     pub text: String,
     /// Its segment's id.

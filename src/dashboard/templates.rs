@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
+use super::design::Target;
 use super::{Ctx, Signed, answer_status, html, pages, redirect, redirect_to, text};
 use crate::templates::service::{self as templates, NewTemplate, TemplateChange};
 use crate::users::Role;
@@ -38,7 +39,8 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
                 name: ctx.form("name"),
                 subject: optional("subject"),
                 from: optional("from"),
-                html: ctx.form("html"),
+                // A textarea posts CRLF line ends: the HTML as stored has LF.
+                html: ctx.form("html").map(|h| h.replace("\r\n", "\n")),
                 text: optional("text"),
                 ..TemplateChange::default()
             };
@@ -47,10 +49,24 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
                 Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
             }
         }
+        (&Method::GET, [id, "design"]) => super::design::page(ctx, signed, Target::Template, id),
+        (&Method::POST, [id, "design"]) if manage => super::design::save(ctx, signed, Target::Template, id),
         (&Method::POST, [id, "publish"]) if manage => match templates::publish(ctx.state, &caller, id) {
             Ok(_) => detail(ctx, signed, id, Some("Published: sends now use this version."), None),
             Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
         },
+        (&Method::POST, [id, "versions", version, "restore"]) if manage => {
+            match templates::restore(ctx.state, &caller, id, version) {
+                Ok(_) => detail(
+                    ctx,
+                    signed,
+                    id,
+                    Some("Restored as the draft. Publish it to send it."),
+                    None,
+                ),
+                Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
+            }
+        }
         (&Method::POST, [id, "duplicate"]) if manage => match templates::duplicate(ctx.state, &caller, id) {
             Ok(copy) => redirect_to(&format!("/dashboard/templates/{copy}")),
             Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
@@ -105,6 +121,28 @@ fn detail(
     };
     let current = template.current().clone();
     let status = answer_status(error.is_some());
+    let viewing = ctx.request.query("version").unwrap_or_default();
+    let versions: Vec<pages::VersionRow> = template
+        .draft
+        .iter()
+        .map(|v| (v, "draft"))
+        .chain(template.published.iter().map(|v| (v, "published")))
+        .chain(template.history.iter().map(|v| (v, "earlier")))
+        .map(|(v, state)| pages::VersionRow {
+            id: v.id.to_string(),
+            state,
+            created: super::when(v.created_at),
+            designed: v.mjml.is_some(),
+            viewing: v.id.to_string() == viewing,
+        })
+        .collect();
+    let shown = template
+        .draft
+        .iter()
+        .chain(&template.published)
+        .chain(&template.history)
+        .find(|v| v.id.to_string() == viewing)
+        .unwrap_or(&current);
     let page = pages::TemplatePage {
         chrome: signed.chrome("templates"),
         can_manage: signed.user.role >= Role::Admin,
@@ -117,18 +155,30 @@ fn detail(
         from: current.from.clone().unwrap_or_default(),
         subject: current.subject.clone().unwrap_or_default(),
         html: current.html.clone(),
+        preview_html: shown.html.clone(),
+        preview_label: versions
+            .iter()
+            .find(|v| v.id == shown.id.to_string())
+            .map_or("current", |v| v.state),
+        designed: current.mjml.is_some(),
+        versions,
         text: current.text.clone().unwrap_or_default(),
         variables: current.variables.iter().map(|v| v.key.clone()).collect(),
-        merge_tags: current
-            .variables
-            .iter()
-            .map(|v| v.key.clone())
-            .chain(std::iter::once(
-                crate::unsubscribe::MARKER.trim_matches(['{', '}']).to_owned(),
-            ))
-            .collect(),
+        merge_tags: merge_tags(&current),
         notice,
         error,
     };
     html(status, page.render())
+}
+
+/// The merge tags a template's version may use: its variables and the unsubscribe link.
+pub(super) fn merge_tags(version: &crate::templates::Version) -> Vec<String> {
+    version
+        .variables
+        .iter()
+        .map(|v| v.key.clone())
+        .chain(std::iter::once(
+            crate::unsubscribe::MARKER.trim_matches(['{', '}']).to_owned(),
+        ))
+        .collect()
 }

@@ -38,13 +38,29 @@ pub enum DesignError {
     TooLarge(usize),
 }
 
-/// A design compiled: the sanitised HTML of the MJML it came from.
+/// A design compiled: the sanitised HTML of the MJML it came from. Only [`compile`]
+/// makes one, so a service given one knows the HTML is the server's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compiled {
+    mjml: String,
+    html: String,
+}
+
+impl Compiled {
     /// The MJML, as given.
-    pub mjml: String,
+    pub fn mjml(&self) -> &str {
+        &self.mjml
+    }
+
     /// The HTML compiled from it, sanitised.
-    pub html: String,
+    pub fn html(&self) -> &str {
+        &self.html
+    }
+
+    /// The MJML and the HTML.
+    pub fn into_parts(self) -> (String, String) {
+        (self.mjml, self.html)
+    }
 }
 
 /// Compiles `mjml` to sanitised HTML, or says where it is wrong.

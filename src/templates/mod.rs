@@ -20,6 +20,9 @@ pub use store::{RocksTemplates, TemplateStore};
 
 use crate::wire;
 
+/// Versions a template keeps besides its published one and its draft.
+pub const HISTORY_MAX: usize = 10;
+
 /// A variable's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,6 +86,10 @@ pub struct Version {
     pub text: Option<String>,
     /// Declared variables.
     pub variables: Vec<Variable>,
+    /// The editor's design the HTML was compiled from, when it was made in the editor
+    /// (see [`crate::design`]); dropped when the HTML is edited as HTML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mjml: Option<String>,
     /// When it was made.
     pub created_at: Timestamp,
 }
@@ -96,6 +103,7 @@ impl Version {
             && self.html == other.html
             && self.text == other.text
             && self.variables == other.variables
+            && self.mjml == other.mjml
     }
 }
 
@@ -116,6 +124,10 @@ pub struct Template {
     pub published_at: Option<Timestamp>,
     /// Changes not yet published (a new template's first version is one).
     pub draft: Option<Version>,
+    /// Versions published before the current one, newest first, at most
+    /// [`HISTORY_MAX`]: the dashboard shows them and restores one as the draft.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Version>,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it last changed.

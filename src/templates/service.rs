@@ -97,6 +97,9 @@ pub struct TemplateChange {
     pub text: Option<Option<String>>,
     /// The variables, all of them.
     pub variables: Option<Vec<VariableInput>>,
+    /// A design from the editor: its compiled HTML replaces the HTML, and the MJML is
+    /// kept beside it.
+    pub design: Option<crate::design::Compiled>,
 }
 
 fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
@@ -265,6 +268,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTemplate) -> Result<
         html: new.html.ok_or(Error::MissingField("html"))?,
         text: empty(new.text),
         variables: variables(services, new.variables.unwrap_or_default(), &[], now)?,
+        mjml: None,
         created_at: now,
     };
     check_version(&version)?;
@@ -276,6 +280,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTemplate) -> Result<
         published: None,
         published_at: None,
         draft: Some(version),
+        history: Vec::new(),
         created_at: now,
         updated_at: now,
     };
@@ -359,7 +364,8 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
         || change.reply_to.is_some()
         || change.html.is_some()
         || change.text.is_some()
-        || change.variables.is_some();
+        || change.variables.is_some()
+        || change.design.is_some();
     if content_changes {
         let mut version = template.current().clone();
         if let Some(from) = change.from {
@@ -371,8 +377,17 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
         if let Some(reply_to) = change.reply_to {
             version.reply_to = reply_to.unwrap_or_default();
         }
-        if let Some(html) = change.html {
+        if let Some(html) = change.html
+            && html != version.html
+        {
+            // Edited as HTML: the design no longer says what sends.
             version.html = html;
+            version.mjml = None;
+        }
+        if let Some(design) = change.design {
+            let (mjml, html) = design.into_parts();
+            version.html = html;
+            version.mjml = Some(mjml);
         }
         if let Some(text) = change.text {
             version.text = empty(text);
@@ -414,8 +429,46 @@ pub fn publish(services: &Services, caller: &Caller, target: &str) -> Result<Id,
     let mut template = previous.clone();
     if let Some(draft) = template.draft.take() {
         let now = services.store().now();
+        if let Some(before) = template.published.take() {
+            template.history.insert(0, before);
+            template.history.truncate(super::HISTORY_MAX);
+        }
         template.published = Some(draft);
         template.published_at = Some(now);
+        template.updated_at = now;
+        services.templates().put(&template, Some(&previous))?;
+    }
+    Ok(template.id)
+}
+
+/// Makes version `version_id` of the caller's template `target` (a published one, an
+/// earlier one or the draft) its draft, to be published again; the template's id.
+pub fn restore(services: &Services, caller: &Caller, target: &str, version_id: &str) -> Result<Id, Error> {
+    caller.require_full_access()?;
+    let version_id = crate::services::parse_id(version_id, "version")?;
+    let _guard = lock(services, caller.team_id);
+    let previous = get(services, caller, target)?;
+    let mut template = previous.clone();
+    let Some(mut version) = template
+        .history
+        .iter()
+        .chain(&template.published)
+        .chain(&template.draft)
+        .find(|v| v.id == version_id)
+        .cloned()
+    else {
+        return Err(Error::NotFound("Template version not found"));
+    };
+    let store = services.store();
+    let now = store.now();
+    if template.published.as_ref().is_some_and(|p| p.same_content(&version)) {
+        template.draft = None;
+    } else if !template.draft.as_ref().is_some_and(|d| d.same_content(&version)) {
+        version.id = store.next_id();
+        version.created_at = now;
+        template.draft = Some(version);
+    }
+    if template != previous {
         template.updated_at = now;
         services.templates().put(&template, Some(&previous))?;
     }
@@ -446,6 +499,7 @@ pub fn duplicate(services: &Services, caller: &Caller, target: &str) -> Result<I
         published: None,
         published_at: None,
         draft: Some(version),
+        history: Vec::new(),
         created_at: now,
         updated_at: now,
     };

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod cookies;
 pub mod dns;
 pub mod identity_provider;

@@ -1,0 +1,171 @@
+//! Driving Debian's `chromium` through `chromedriver` (both installed by
+//! `scripts/deps --test`) with a WebDriver client on rustls: start, connect, fill and
+//! submit forms, wait for pages and text, and save screenshots into
+//! `HERALD_SCREENSHOTS` (default `target/dashboard-screenshots`).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+/// The password the browser tests' users sign in with.
+pub const PASSWORD: &str = "a long and unguessable passphrase";
+
+/// `chromedriver` on a free loopback port, killed when dropped.
+pub struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    /// Starts it.
+    pub fn start() -> Driver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (install it with scripts/deps --test)");
+        Driver { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn connect(driver: &Driver) -> Client {
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"],
+        }
+    });
+    let capabilities = capabilities.as_object().expect("object").clone();
+    // chromedriver takes a moment to listen.
+    for _ in 0..100 {
+        if let Ok(client) = ClientBuilder::rustls()
+            .expect("rustls")
+            .capabilities(capabilities.clone())
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+        {
+            return client;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not answer");
+}
+
+pub fn screenshots() -> PathBuf {
+    let dir = std::env::var_os("HERALD_SCREENSHOTS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshots"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).expect("screenshot directory");
+    dir
+}
+
+pub async fn shot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("write screenshot");
+}
+
+/// A screenshot of the element at `css` alone (for a part below the fold).
+pub async fn shot_of(client: &Client, css: &str, name: &str) {
+    let element = client.find(Locator::Css(css)).await.expect("the element");
+    let png = element.screenshot().await.expect("screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("write screenshot");
+}
+
+pub async fn fill(client: &Client, name: &str, value: &str) {
+    let field = client
+        .find(Locator::Css(&format!("input[name=\"{name}\"]")))
+        .await
+        .unwrap_or_else(|e| panic!("a field named {name}: {e}"));
+    field.clear().await.expect("clear");
+    field.send_keys(value).await.expect("type");
+}
+
+pub async fn submit(client: &Client, form: &str) {
+    client
+        .find(Locator::Css(&format!("{form} button[type=\"submit\"]")))
+        .await
+        .expect("a submit button")
+        .click()
+        .await
+        .expect("click");
+}
+
+/// The text of the element at `css`, waiting up to 10 s for it (a form's submission
+/// navigates after the click returns).
+pub async fn text_of(client: &Client, css: &str) -> String {
+    let found = client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await;
+    match found {
+        Ok(found) => match found.text().await {
+            Ok(text) => text,
+            // The page changed between finding and reading (htmx swapped it, or a form's
+            // answer arrived): read the new one.
+            Err(_) => Box::pin(text_of(client, css)).await,
+        },
+        Err(error) => {
+            let url = client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+            let source = client.source().await.unwrap_or_default();
+            panic!("{css} on {url}: {error}\n{source}");
+        }
+    }
+}
+
+pub async fn sign_in(client: &Client, base: &str, email: &str) {
+    client
+        .goto(&format!("{base}/dashboard/login"))
+        .await
+        .expect("login page");
+    fill(client, "email", email).await;
+    fill(client, "password", PASSWORD).await;
+    submit(client, "form").await;
+}
+
+/// Waits (a form's submission navigates after the click returns) until the browser is
+/// at `path`; fails with the page's source after 10 s.
+pub async fn expect_path(client: &Client, path: &str) {
+    for _ in 0..100 {
+        let url = client.current_url().await.expect("url");
+        if url.path().ends_with(path) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let url = client.current_url().await.expect("url");
+    let source = client.source().await.unwrap_or_default();
+    panic!("wanted {path}, at {url}\n{source}");
+}
+
+/// Waits up to 10 s for the element at `css` to contain `needle` (a page that had the
+/// element before a form was sent shows the answer's only once it has loaded).
+pub async fn wait_for_text(client: &Client, css: &str, needle: &str) {
+    for _ in 0..100 {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.text().await.is_ok_and(|t| t.contains(needle))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let source = client.source().await.unwrap_or_default();
+    panic!("{css} never showed {needle:?}\n{source}");
+}
