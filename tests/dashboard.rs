@@ -798,9 +798,36 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
         "remote images blocked: {policy}"
     );
     assert!(text.contains("id=\"show-images\""));
+    assert!(
+        text.contains(&format!("src=\"/dashboard/emails/{canceled}/preview\"")),
+        "{text}"
+    );
+    // The preview is served apart, with its own policy: the email's styles, no scripts,
+    // no remote images until asked for, framed by the dashboard only.
+    let preview = ann.get(addr, &format!("/dashboard/emails/{canceled}/preview")).await;
+    let policy = preview.headers["content-security-policy"].to_str().expect("csp");
+    assert!(
+        policy.contains("style-src 'unsafe-inline'; img-src data:;") && policy.contains("sandbox"),
+        "{policy}"
+    );
+    assert!(!policy.contains("script-src"), "{policy}");
+    assert_eq!(preview.headers["x-frame-options"], "SAMEORIGIN");
     let shown = ann.get(addr, &format!("/dashboard/emails/{canceled}?images=1")).await;
-    let policy = shown.headers["content-security-policy"].to_str().expect("csp");
-    assert!(policy.contains("img-src 'self' data: https: http:") && policy.contains("script-src 'self';"));
+    assert!(
+        shown
+            .text()
+            .contains(&format!("src=\"/dashboard/emails/{canceled}/preview?images=1\""))
+    );
+    let preview = ann
+        .get(addr, &format!("/dashboard/emails/{canceled}/preview?images=1"))
+        .await;
+    let policy = preview.headers["content-security-policy"].to_str().expect("csp");
+    assert!(
+        policy.contains("img-src data: https: http:") && policy.contains("sandbox"),
+        "{policy}"
+    );
+    let stranger = util::get(addr, &format!("/dashboard/emails/{canceled}/preview")).await;
+    assert_eq!(stranger.status, StatusCode::SEE_OTHER, "no session, no preview");
     let marker = "id=\"api-request\" href=\"";
     let at = text.find(marker).expect("a link to the request") + marker.len();
     let log_path = text[at..].split('"').next().expect("href").to_owned();

@@ -106,8 +106,18 @@ async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
         "a merge-tag menu"
     );
     assert!(review.contains("<option value=\"FIRST_NAME\">"));
-    assert!(review.contains("Hello there,"), "the preview's fallback: {review}");
+    assert!(
+        review.contains(&format!("src=\"{path}/preview\"")),
+        "a preview frame: {review}"
+    );
+    let preview = ann.get(addr, &format!("{path}/preview")).await.text();
+    assert!(preview.contains("Hello there,"), "the preview's fallback: {preview}");
     let as_amy = ann.get(addr, &format!("{path}?preview=amy@example.net")).await.text();
+    assert!(as_amy.contains("preview?preview=amy%40example.net"), "{as_amy}");
+    let as_amy = ann
+        .get(addr, &format!("{path}/preview?preview=amy@example.net"))
+        .await
+        .text();
     assert!(as_amy.contains("Hello Friend,"), "the preview as a contact: {as_amy}");
 
     let tested = ann

@@ -13,10 +13,11 @@
   var status = document.getElementById("design-status");
   var tags = JSON.parse(root.getAttribute("data-merge-tags") || "[]");
   var UNSUBSCRIBE = "herald-unsubscribe";
-  var footer =
-    '<mj-section css-class="' + UNSUBSCRIBE + '"><mj-column><mj-text align="center" font-size="12px" color="#78716c">' +
+  var footerColumn =
+    '<mj-column><mj-text align="center" font-size="12px" color="#78716c">' +
     'You receive this email because you subscribed. <a href="{{{RESEND_UNSUBSCRIBE_URL}}}">Unsubscribe</a>' +
-    "</mj-text></mj-column></mj-section>";
+    "</mj-text></mj-column>";
+  var footer = '<mj-section css-class="' + UNSUBSCRIBE + '">' + footerColumn + "</mj-section>";
   // A grey box drawn in place of an image until one is chosen: no request anywhere.
   var placeholder =
     "data:image/svg+xml," +
@@ -51,6 +52,28 @@
   });
   window.heraldEditor = editor;
 
+  // GrapesJS's own panel buttons name Font Awesome classes, whose stylesheet is not
+  // loaded (it would come from a CDN): they get plain SVG drawings instead.
+  var line = 'fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"';
+  var icons = {
+    "sw-visibility": '<rect x="4" y="4" width="16" height="16" rx="1" ' + line + ' stroke-dasharray="3 2.5"/>',
+    preview: '<path ' + line + ' d="M2 12s4-7 10-7 10 7 10 7-4 7-10 7S2 12 2 12z"/><circle cx="12" cy="12" r="3" fill="currentColor"/>',
+    fullscreen: '<path ' + line + ' d="M4 9V4h5M20 9V4h-5M4 15v5h5M20 15v5h-5"/>',
+    "export-template": '<path ' + line + ' d="M8 7l-5 5 5 5M16 7l5 5-5 5"/>',
+    "open-sm": '<path ' + line + ' d="M15 4l5 5-9 9H6v-5zM13 6l5 5"/>',
+    "open-tm": '<path ' + line + ' d="M4 7h16M4 17h16"/><circle cx="9" cy="7" r="2.5" fill="currentColor"/><circle cx="15" cy="17" r="2.5" fill="currentColor"/>',
+    "open-layers": '<path ' + line + ' d="M12 3l9 5-9 5-9-5zM3 13l9 5 9-5"/>',
+    "open-blocks": '<rect x="3" y="3" width="7.5" height="7.5" rx="1.5" fill="currentColor"/><rect x="13.5" y="3" width="7.5" height="7.5" rx="1.5" fill="currentColor"/><rect x="3" y="13.5" width="7.5" height="7.5" rx="1.5" fill="currentColor"/><rect x="13.5" y="13.5" width="7.5" height="7.5" rx="1.5" fill="currentColor"/>',
+  };
+  editor.Panels.getPanels().forEach(function (panel) {
+    panel.get("buttons").forEach(function (button) {
+      var drawing = icons[button.id];
+      if (drawing) {
+        button.set({ className: "herald-icon", label: '<svg viewBox="0 0 24 24">' + drawing + "</svg>" });
+      }
+    });
+  });
+
   function say(words, tone) {
     status.textContent = words;
     status.className = "design-status" + (tone ? " " + tone : "");
@@ -67,7 +90,7 @@
     if (kind !== "broadcast") {
       return;
     }
-    var body = editor.getWrapper().find("mj-body")[0];
+    var body = editor.getWrapper().findType("mj-body")[0];
     if (!body) {
       return;
     }
@@ -76,6 +99,10 @@
       found = body.append(footer);
     }
     found.forEach(function (section) {
+      if (section.toHTML().indexOf("RESEND_UNSUBSCRIBE_URL") < 0) {
+        // Emptied by a script: the link comes back.
+        section.components(footerColumn);
+      }
       section.set({ removable: false, copyable: false, draggable: "mj-body", droppable: false });
       section.onAll(function (inner) {
         inner.set({ removable: false, copyable: false, draggable: false, droppable: false, editable: false });
@@ -92,7 +119,13 @@
     });
   }
 
-  editor.on("load", guardFooter);
+  editor.on("load", function () {
+    guardFooter();
+    var blocks = editor.Panels.getButton("views", "open-blocks");
+    if (blocks) {
+      blocks.set("active", true);
+    }
+  });
   editor.on("component:remove", function () {
     setTimeout(guardFooter, 0);
   });
@@ -109,22 +142,76 @@
     say("Inserted {{{" + tag + "}}}.", "good");
   }
 
-  var bar = document.getElementById("design-merge");
-  bar.addEventListener("mousedown", function () {
-    // Keep the canvas's selection while the menu opens.
-    var rte = editor.RichTextEditor.globalRte;
-    if (rte && rte.doc) {
-      var selection = rte.doc.getSelection();
-      bar.savedRange = selection && selection.rangeCount ? selection.getRangeAt(0) : null;
+  // The caret in the text being edited, kept as it moves: choosing from the bar's menu
+  // takes the focus out of the canvas, and the caret must be where the tag goes.
+  var caret = null;
+  editor.on("load", function () {
+    var doc = editor.Canvas.getDocument();
+    // Kept on what a person does in the text (keys, clicks, typing), not on every
+    // selection change: leaving the canvas for the menu may move the selection.
+    // Kept as a count of characters into the text: the text's nodes may be made anew
+    // (GrapesJS syncs the content when the canvas loses the focus), a Range would not
+    // survive that.
+    function keep() {
+      var selection = doc.getSelection();
+      if (selection && selection.rangeCount) {
+        var range = selection.getRangeAt(0);
+        var node = range.startContainer;
+        var el = node.nodeType === 1 ? node : node.parentElement;
+        var editable = el && el.closest("[contenteditable=true]");
+        if (editable) {
+          var before = doc.createRange();
+          before.setStart(editable, 0);
+          before.setEnd(range.endContainer, range.endOffset);
+          caret = before.toString().length;
+        }
+      }
     }
+    ["keyup", "mouseup", "input"].forEach(function (type) {
+      doc.addEventListener(type, keep);
+    });
   });
+  editor.on("rte:disable", function () {
+    caret = null;
+  });
+
+  // A collapsed range `offset` characters into `el`'s text (its end if shorter).
+  function at(doc, el, offset) {
+    var walker = doc.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    var range = doc.createRange();
+    var node;
+    var last = null;
+    while ((node = walker.nextNode())) {
+      if (offset <= node.length) {
+        range.setStart(node, offset);
+        range.collapse(true);
+        return range;
+      }
+      offset -= node.length;
+      last = node;
+    }
+    if (last) {
+      range.setStart(last, last.length);
+    } else {
+      range.selectNodeContents(el);
+    }
+    range.collapse(false);
+    return range;
+  }
+
+  var bar = document.getElementById("design-merge");
   bar.addEventListener("change", function () {
     if (bar.value) {
       var rte = editor.RichTextEditor.globalRte;
-      if (bar.savedRange && rte && rte.doc) {
+      var editing = editor.getEditing();
+      var el = editing && editing.getEl();
+      if (el && !el.matches("[contenteditable=true]")) {
+        el = el.querySelector("[contenteditable=true]");
+      }
+      if (caret !== null && rte && rte.doc && el) {
         var selection = rte.doc.getSelection();
         selection.removeAllRanges();
-        selection.addRange(bar.savedRange);
+        selection.addRange(at(rte.doc, el, caret));
       }
       insertTag(bar.value);
     }

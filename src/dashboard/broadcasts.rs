@@ -45,6 +45,7 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
             Err(error) => detail(ctx, signed, id, None, Some(error.to_string()), None),
         },
         (&Method::GET, [id, "design"]) => super::design::page(ctx, signed, Target::Broadcast, id),
+        (&Method::GET, [id, "preview"]) => preview(ctx, signed, id),
         (&Method::POST, [id, "design"]) if manage => super::design::save(ctx, signed, Target::Broadcast, id),
         (&Method::POST, [id, "test"]) if manage => test_send(ctx, signed, id),
         (&Method::POST, [id, "send"]) if manage => {
@@ -236,6 +237,35 @@ pub(super) fn merge_tags(ctx: &Ctx<'_>, team: herald_queue::Id) -> Vec<String> {
     tags
 }
 
+/// The subject and HTML as the contact with `address` (or, when empty, a stranger) would
+/// get them, or as written with why they could not be rendered.
+fn preview_for(ctx: &Ctx<'_>, broadcast: &Broadcast, address: &str) -> (String, String, Option<String>) {
+    let address = if address.is_empty() {
+        "someone@example.com"
+    } else {
+        address
+    };
+    match rendered(ctx, broadcast, address) {
+        Ok((subject, html)) => (subject, html, None),
+        Err(why) => (
+            broadcast.subject.clone(),
+            broadcast.html.clone().unwrap_or_default(),
+            Some(format!("Cannot render it for this contact: {why}")),
+        ),
+    }
+}
+
+/// `GET /dashboard/broadcasts/{id}/preview[?preview=address]`: the HTML for the page's
+/// preview frame, as that contact would get it.
+fn preview(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(broadcast) = broadcasts::get(ctx.state, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such broadcast");
+    };
+    let address = ctx.request.query("preview").unwrap_or_default();
+    let (_, html, _) = preview_for(ctx, &broadcast, address.trim());
+    super::preview::answer(html, false)
+}
+
 /// The subject and HTML as the contact with `address` would get them.
 fn rendered(ctx: &Ctx<'_>, broadcast: &Broadcast, address: &str) -> Result<(String, String), String> {
     let properties = ctx
@@ -369,27 +399,11 @@ fn detail(
     };
     let status = answer_status(error.is_some());
     let preview_as = ctx.request.query("preview").unwrap_or_default().trim().to_owned();
-    let (preview_subject, preview_html, preview_error) = match rendered(
-        ctx,
-        &broadcast,
-        if preview_as.is_empty() {
-            "someone@example.com"
-        } else {
-            &preview_as
-        },
-    ) {
-        Ok((subject, html)) => (subject, html, None),
-        Err(why) => (
-            broadcast.subject.clone(),
-            broadcast.html.clone().unwrap_or_default(),
-            Some(format!("Cannot render it for this contact: {why}")),
-        ),
-    };
+    let (preview_subject, _, preview_error) = preview_for(ctx, &broadcast, &preview_as);
     let page = pages::BroadcastPage {
         merge_tags: merge_tags(ctx, broadcast.team_id),
         preview_as,
         preview_subject,
-        preview_html,
         preview_error,
         members,
         skipped_unsubscribed,

@@ -100,7 +100,7 @@ pub fn save(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Respons
     let Some(mjml) = ctx.form("mjml") else {
         return answer(
             StatusCode::UNPROCESSABLE_ENTITY,
-            json!({ "message": "Missing `mjml` field." }),
+            &json!({ "message": "Missing `mjml` field." }),
         );
     };
     let compiled = match design::compile(&mjml) {
@@ -108,13 +108,13 @@ pub fn save(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Respons
         Err(DesignError::Syntax { message, line, column }) => {
             return answer(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                json!({ "message": format!("The MJML does not compile: {message}"), "line": line, "column": column }),
+                &json!({ "message": format!("The MJML does not compile: {message}"), "line": line, "column": column }),
             );
         }
         Err(other) => {
             return answer(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                json!({ "message": other.to_string() }),
+                &json!({ "message": other.to_string() }),
             );
         }
     };
@@ -141,7 +141,7 @@ pub fn save(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Respons
         ),
     };
     match saved {
-        Ok(_) => answer(StatusCode::OK, json!({ "saved": true, "html_bytes": html_bytes })),
+        Ok(_) => answer(StatusCode::OK, &json!({ "saved": true, "html_bytes": html_bytes })),
         Err(error) => {
             let status = match &error {
                 Error::NotFound(_) => StatusCode::NOT_FOUND,
@@ -153,15 +153,15 @@ pub fn save(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Respons
                 tracing::error!(%error, "a design could not be saved");
                 return answer(
                     status,
-                    json!({ "message": "Not saved: something went wrong on herald's side" }),
+                    &json!({ "message": "Not saved: something went wrong on herald's side" }),
                 );
             }
-            answer(status, json!({ "message": error.to_string() }))
+            answer(status, &json!({ "message": error.to_string() }))
         }
     }
 }
 
-fn answer(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+fn answer(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
     *response.status_mut() = status;
     response

@@ -24,6 +24,7 @@ mod keys;
 mod metrics_page;
 mod oauth;
 pub mod pages;
+mod preview;
 mod team;
 mod templates;
 mod views;
@@ -58,10 +59,7 @@ const FORM_MAX: usize = 64 * 1024;
 const DESIGN_FORM_MAX: usize = 3 * crate::design::MJML_MAX + 1024;
 
 /// The Content-Security-Policy of every page.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-
-/// The policy of an email's page when its reader asked to see remote images.
-const CSP_REMOTE_IMAGES: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https: http:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The one answer to a failed sign-in, whatever was wrong.
 const SIGN_IN_FAILED: &str = "The email or password is not right, or this account is locked for a while. Try again.";
@@ -279,6 +277,10 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") && path.ends_with("/insights") => {
                     let id = &path["/dashboard/emails/".len()..path.len() - "/insights".len()];
                     views::insights(ctx, &signed, id)
+                }
+                (&Method::GET, path) if path.starts_with("/dashboard/emails/") && path.ends_with("/preview") => {
+                    let id = &path["/dashboard/emails/".len()..path.len() - "/preview".len()];
+                    views::preview(ctx, &signed, id)
                 }
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") => {
                     views::email(ctx, &signed, &path["/dashboard/emails/".len()..])
@@ -722,7 +724,10 @@ fn secure(headers: &mut hyper::HeaderMap) {
     if !headers.contains_key(hyper::header::CONTENT_SECURITY_POLICY) {
         headers.insert(hyper::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     }
-    headers.insert(hyper::header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // A preview, framed by the dashboard's own pages, keeps its SAMEORIGIN.
+    if !headers.contains_key(hyper::header::X_FRAME_OPTIONS) {
+        headers.insert(hyper::header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
     headers.insert(
         hyper::header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

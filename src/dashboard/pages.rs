@@ -766,8 +766,8 @@ pub struct TemplatePage<'a> {
     pub subject: String,
     /// Its HTML.
     pub html: String,
-    /// The HTML the preview shows: the current version's, or the one asked for.
-    pub preview_html: String,
+    /// The version the preview shows, when one was asked for.
+    pub preview_version: Option<String>,
     /// Which version the preview shows: `draft`, `published` or `earlier`.
     pub preview_label: &'static str,
     /// Whether the current version was made in the editor.
@@ -884,8 +884,6 @@ pub struct BroadcastPage<'a> {
     pub preview_as: String,
     /// The subject as that contact gets it.
     pub preview_subject: String,
-    /// The HTML as that contact gets it.
-    pub preview_html: String,
     /// Why the preview could not be rendered for that contact.
     pub preview_error: Option<String>,
     /// A draft's segment members now.

@@ -49,6 +49,7 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
                 Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
             }
         }
+        (&Method::GET, [id, "preview"]) => preview(ctx, signed, id),
         (&Method::GET, [id, "design"]) => super::design::page(ctx, signed, Target::Template, id),
         (&Method::POST, [id, "design"]) if manage => super::design::save(ctx, signed, Target::Template, id),
         (&Method::POST, [id, "publish"]) if manage => match templates::publish(ctx.state, &caller, id) {
@@ -155,7 +156,7 @@ fn detail(
         from: current.from.clone().unwrap_or_default(),
         subject: current.subject.clone().unwrap_or_default(),
         html: current.html.clone(),
-        preview_html: shown.html.clone(),
+        preview_version: (!viewing.is_empty()).then(|| shown.id.to_string()),
         preview_label: versions
             .iter()
             .find(|v| v.id == shown.id.to_string())
@@ -169,6 +170,23 @@ fn detail(
         error,
     };
     html(status, page.render())
+}
+
+/// `GET /dashboard/templates/{id}/preview[?version=id]`: the HTML of the current version,
+/// or of the one asked for, for the page's preview frame.
+fn preview(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(template) = templates::get(ctx.state, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such template");
+    };
+    let asked = ctx.request.query("version").unwrap_or_default();
+    let shown = template
+        .draft
+        .iter()
+        .chain(&template.published)
+        .chain(&template.history)
+        .find(|v| v.id.to_string() == asked)
+        .unwrap_or_else(|| template.current());
+    super::preview::answer(shown.html.clone(), false)
 }
 
 /// The merge tags a template's version may use: its variables and the unsubscribe link.

@@ -91,16 +91,20 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         headers,
         images,
     };
-    let mut response = html(StatusCode::OK, page.render());
-    if images {
-        // Asked for on this page: the preview (which inherits the page's policy) may load
-        // remote images; scripts stay off (the frame's sandbox and script-src).
-        response.headers_mut().insert(
-            hyper::header::CONTENT_SECURITY_POLICY,
-            hyper::header::HeaderValue::from_static(super::CSP_REMOTE_IMAGES),
-        );
-    }
-    response
+    html(StatusCode::OK, page.render())
+}
+
+/// `GET /dashboard/emails/{id}/preview[?images=1]`: the email's HTML for its page's
+/// preview frame, remote images shown only when asked for.
+pub fn preview(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
+    let Ok(id) = id.parse() else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let Ok(record) = crate::emails::service::get(ctx.state, &signed.caller(), id) else {
+        return text(StatusCode::NOT_FOUND, "No such email");
+    };
+    let images = ctx.request.query("images") == Some("1");
+    super::preview::answer(record.html.unwrap_or_default(), images)
 }
 
 /// `GET /dashboard/logs`.

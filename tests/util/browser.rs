@@ -14,10 +14,13 @@ use serde_json::json;
 /// The password the browser tests' users sign in with.
 pub const PASSWORD: &str = "a long and unguessable passphrase";
 
-/// `chromedriver` on a free loopback port, killed when dropped.
+/// `chromedriver` on a free loopback port, killed when dropped, with the browser's
+/// profile in a directory of its own that goes with it (chromium's default profile
+/// directories under `/tmp` would stay behind, one per run).
 pub struct Driver {
     child: Child,
     port: u16,
+    profile: tempfile::TempDir,
 }
 
 impl Driver {
@@ -33,7 +36,8 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver (install it with scripts/deps --test)");
-        Driver { child, port }
+        let profile = tempfile::tempdir().expect("a profile directory");
+        Driver { child, port, profile }
     }
 }
 
@@ -44,11 +48,13 @@ impl Drop for Driver {
     }
 }
 
+/// A WebDriver session on `driver`'s headless chromium.
 pub async fn connect(driver: &Driver) -> Client {
+    let profile = format!("--user-data-dir={}", driver.profile.path().display());
     let capabilities = json!({
         "goog:chromeOptions": {
             "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"],
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900", profile],
         }
     });
     let capabilities = capabilities.as_object().expect("object").clone();

@@ -1,0 +1,476 @@
+//! The no-code editor in a real browser (Debian's `chromium`, headless, through
+//! `chromedriver`): a broadcast built by dragging blocks from GrapesJS's block panel into
+//! its canvas, a merge tag inserted at the caret from the menu, the unsubscribe block
+//! surviving an attempt to delete it, a fault shown with its line and column, the design
+//! saved, previewed as a contact, test-sent to a real sink and sent to a segment with
+//! the counts moving; a template designed and published. Nothing on the page or in the
+//! canvas points at another host. Screenshots go to `HERALD_SCREENSHOTS`.
+
+mod util;
+
+use std::time::Duration;
+
+use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
+use fantoccini::key::Key;
+use fantoccini::{Client, Locator};
+use hyper::Method;
+use serde_json::{Value, json};
+use util::browser::{Driver, PASSWORD, connect, fill, shot, sign_in, submit, text_of, wait_for_text};
+use util::sink::{Sink, SinkOptions};
+use util::{OPERATOR_KEY, call};
+
+/// Runs `script` in the page and answers its value.
+async fn js(client: &Client, script: &str) -> Value {
+    client
+        .execute(script, vec![])
+        .await
+        .unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+/// Waits up to 20 s for `script` to answer `true`.
+async fn until(client: &Client, script: &str, what: &str) {
+    for _ in 0..200 {
+        if js(client, script).await == Value::Bool(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} never happened ({script})");
+}
+
+/// Drags the block labelled `label` from the block panel onto the canvas, dropping it
+/// just inside the bottom of the canvas element that contains `near` (its text). Chromium
+/// does not turn WebDriver's pointer actions into HTML drag and drop, so the page is
+/// sent the drag events a person's drag makes (`dragstart` on the block, `dragenter`,
+/// `dragover` and `drop` in the canvas, `dragend`), carrying one `DataTransfer`, and
+/// GrapesJS's own handlers do the rest, as for a person.
+async fn drag(client: &Client, label: &str, near: &str) {
+    let script = r#"
+        const [label, near, stage] = arguments;
+        const frame = document.querySelector('.gjs-frame');
+        const doc = frame.contentDocument;
+        const fire = (el, type, x, y, view) => el.dispatchEvent(new DragEvent(type, {
+            bubbles: true, cancelable: true, composed: true, dataTransfer: window.heraldDrag,
+            clientX: x, clientY: y, view }));
+        if (stage === 'start') {
+            const block = [...document.querySelectorAll('.gjs-block')].find(b => b.textContent.trim() === label);
+            if (!block) return 'no block ' + label;
+            window.heraldDrag = new DataTransfer();
+            window.heraldBlock = block;
+            const r = block.getBoundingClientRect();
+            fire(block, 'dragstart', r.x + r.width / 2, r.y + r.height / 2, window);
+            return 'started';
+        }
+        const walker = doc.createTreeWalker(doc.body, NodeFilter.SHOW_TEXT);
+        let node;
+        while ((node = walker.nextNode()) && !node.textContent.includes(near)) {}
+        if (!node) return 'no text ' + near;
+        const r = node.parentElement.getBoundingClientRect();
+        const x = r.x + r.width / 2, y = r.bottom - 2;
+        const el = doc.elementFromPoint(x, y);
+        if (stage === 'over') {
+            fire(el, 'dragenter', x, y, frame.contentWindow);
+            fire(el, 'dragover', x, y, frame.contentWindow);
+            return 'over';
+        }
+        fire(el, 'dragover', x, y + 1, frame.contentWindow);
+        fire(el, 'drop', x, y + 1, frame.contentWindow);
+        fire(window.heraldBlock, 'dragend', x, y + 1, window);
+        return 'dropped';
+    "#;
+    for (stage, answer) in [("start", "started"), ("over", "over"), ("drop", "dropped")] {
+        let said = client
+            .execute(script, vec![json!(label), json!(near), json!(stage)])
+            .await
+            .expect("the drag");
+        assert_eq!(said, json!(answer), "dragging {label}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
+        sink.addr()
+    );
+    let running = util::start_api(dir.path(), &extra).await;
+    let addr = running.http_addr;
+    let base = format!("http://{addr}");
+    util::cookies::add_users(addr, &[("ann@example.com", "owner")], PASSWORD).await;
+    util::verified_domain(addr, "shop.test").await;
+    let segment = call(
+        addr,
+        Method::POST,
+        "/segments",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Readers" })),
+    )
+    .await
+    .json()["id"]
+        .as_str()
+        .expect("segment")
+        .to_owned();
+    for (email, name) in [("amy@example.net", "Amy"), ("ben@example.net", "Ben")] {
+        call(
+            addr,
+            Method::POST,
+            "/contacts",
+            Some(OPERATOR_KEY),
+            Some(json!({ "email": email, "first_name": name, "segments": [{ "id": segment }] })),
+        )
+        .await;
+    }
+    let id = call(
+        addr,
+        Method::POST,
+        "/broadcasts",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Winter sale", "segment_id": segment, "from": "Shop <news@shop.test>", "subject": "Winter sale", "html": "<p>x</p>" })),
+    )
+    .await
+    .json()["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    let driver = Driver::start();
+    let client = connect(&driver).await;
+    sign_in(&client, &base, "ann@example.com").await;
+    client
+        .goto(&format!("{base}/dashboard/broadcasts/{id}/design"))
+        .await
+        .expect("the editor");
+    until(
+        &client,
+        "return !!(window.heraldEditor && document.querySelector('.gjs-block'))",
+        "the editor loading",
+    )
+    .await;
+    shot(&client, "20-editor-new").await;
+    // Blocks dragged in: a button under the first text, a text under the button.
+    let types = "return heraldEditor.getWrapper().findType('mj-button').length + ':' + heraldEditor.getWrapper().findType('mj-text').length";
+    assert_eq!(
+        js(&client, types).await,
+        json!("0:3"),
+        "the starter: two texts and the footer's"
+    );
+    drag(&client, "Button", "Write your message").await;
+    until(
+        &client,
+        "return heraldEditor.getWrapper().findType('mj-button').length === 1",
+        "the button dropped",
+    )
+    .await;
+    drag(&client, "Text", "Write your message").await;
+    until(
+        &client,
+        "return heraldEditor.getWrapper().findType('mj-text').length === 4",
+        "the text dropped",
+    )
+    .await;
+    shot(&client, "21-editor-dragged").await;
+
+    // A merge tag at the caret: double-click the new text, go to its end, pick the tag.
+    client.enter_frame(0).await.expect("the canvas");
+    let text = client
+        .find(Locator::XPath("//*[normalize-space(text())='Insert text here']"))
+        .await
+        .expect("the dropped text");
+    let mouse = MouseActions::new("mouse".into())
+        .then(PointerAction::MoveToElement {
+            element: text.clone(),
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::Down {
+            button: MOUSE_BUTTON_LEFT,
+        })
+        .then(PointerAction::Up {
+            button: MOUSE_BUTTON_LEFT,
+        });
+    client.perform_actions(mouse).await.expect("double-click");
+    client
+        .active_element()
+        .await
+        .expect("the text")
+        .send_keys(&format!("{}, dear ", Key::End))
+        .await
+        .ok();
+    client.enter_parent_frame().await.expect("the page");
+    until(&client, "return !!heraldEditor.getEditing()", "editing the text").await;
+    client
+        .find(Locator::Css("#design-merge option[value=\"FIRST_NAME\"]"))
+        .await
+        .expect("the FIRST_NAME tag")
+        .click()
+        .await
+        .expect("insert it");
+    wait_for_text(&client, "#design-status", "Inserted {{{FIRST_NAME}}}").await;
+    let edited = js(&client, "return heraldEditor.getEditing().getEl().textContent").await;
+    assert!(
+        edited.as_str().is_some_and(|t| t
+            .replace('\u{a0}', " ")
+            .trim()
+            .ends_with("Insert text here, dear {{{FIRST_NAME}}}")),
+        "the tag at the caret: {edited}"
+    );
+    shot(&client, "22-editor-merge-tag").await;
+    // Leave the text (its content is kept when editing stops).
+    js(&client, "heraldEditor.select(null); return true").await;
+    until(
+        &client,
+        "return heraldEditor.getHtml().includes('{{{FIRST_NAME}}}')",
+        "the tag in the design",
+    )
+    .await;
+
+    // The unsubscribe block stays: neither the delete command nor the key removes it.
+    let footer = "heraldEditor.getWrapper().findType('mj-section').find(s => (s.getAttributes()['css-class'] || '').includes('herald-unsubscribe'))";
+    js(
+        &client,
+        &format!(
+            "const f = {footer}; heraldEditor.select(f); heraldEditor.runCommand('core:component-delete'); return true"
+        ),
+    )
+    .await;
+    client.enter_frame(0).await.expect("the canvas");
+    client
+        .find(Locator::XPath("//*[contains(text(),'You receive this email')]"))
+        .await
+        .expect("the footer's text")
+        .click()
+        .await
+        .expect("select it");
+    client
+        .active_element()
+        .await
+        .expect("the canvas")
+        .send_keys(&Key::Delete.to_string())
+        .await
+        .ok();
+    client.enter_parent_frame().await.expect("the page");
+    // A script that empties it (no person can) sees the link come back.
+    js(
+        &client,
+        &format!("const f = {footer}; f.components().at(0).remove(); return true"),
+    )
+    .await;
+    assert_eq!(
+        js(
+            &client,
+            &format!("return !!{footer} && {footer}.get('removable') === false")
+        )
+        .await,
+        json!(true)
+    );
+    until(
+        &client,
+        "return heraldEditor.getHtml().includes('RESEND_UNSUBSCRIBE_URL')",
+        "the footer kept",
+    )
+    .await;
+
+    // A fault is shown with its line and column; then the design is saved.
+    let good = js(
+        &client,
+        "const m = heraldEditor.getHtml(); window.heraldGood = m; return m",
+    )
+    .await;
+    js(
+        &client,
+        "heraldEditor.setComponents('<mjml><mj-body><mj-section><mj-colum><mj-text>x</mj-text></mj-colum></mj-section></mj-body></mjml>'); return true",
+    )
+    .await;
+    client
+        .find(Locator::Id("design-save"))
+        .await
+        .expect("save")
+        .click()
+        .await
+        .expect("click");
+    wait_for_text(&client, "#design-status", "unknown element <mj-colum>").await;
+    assert!(text_of(&client, "#design-status").await.contains("line 1, column"));
+    shot(&client, "23-editor-fault").await;
+    js(&client, "heraldEditor.setComponents(window.heraldGood); return true").await;
+    assert!(good.as_str().expect("mjml").contains("<mj-button"), "{good}");
+    client
+        .find(Locator::Id("design-save"))
+        .await
+        .expect("save")
+        .click()
+        .await
+        .expect("click");
+    wait_for_text(&client, "#design-status", "Saved").await;
+    let stored = call(
+        addr,
+        Method::GET,
+        &format!("/broadcasts/{id}"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    let html = stored["html"].as_str().expect("html");
+    assert!(
+        html.contains("{{{FIRST_NAME}}}") && html.contains("RESEND_UNSUBSCRIBE_URL"),
+        "{html}"
+    );
+
+    // Nothing on the page or in the canvas loads from another host.
+    let elsewhere = js(
+        &client,
+        r#"const here = location.origin;
+           const docs = [document, document.querySelector('.gjs-frame').contentDocument];
+           const urls = [];
+           for (const d of docs) {
+             d.querySelectorAll('script[src], link[href], img[src], iframe[src], source[src], video[src], audio[src]')
+               .forEach(e => urls.push(e.src || e.href));
+             (d.defaultView.performance.getEntriesByType('resource') || []).forEach(e => urls.push(e.name));
+           }
+           return urls.filter(u => u && !u.startsWith(here) && !u.startsWith('data:') && !u.startsWith('about:'));"#,
+    )
+    .await;
+    assert_eq!(elsewhere, json!([]), "requests to other hosts");
+
+    // The stored design opens again, and previews as a contact.
+    client.refresh().await.expect("reload");
+    until(
+        &client,
+        "return !!(window.heraldEditor && heraldEditor.getWrapper().findType('mj-button').length === 1)",
+        "the stored design",
+    )
+    .await;
+    shot(&client, "24-editor-stored").await;
+    fill(&client, "preview", "amy@example.net").await;
+    submit(&client, "#design-preview").await;
+    wait_for_text(&client, "#preview-subject", "Winter sale").await;
+    assert!(
+        client
+            .current_url()
+            .await
+            .expect("url")
+            .as_str()
+            .contains("preview=amy%40example.net")
+    );
+    client
+        .find(Locator::Css("iframe.preview"))
+        .await
+        .expect("the preview")
+        .enter_frame()
+        .await
+        .expect("into the preview");
+    let shown = text_of(&client, "body").await;
+    assert!(
+        shown.contains("Insert text here, dear Amy"),
+        "the preview as Amy: {shown}"
+    );
+    // The email's own styles apply (the preview has its own policy): the button's rounded
+    // corners come from its inline style alone.
+    let styled = js(&client, "const td = [...document.querySelectorAll('td')].filter(td => td.textContent.trim() === 'Button').pop(); return !!td && getComputedStyle(td).borderTopLeftRadius").await;
+    assert_eq!(styled, json!("3px"), "the button's inline style");
+    client.enter_parent_frame().await.expect("the page");
+    shot(&client, "25-broadcast-designed").await;
+
+    // Test send, then send to the segment and watch the counts move.
+    fill(&client, "to", "amy@example.net").await;
+    submit(&client, "#test-send").await;
+    wait_for_text(&client, "#insights", "passed,").await;
+    let tested = sink.wait_for(1, Duration::from_secs(30)).await;
+    let test_mail = String::from_utf8_lossy(&tested[0].data).into_owned();
+    assert!(test_mail.contains("Subject: [Test] Winter sale"), "{test_mail}");
+    submit(&client, "#send-broadcast").await;
+    wait_for_text(&client, "#broadcast-status", "sent").await;
+    let delivered = sink.wait_for(3, Duration::from_secs(30)).await;
+    let sent: Vec<String> = delivered[1..]
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.data).into_owned())
+        .collect();
+    assert!(sent.iter().any(|m| m.contains("Amy")) && sent.iter().any(|m| m.contains("Ben")));
+    for _ in 0..100 {
+        client.refresh().await.expect("reload");
+        if text_of(&client, "main").await.contains("Delivered\n2") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(
+        text_of(&client, "#outcomes").await.contains("Delivered\n2"),
+        "the counts moved"
+    );
+    shot(&client, "26-broadcast-designed-sent").await;
+
+    // A template designed in the editor, then published.
+    let template = call(
+        addr,
+        Method::POST,
+        "/templates",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Receipt", "html": "<p>Thanks</p>" })),
+    )
+    .await
+    .json()["id"]
+        .as_str()
+        .expect("template")
+        .to_owned();
+    client
+        .goto(&format!("{base}/dashboard/templates/{template}/design"))
+        .await
+        .expect("the template editor");
+    until(
+        &client,
+        "return !!(window.heraldEditor && document.querySelector('.gjs-block'))",
+        "the editor loading",
+    )
+    .await;
+    drag(&client, "Image", "Write your message").await;
+    until(
+        &client,
+        "return heraldEditor.getWrapper().findType('mj-image').length === 1",
+        "the image dropped",
+    )
+    .await;
+    // A dropped image opens the asset manager to pick one: take a shot of it and close it.
+    wait_for_text(&client, ".gjs-mdl-container", "Select Image").await;
+    shot(&client, "27-template-editor-image").await;
+    client
+        .find(Locator::Css(".gjs-mdl-btn-close"))
+        .await
+        .expect("close")
+        .click()
+        .await
+        .expect("click");
+    client
+        .find(Locator::Id("design-save"))
+        .await
+        .expect("save")
+        .click()
+        .await
+        .expect("click");
+    wait_for_text(&client, "#design-status", "Saved").await;
+    shot(&client, "28-template-editor").await;
+    client
+        .find(Locator::Css(".designer-bar .back"))
+        .await
+        .expect("back")
+        .click()
+        .await
+        .expect("click");
+    submit(&client, "form[action$=\"/publish\"]").await;
+    wait_for_text(&client, ".notice", "Published").await;
+    assert!(text_of(&client, "#versions").await.contains("designed"));
+    shot(&client, "29-template-versions").await;
+
+    client.close().await.expect("close the browser");
+    drop(driver);
+    assert!(running.shutdown().await);
+}
