@@ -15,7 +15,7 @@ use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
 use hyper::Method;
 use serde_json::{Value, json};
-use util::browser::{Driver, PASSWORD, connect, fill, shot, sign_in, submit, text_of, wait_for_text};
+use util::browser::{Driver, PASSWORD, connect, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text};
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
 
@@ -469,6 +469,7 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
     wait_for_text(&client, ".notice", "Published").await;
     assert!(text_of(&client, "#versions").await.contains("designed"));
     shot(&client, "29-template-versions").await;
+    shot_of(&client, "#versions", "29b-template-versions-list").await;
 
     client.close().await.expect("close the browser");
     drop(driver);

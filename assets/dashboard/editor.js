@@ -252,7 +252,14 @@
       body: body.toString(),
     })
       .then(function (response) {
-        return response.json().then(function (answer) {
+        return response.text().then(function (body) {
+          var answer;
+          try {
+            answer = JSON.parse(body);
+          } catch (notJson) {
+            // A refusal before the design was read (a role, an expired form) is text.
+            answer = { message: body || "Not saved (" + response.status + ")." };
+          }
           if (response.ok) {
             say("Saved: " + answer.html_bytes + " bytes of HTML.", "good");
             return true;
