@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
@@ -111,7 +111,10 @@ struct Inner {
     store: Store,
     in_flight: Mutex<HashSet<Id>>,
     stripes: Vec<Mutex<()>>,
-    depth: AtomicU64,
+    /// Messages in the spool. Signed: a message can be delivered and removed before the
+    /// task that spooled it has counted it in (its write was durable, delivery was
+    /// quicker than the wake-up), so the count may dip below zero for that moment.
+    depth: AtomicI64,
 }
 
 impl Spool {
@@ -130,7 +133,7 @@ impl Spool {
                 store,
                 in_flight: Mutex::new(HashSet::new()),
                 stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-                depth: AtomicU64::new(recovery.messages),
+                depth: AtomicI64::new(i64::try_from(recovery.messages).unwrap_or(i64::MAX)),
             }),
         };
         Ok((spool, recovery))
@@ -143,7 +146,7 @@ impl Spool {
 
     /// Messages in the spool.
     pub fn depth(&self) -> u64 {
-        self.inner.depth.load(Ordering::Relaxed)
+        u64::try_from(self.inner.depth.load(Ordering::Relaxed)).unwrap_or(0)
     }
 
     /// Spools `message` together with `extra` in one synced write. Await the result, or
@@ -361,8 +364,8 @@ impl Spool {
         };
         self.inner.store.commit(batch).wait()?;
         if updated == Updated::Removed {
-            let depth = self.inner.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
-            metrics::gauge!("herald_spool_messages").set(depth as f64);
+            let depth = self.inner.depth.fetch_sub(1, Ordering::Relaxed) - 1;
+            metrics::gauge!("herald_spool_messages").set(depth.max(0) as f64);
         }
         Ok(updated)
     }
@@ -473,9 +476,10 @@ fn finish(
 ) -> Result<Admission, Error> {
     match outcome {
         Ok(Ok(())) => {
-            let depth = spool.inner.depth.fetch_add(count, Ordering::Relaxed) + count;
+            let added = i64::try_from(count).unwrap_or(i64::MAX);
+            let depth = spool.inner.depth.fetch_add(added, Ordering::Relaxed) + added;
             metrics::counter!("herald_spool_enqueued_total").increment(count);
-            metrics::gauge!("herald_spool_messages").set(depth as f64);
+            metrics::gauge!("herald_spool_messages").set(depth.max(0) as f64);
             Ok(Admission::Accepted(id))
         }
         Ok(Err(refusal)) | Err(Some(PrepareError::Refused(refusal))) => {

@@ -61,6 +61,11 @@ pub struct Settings {
     /// the driver checks ([`Action::CheckRecipient`]). Authenticated clients submit as
     /// on any listener.
     pub mx: bool,
+    /// Whether the client is on a trusted network (Postfix's `mynetworks`): `MAIL`
+    /// without AUTH, and without TLS, submits as the network's key; the driver checks the
+    /// sender ([`Action::CheckSender`]) as for an authenticated client. AUTH still works
+    /// and then speaks for the session.
+    pub trusted: bool,
 }
 
 /// A message ready for delivery.
@@ -427,10 +432,10 @@ impl Session {
             Command::Auth { mechanism, initial } => return self.auth(&mechanism, initial, actions),
             Command::Mail { .. } if self.helo.is_none() => Reply::new(503, "5.5.1", "Send EHLO first"),
             // A receiving MX may not use TLS, and never authenticates.
-            Command::Mail { .. } if !self.tls && !self.settings.mx => {
+            Command::Mail { .. } if !self.tls && !self.settings.mx && !self.settings.trusted => {
                 Reply::new(530, "5.7.0", "Must issue a STARTTLS command first")
             }
-            Command::Mail { .. } if !self.authenticated && !self.settings.mx => {
+            Command::Mail { .. } if !self.authenticated && !self.settings.mx && !self.settings.trusted => {
                 Reply::new(530, "5.7.0", "Authentication required")
             }
             Command::Mail { .. } if self.from.is_some() => Reply::new(503, "5.5.1", "Nested MAIL command"),
@@ -444,7 +449,7 @@ impl Session {
                     actions,
                 );
             }
-            Command::Mail { from, params } if !self.authenticated => {
+            Command::Mail { from, params } if !self.authenticated && !self.settings.trusted => {
                 // Its own size limit applies from here (a report is small).
                 self.inbound = true;
                 match self.mail_parameters(&params) {

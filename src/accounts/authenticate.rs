@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use herald_queue::{Id, Timestamp};
 
-use super::{AccountStore, Permission, Token};
+use super::{AccountStore, ApiKey, Permission, Token};
 
 /// How often a key's `last_used_at` is written at most. Writing it on every request would
 /// add a synced write to each; a minute's precision is what a person reads it for.
@@ -104,13 +104,18 @@ impl Authenticator {
             return Err(AuthError::Invalid);
         }
         self.record_use(accounts, key.id, now);
-        Ok(Caller {
+        Ok(self.caller_of(&key))
+    }
+
+    /// The caller `key` makes: its team, permission and domain.
+    pub fn caller_of(&self, key: &ApiKey) -> Caller {
+        Caller {
             team_id: key.team_id,
             key_id: key.id,
             permission: key.permission,
             domain_id: key.domain_id,
             operator: key.team_id == self.operator_team && key.permission == Permission::FullAccess,
-        })
+        }
     }
 
     /// The operator's team.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::raw::{
     RawApi, RawCertPair, RawConfig, RawDelivery, RawDestination, RawDkimAlgorithm, RawDomains, RawHttp, RawListener,
-    RawLog, RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawWebhooks,
+    RawLog, RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawTrusted, RawWebhooks,
 };
 use super::{Config, DkimAlgorithm, LogFormat, TlsMode};
 
@@ -58,6 +58,17 @@ pub fn render(config: &Config) -> String {
             connections_per_address_max: Some(config.smtp.limits.connections_per_address_max),
             auth_failures_max: Some(config.smtp.limits.auth_failures_max),
             auth_lockout: Some(human(config.smtp.limits.auth_lockout)),
+            trusted: Some(
+                config
+                    .smtp
+                    .trusted
+                    .iter()
+                    .map(|t| RawTrusted {
+                        network: t.network.to_string(),
+                        api_key_id: t.api_key_id.to_string(),
+                    })
+                    .collect(),
+            ),
         },
         tls: RawTls {
             cert: config.tls.cert.clone(),

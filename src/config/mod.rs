@@ -130,6 +130,33 @@ pub struct SmtpConfig {
     pub username: String,
     /// Limits on what clients may do.
     pub limits: SmtpLimits,
+    /// Networks whose clients submit without AUTH, as a key (`[[smtp.trusted]]`, as
+    /// Postfix's `mynetworks`); none by default.
+    pub trusted: Vec<TrustedNetwork>,
+}
+
+/// `[[smtp.trusted]]`: clients from `network` submit without AUTH (and without TLS) as
+/// the API key `api_key_id`: its team, permission and domains apply. On a listener with
+/// `mx = true` (which the internet's MXs reach), only a loopback network is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustedNetwork {
+    /// The network, in CIDR notation.
+    pub network: ipnet::IpNet,
+    /// The key its clients submit as.
+    pub api_key_id: herald_queue::Id,
+}
+
+impl TrustedNetwork {
+    /// Whether the network is on this host only (`127.0.0.0/8` or `::1`), and so may be
+    /// trusted on an `mx` listener too.
+    pub fn is_loopback(&self) -> bool {
+        match self.network {
+            ipnet::IpNet::V4(net) => {
+                ipnet::Ipv4Net::new(std::net::Ipv4Addr::new(127, 0, 0, 0), 8).is_ok_and(|lo| lo.contains(&net))
+            }
+            ipnet::IpNet::V6(net) => net.prefix_len() == 128 && net.addr().is_loopback(),
+        }
+    }
 }
 
 /// `[smtp]` limits. Each bounds something a client controls.
@@ -697,12 +724,53 @@ impl Validator<'_> {
         if limits.line_length_max < 512 {
             return Err(self.error("smtp.line_length_max", "must be at least 512 (RFC 5321)"));
         }
+        let trusted = raw
+            .trusted
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, entry)| self.trusted(i, &entry))
+            .collect::<Result<Vec<_>, ConfigError>>()?;
         Ok(SmtpConfig {
             listeners,
             listeners_configured,
             username,
             limits,
+            trusted,
         })
+    }
+
+    fn trusted(&self, i: usize, raw: &raw::RawTrusted) -> Result<TrustedNetwork, ConfigError> {
+        let key = format!("smtp.trusted[{i}].network");
+        let network: ipnet::IpNet = raw.network.trim().parse().map_err(|_| {
+            self.error(
+                &key,
+                format!(
+                    "{:?} is not a network in CIDR notation, such as 10.0.0.0/8, 192.0.2.7/32 or 2001:db8::/32",
+                    raw.network
+                ),
+            )
+        })?;
+        if network.trunc() != network {
+            return Err(self.error(
+                &key,
+                format!("{network} has host bits set; the network is {}", network.trunc()),
+            ));
+        }
+        let widest = if network.addr().is_ipv4() { 8 } else { 16 };
+        if network.prefix_len() < widest {
+            return Err(self.error(
+                &key,
+                format!("{network} is wider than /{widest}: herald would relay for much of the internet"),
+            ));
+        }
+        let api_key_id = raw.api_key_id.trim().parse().map_err(|_| {
+            self.error(
+                format!("smtp.trusted[{i}].api_key_id"),
+                "is not an API key id (the `id` that `POST /api-keys` answered)",
+            )
+        })?;
+        Ok(TrustedNetwork { network, api_key_id })
     }
 
     fn tls(&self, raw: raw::RawTls) -> Result<TlsConfig, ConfigError> {

@@ -58,6 +58,15 @@ pub struct RawSmtp {
     pub connections_per_address_max: Option<usize>,
     pub auth_failures_max: Option<u32>,
     pub auth_lockout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<Vec<RawTrusted>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrusted {
+    pub network: String,
+    pub api_key_id: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -68,6 +68,7 @@ fn every_documented_key_is_accepted() {
         connections_per_address_max = 2
         auth_failures_max = 4
         auth_lockout = "5m"
+        trusted = [{ network = "10.0.0.0/8", api_key_id = "01a21895-6823-71c8-9d26-ab55e22e0846" }, { network = "::1/128", api_key_id = "01a21895-6823-71c8-9d26-ab55e22e0846" }]
         [delivery]
         nameservers = ["127.0.0.1:5353"]
         mx_port = 2525
@@ -107,6 +108,8 @@ fn every_documented_key_is_accepted() {
     assert_eq!(config.smtp.limits.message_size_max, 10 << 20);
     assert_eq!(config.smtp.limits.connections_per_address_max, 2);
     assert_eq!(config.smtp.limits.auth_lockout, Duration::from_secs(300));
+    assert_eq!(config.smtp.trusted.len(), 2);
+    assert!(!config.smtp.trusted[0].is_loopback() && config.smtp.trusted[1].is_loopback());
     assert_eq!(config.delivery.relay.as_ref().map(|r| r.port), Some(587));
     assert_eq!(config.domains.dkim_algorithm, DkimAlgorithm::Ed25519);
     assert_eq!(config.spool.min_free_space, 1 << 30);
@@ -161,6 +164,22 @@ fn bad_values_fail_naming_the_key() {
             "smtp.listeners[1].addr",
         ),
         ("[server]\nhostname = \"not a host\"\n", "server.hostname"),
+        (
+            "[[smtp.trusted]]\nnetwork = \"10.0.0.0\"\napi_key_id = \"01a21895-6823-71c8-9d26-ab55e22e0846\"\n",
+            "smtp.trusted[0].network",
+        ),
+        (
+            "[[smtp.trusted]]\nnetwork = \"10.0.0.1/8\"\napi_key_id = \"01a21895-6823-71c8-9d26-ab55e22e0846\"\n",
+            "smtp.trusted[0].network",
+        ),
+        (
+            "[[smtp.trusted]]\nnetwork = \"0.0.0.0/0\"\napi_key_id = \"01a21895-6823-71c8-9d26-ab55e22e0846\"\n",
+            "smtp.trusted[0].network",
+        ),
+        (
+            "[[smtp.trusted]]\nnetwork = \"127.0.0.1/32\"\napi_key_id = \"re_123\"\n",
+            "smtp.trusted[0].api_key_id",
+        ),
         ("[smtp]\nline_length_max = 100\n", "smtp.line_length_max"),
         ("[smtp]\nrecipients_max = 0\n", "smtp.recipients_max"),
         ("[smtp]\nidle_timeout = \"soon\"\n", "smtp.idle_timeout"),

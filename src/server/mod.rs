@@ -295,6 +295,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         state: Arc::clone(&state),
         tls: smtp::acceptor(tls.server_config()),
         guard: smtp::Guard::new(state.config().smtp.limits.clone(), clock),
+        trusted: Arc::new(smtp::Trusted::resolve(&state.services, &state.config().smtp.trusted)?),
     };
     let mut smtp_addrs = Vec::new();
     for (listener, socket) in bound.listeners {

@@ -242,6 +242,26 @@ impl Services {
         self.auth.authenticate(&*self.accounts, token, self.store.now())
     }
 
+    /// The caller the key `key_id` of team `team_id` makes, as it is now (`None` once the
+    /// key is deleted), without a token: for clients herald trusts by their network.
+    pub fn caller_for_key(
+        &self,
+        team_id: Id,
+        key_id: Id,
+    ) -> Result<Option<crate::accounts::Caller>, herald_queue::Error> {
+        Ok(self.accounts.key(team_id, key_id)?.map(|key| self.auth.caller_of(&key)))
+    }
+
+    /// The team of the API key `key_id`, read across teams (a start-time lookup).
+    pub fn team_of_key(&self, key_id: Id) -> Result<Option<Id>, herald_queue::Error> {
+        for team in self.accounts.teams()? {
+            if self.accounts.key(team.id, key_id)?.is_some() {
+                return Ok(Some(team.id));
+            }
+        }
+        Ok(None)
+    }
+
     /// Tells the delivery scheduler that mail may be due now.
     pub fn wake_delivery(&self) {
         self.delivery_wake.wake();

@@ -152,6 +152,7 @@ mod tests {
             listeners_configured: true,
             username: "resend".into(),
             limits: crate::config::Config::defaults().smtp.limits,
+            trusted: Vec::new(),
         };
         let err = bind_listeners(&config).await.expect_err("in use");
         assert_eq!(err.index, 1);

@@ -69,8 +69,22 @@ pub async fn connection(
         },
         starttls: mode == TlsMode::StartTls,
         mx,
+        trusted: false,
     };
-    let mut caller = None;
+    let trusted = if context.trusted.is_empty() {
+        None
+    } else {
+        context.trusted.caller(&context.state.services, peer.ip(), mx)
+    };
+    let settings = Settings {
+        trusted: trusted.is_some(),
+        ..settings
+    };
+    if trusted.is_some() {
+        metrics::counter!("herald_smtp_trusted_sessions_total").increment(1);
+    }
+    // A trusted client speaks as its network's key until it authenticates as another.
+    let mut caller = trusted;
     let deadline = after(configured.session_time_max);
     let work = async {
         match mode {
@@ -233,14 +247,17 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                         );
                         return Ok(Ended::Closed(out));
                     }
-                    *caller = authenticate(context, &username, &password);
-                    let delay = context.guard.record_auth(peer.ip(), caller.is_some());
+                    let authenticated = authenticate(context, &username, &password);
+                    let delay = context.guard.record_auth(peer.ip(), authenticated.is_some());
                     if !delay.is_zero() {
                         // Each failure from an address answers later than the last: guessing
                         // keys costs time even before the lockout.
                         tokio::time::sleep(delay).await;
                     }
-                    queue.extend(session.authenticated(caller.is_some()));
+                    queue.extend(session.authenticated(authenticated.is_some()));
+                    if authenticated.is_some() {
+                        *caller = authenticated;
+                    }
                     resumed = true;
                 }
                 Action::CheckSender { from } => {

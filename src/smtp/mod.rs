@@ -7,6 +7,7 @@ mod bind;
 mod cork;
 mod driver;
 mod guard;
+mod trusted;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use tokio_rustls::TlsAcceptor;
 
 pub use bind::{BindError, Bound, LISTEN_BACKLOG, bind_listeners, listen};
 pub use guard::Guard;
+pub use trusted::Trusted;
 
 use crate::config::Listener;
 use crate::server::AppState;
@@ -30,6 +32,8 @@ pub struct ListenerContext {
     pub tls: TlsAcceptor,
     /// Connection and AUTH-failure limits, shared by every listener.
     pub guard: Arc<Guard>,
+    /// Networks whose clients submit without AUTH.
+    pub trusted: Arc<Trusted>,
 }
 
 /// Accepts connections on one listener until shutdown.

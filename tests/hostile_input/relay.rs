@@ -1,7 +1,10 @@
-//! The open-relay matrix: every listener, TLS state, credential, sender and external
-//! recipient, and only the own key over TLS from the verified domain may send; the same
-//! again with both listeners `mx = true`, where a client without AUTH opens an inbound
-//! transaction and every external recipient is refused at `RCPT`.
+//! The open-relay matrix: every source address, listener, TLS state, credential, sender
+//! and external recipient, and only the own key over TLS from the verified domain may
+//! send; the same again with both listeners `mx = true`, where a client without AUTH
+//! opens an inbound transaction and every external recipient is refused at `RCPT`. One
+//! source is a trusted network (`[[smtp.trusted]]`, `127.0.0.3/32`, as the own key): from
+//! it, a client without AUTH (or whose AUTH failed) submits as that key, from the verified
+//! domain only, on every listener (a loopback network is trusted on `mx` listeners too).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -18,6 +21,18 @@ use crate::{LOCAL, SENDER, WRONG_KEY, message};
 // ---------------------------------------------------------------------------------------
 // Open relay
 // ---------------------------------------------------------------------------------------
+
+/// Where the client connects from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// An address no entry trusts.
+    Untrusted,
+    /// `127.0.0.3`, in the trusted network.
+    Trusted,
+}
+
+/// The trusted client's address.
+const TRUSTED: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
 
 /// How the client reaches herald.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +102,7 @@ const RECIPIENTS: [&str; 3] = [
 
 #[derive(Debug, Clone, Copy)]
 struct Combination {
+    source: Source,
     listener: Listener,
     credentials: Credentials,
     sender: Sender,
@@ -97,8 +113,8 @@ impl fmt::Display for Combination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:?}, {:?}, {} sender, RCPT TO:<{}>",
-            self.listener, self.credentials, self.sender.name, self.recipient
+            "{:?}, {:?}, {:?}, {} sender, RCPT TO:<{}>",
+            self.source, self.listener, self.credentials, self.sender.name, self.recipient
         )
     }
 }
@@ -131,11 +147,7 @@ async fn matrix(mx: bool) {
     // Wrong keys come from their own address, with no lockout, so that guessing does not
     // lock out the valid combinations running beside them.
     let limits = "auth_failures_max = 1000\nconnections_per_address_max = 1000\n";
-    let mut server = if mx {
-        Server::start_mx(limits).await
-    } else {
-        Server::start(limits).await
-    };
+    let mut server = Server::start_trusted(limits, mx, "127.0.0.3/32").await;
     let other_team = util::call(
         server.http(),
         Method::POST,
@@ -153,32 +165,37 @@ async fn matrix(mx: bool) {
     let smtp = [server.starttls(), server.implicit()];
     let limit = Arc::new(tokio::sync::Semaphore::new(24));
     let mut attempts = tokio::task::JoinSet::new();
-    for listener in [Listener::Plaintext, Listener::AfterStartTls, Listener::ImplicitTls] {
-        for credentials in [
-            Credentials::None,
-            Credentials::WrongKey,
-            Credentials::OtherTeamKey,
-            Credentials::OwnKey,
-        ] {
-            for sender in SENDERS {
-                for recipient in RECIPIENTS {
-                    let combination = Combination {
-                        listener,
-                        credentials,
-                        sender,
-                        recipient,
-                    };
-                    let key = match credentials {
-                        Credentials::None => None,
-                        Credentials::WrongKey => Some(WRONG_KEY.to_owned()),
-                        Credentials::OtherTeamKey => Some(other_key.clone()),
-                        Credentials::OwnKey => Some(OPERATOR_KEY.to_owned()),
-                    };
-                    let limit = Arc::clone(&limit);
-                    attempts.spawn(async move {
-                        let _permit = limit.acquire_owned().await.expect("semaphore");
-                        (combination, attempt(smtp, combination, key).await)
-                    });
+    let mut allowed = 0;
+    for source in [Source::Untrusted, Source::Trusted] {
+        for listener in [Listener::Plaintext, Listener::AfterStartTls, Listener::ImplicitTls] {
+            for credentials in [
+                Credentials::None,
+                Credentials::WrongKey,
+                Credentials::OtherTeamKey,
+                Credentials::OwnKey,
+            ] {
+                for sender in SENDERS {
+                    for recipient in RECIPIENTS {
+                        let combination = Combination {
+                            source,
+                            listener,
+                            credentials,
+                            sender,
+                            recipient,
+                        };
+                        allowed += usize::from(combination.allowed());
+                        let key = match credentials {
+                            Credentials::None => None,
+                            Credentials::WrongKey => Some(WRONG_KEY.to_owned()),
+                            Credentials::OtherTeamKey => Some(other_key.clone()),
+                            Credentials::OwnKey => Some(OPERATOR_KEY.to_owned()),
+                        };
+                        let limit = Arc::clone(&limit);
+                        attempts.spawn(async move {
+                            let _permit = limit.acquire_owned().await.expect("semaphore");
+                            (combination, attempt(smtp, combination, key).await)
+                        });
+                    }
                 }
             }
         }
@@ -201,15 +218,18 @@ async fn matrix(mx: bool) {
             }
         }
     }
-    assert_eq!(tried, 3 * 4 * SENDERS.len() * RECIPIENTS.len());
+    assert_eq!(tried, 2 * 3 * 4 * SENDERS.len() * RECIPIENTS.len());
     assert!(
         failures.is_empty(),
         "{} of {tried} combinations failed:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
-    // Only the own key over TLS from the verified domain: two TLS states, three recipients.
-    assert_eq!(accepted.len(), 2 * RECIPIENTS.len(), "{accepted:?}");
+    // Untrusted, only the own key over TLS from the verified domain: two TLS states, three
+    // recipients. Trusted, whatever speaks as the own key from the verified domain: no
+    // AUTH, a wrong key or the own key on all three, the other team's key in plain text.
+    assert_eq!(allowed, (2 + 3 * 3 + 1) * RECIPIENTS.len());
+    assert_eq!(accepted.len(), allowed, "{accepted:?}");
     server.expected = accepted.len();
     server
         .check_recorded()
@@ -223,9 +243,27 @@ async fn matrix(mx: bool) {
     server.running.shutdown().await;
 }
 
-/// The one combination allowed to send, and the refusal every other one must get. On an
-/// `mx` listener, a client that did not authenticate is an MX handing in mail: `MAIL` is
-/// taken and each external recipient refused at `RCPT` with `550 5.7.1`.
+impl Combination {
+    /// The key the client speaks as: the one it authenticated with (over TLS), else, from
+    /// the trusted network, the network's (the own key).
+    fn speaks_as(&self) -> Option<Credentials> {
+        let tls = self.listener != Listener::Plaintext;
+        match self.credentials {
+            Credentials::OtherTeamKey | Credentials::OwnKey if tls => Some(self.credentials),
+            _ if self.source == Source::Trusted => Some(Credentials::OwnKey),
+            _ => None,
+        }
+    }
+
+    /// Whether it may send: as the own key, from the verified domain.
+    fn allowed(&self) -> bool {
+        self.speaks_as() == Some(Credentials::OwnKey) && self.sender.envelope == SENDER && self.sender.header == SENDER
+    }
+}
+
+/// The combinations allowed to send, and the refusal every other one must get. On an
+/// `mx` listener, an untrusted client that did not authenticate is an MX handing in mail:
+/// `MAIL` is taken and each external recipient refused at `RCPT` with `550 5.7.1`.
 fn judge(combination: &Combination, attempt: &Attempt, mx: bool) -> Result<(), String> {
     let tls = combination.listener != Listener::Plaintext;
     let auth = attempt.auth.as_ref().map(|reply| (reply.code, reply.enhanced.as_str()));
@@ -238,9 +276,9 @@ fn judge(combination: &Combination, attempt: &Attempt, mx: bool) -> Result<(), S
     if auth != auth_wanted {
         return Err(format!("AUTH answered {auth:?}, wanted {auth_wanted:?}"));
     }
-    let authenticated = tls && matches!(combination.credentials, Credentials::OtherTeamKey | Credentials::OwnKey);
-    let verified = combination.sender.envelope == SENDER && combination.sender.header == SENDER;
-    let allowed = authenticated && combination.credentials == Credentials::OwnKey && verified;
+    let speaks_as = combination.speaks_as();
+    let authenticated = speaks_as.is_some();
+    let allowed = combination.allowed();
     match (&attempt.outcome, allowed) {
         (Ok(_), true) => Ok(()),
         (Ok(id), false) => Err(format!("RELAYED: accepted as {id}")),
@@ -249,7 +287,7 @@ fn judge(combination: &Combination, attempt: &Attempt, mx: bool) -> Result<(), S
             // The envelope sender is judged at MAIL (as Postfix's
             // `reject_sender_login_mismatch` does), before any of the message is sent; the
             // `From:` header once the message is in.
-            let envelope_ours = combination.credentials == Credentials::OwnKey && combination.sender.envelope == SENDER;
+            let envelope_ours = speaks_as == Some(Credentials::OwnKey) && combination.sender.envelope == SENDER;
             let wanted = if !authenticated && mx {
                 ("RCPT", 550, "5.7.1")
             } else if !authenticated {
@@ -275,9 +313,10 @@ fn judge(combination: &Combination, attempt: &Attempt, mx: bool) -> Result<(), S
 /// One relay attempt, step by step as a careful client would (no pipelining): stops at
 /// the first refusal of MAIL, RCPT or DATA.
 async fn attempt(smtp: [SocketAddr; 2], combination: Combination, key: Option<String>) -> Result<Attempt, String> {
-    let from = match combination.credentials {
-        Credentials::WrongKey => IpAddr::V4(Ipv4Addr::new(127, 0, 0, 6)),
-        _ => LOCAL,
+    let from = match (combination.source, combination.credentials) {
+        (Source::Trusted, _) => TRUSTED,
+        (Source::Untrusted, Credentials::WrongKey) => IpAddr::V4(Ipv4Addr::new(127, 0, 0, 6)),
+        (Source::Untrusted, _) => LOCAL,
     };
     let mut client = match combination.listener {
         Listener::Plaintext => Client::plain(smtp[0], from).await?.boxed(),

@@ -17,6 +17,24 @@ pub(super) struct Server {
     _dir: tempfile::TempDir,
 }
 
+/// The test config in `dir`: `smtp` added to its `[smtp]` table, both listeners `mx` as
+/// given, `tail` (more tables) at the end.
+fn config(dir: &tempfile::TempDir, smtp: &str, mx: bool, tail: &str) -> herald::config::Config {
+    let mut text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replacen(
+        "[smtp]\n",
+        &format!("[smtp]\n{smtp}\n"),
+        1,
+    );
+    if mx {
+        text = text
+            .replace("tls = \"starttls\" }", "tls = \"starttls\", mx = true }")
+            .replace("tls = \"implicit\" }", "tls = \"implicit\", mx = true }");
+        assert!(text.contains("mx = true"), "{text}");
+    }
+    text.push_str(tail);
+    herald::config::Config::from_toml(&text, None).expect("test config is valid")
+}
+
 impl Server {
     /// Starts herald with `smtp` added to its `[smtp]` table.
     pub(super) async fn start(smtp: &str) -> Server {
@@ -25,19 +43,7 @@ impl Server {
 
     async fn start_with(smtp: &str, mx: bool) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut text = util::config_text(dir.path(), "[api]\nrate_limit = \"1000/s\"\n").replacen(
-            "[smtp]\n",
-            &format!("[smtp]\n{smtp}\n"),
-            1,
-        );
-        if mx {
-            text = text
-                .replace("tls = \"starttls\" }", "tls = \"starttls\", mx = true }")
-                .replace("tls = \"implicit\" }", "tls = \"implicit\", mx = true }");
-            assert!(text.contains("mx = true"), "{text}");
-        }
-        let config = herald::config::Config::from_toml(&text, None).expect("test config is valid");
-        let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+        let running = util::start_with_key(config(&dir, smtp, mx, ""), Some(OPERATOR_KEY)).await;
         util::verified_domain(running.http_addr, DOMAIN).await;
         Server {
             running,
@@ -46,9 +52,25 @@ impl Server {
         }
     }
 
-    /// Starts herald as [`Server::start`] does, with both listeners `mx = true`.
-    pub(super) async fn start_mx(smtp: &str) -> Server {
-        Server::start_with(smtp, true).await
+    /// Starts herald as [`Server::start`] does (both listeners `mx` as given), then again
+    /// on the same data with clients from `network` trusted as the operator's key (whose id
+    /// exists only once herald has made it).
+    pub(super) async fn start_trusted(smtp: &str, mx: bool, network: &str) -> Server {
+        let first = Server::start_with(smtp, mx).await;
+        let keys = util::call(first.http(), Method::GET, "/api-keys", Some(OPERATOR_KEY), None).await;
+        let key_id = keys.json()["data"][0]["id"]
+            .as_str()
+            .expect("the operator's key")
+            .to_owned();
+        let Server { running, _dir: dir, .. } = first;
+        assert!(running.shutdown().await);
+        let trusted = format!("[[smtp.trusted]]\nnetwork = \"{network}\"\napi_key_id = \"{key_id}\"\n");
+        let running = util::start_with_key(config(&dir, smtp, mx, &trusted), Some(OPERATOR_KEY)).await;
+        Server {
+            running,
+            expected: 0,
+            _dir: dir,
+        }
     }
 
     pub(super) fn http(&self) -> SocketAddr {

@@ -17,6 +17,7 @@ fn settings(starttls: bool) -> Settings {
         },
         starttls,
         mx: false,
+        trusted: false,
     }
 }
 
@@ -154,6 +155,45 @@ fn an_mx_listener_takes_mail_without_auth_or_tls_for_checked_recipients_only() {
         b"MAIL FROM:<a@example.org>\r\nRCPT TO:<b@example.org>\r\n",
     );
     assert_eq!(codes(&out), vec!["250", "550"], "{out}");
+}
+
+#[test]
+fn a_trusted_client_submits_without_auth_or_tls_and_its_sender_is_checked() {
+    for mx in [false, true] {
+        let mut session = Session::new(
+            Settings {
+                trusted: true,
+                mx,
+                ..settings(true)
+            },
+            false,
+        );
+        let (out, delivered) = run(
+            &mut session,
+            b"EHLO app.internal\r\nMAIL FROM:<a@unverified.test>\r\nMAIL FROM:<a@example.test>\r\nRCPT TO:<b@example.org>\r\nDATA\r\nx\r\n.\r\n",
+        );
+        assert_eq!(
+            codes(&out),
+            vec!["250", "550", "250", "250", "354", "250"],
+            "mx {mx}: {out}"
+        );
+        assert!(!delivered[0].inbound, "a submission, not mail to herald");
+        // AUTH still works (over TLS) and then speaks for the session.
+        let mut session = Session::new(
+            Settings {
+                trusted: true,
+                mx,
+                ..settings(false)
+            },
+            true,
+        );
+        let script = format!(
+            "EHLO c\r\nAUTH PLAIN {}\r\nMAIL FROM:<a@example.test>\r\n",
+            plain("resend", "re_good")
+        );
+        let (out, _) = run(&mut session, script.as_bytes());
+        assert_eq!(codes(&out), vec!["250", "235", "250"], "{out}");
+    }
 }
 
 #[test]
