@@ -646,15 +646,23 @@ async fn the_metrics_page_draws_the_counters_with_their_thresholds() {
     assert!(text.contains("(Europe/Paris)"));
     assert!(text.contains("<td>shop.test</td><td>2</td>"), "sent 2 from shop.test");
     assert!(!text.contains("<script>"), "no inline script");
-    // The vendored htmx is the file its README names.
-    let htmx = util::get(addr, "/dashboard/assets/vendor/htmx-2.0.11.min.js").await;
-    assert_eq!(htmx.status, StatusCode::OK);
-    let digest: String = <sha2::Sha256 as sha2::Digest>::digest(&htmx.body)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    // Each vendored file served is the file its README names.
     let readme = std::fs::read_to_string("assets/dashboard/vendor/README.md").expect("README");
-    assert!(readme.contains(&digest), "sha256 {digest} is recorded");
+    for file in [
+        "htmx-2.0.11.min.js",
+        "grapesjs-0.23.6.min.js",
+        "grapesjs-0.23.6.min.css",
+        "grapesjs-mjml-1.0.8.min.js",
+    ] {
+        let served = util::get(addr, &format!("/dashboard/assets/vendor/{file}")).await;
+        assert_eq!(served.status, StatusCode::OK, "{file}");
+        let digest: String = <sha2::Sha256 as sha2::Digest>::digest(&served.body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(readme.contains(&format!("`{file}`")), "{file} is listed");
+        assert!(readme.contains(&digest), "{file}: sha256 {digest} is recorded");
+    }
     // An unknown zone falls back to UTC rather than failing the page.
     let utc = mia.get(addr, "/dashboard/metrics?tz=Nowhere/Special").await;
     assert!(utc.text().contains("(UTC)"));

@@ -168,7 +168,14 @@ pub struct Sink {
 impl Sink {
     /// Starts a sink on `127.0.0.1` and an ephemeral port. Must run inside a tokio runtime.
     pub fn start(options: SinkOptions) -> Sink {
-        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+        Sink::start_on(0, options)
+    }
+
+    /// Starts a sink on `127.0.0.1:port` (0: an ephemeral one), for MTAs outside the
+    /// process that relay to a fixed port. Must run inside a tokio runtime.
+    pub fn start_on(port: u16, options: SinkOptions) -> Sink {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"));
         listener.set_nonblocking(true).expect("make the listener non-blocking");
         let listener = TcpListener::from_std(listener).expect("Sink::start runs inside a tokio runtime");
         let addr = listener.local_addr().expect("listener has an address");
@@ -247,6 +254,16 @@ impl Sink {
     /// The names given in EHLO and HELO, in order.
     pub fn ehlo_names(&self) -> Vec<String> {
         self.shared.log().ehlo_names.clone()
+    }
+
+    /// Waits until at least `count` messages are accepted, without copying them; false
+    /// after `timeout`.
+    pub async fn wait_for_count(&self, count: usize, timeout: Duration) -> bool {
+        let mut received_count = self.shared.received_count.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, received_count.wait_for(|&n| n >= count)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Waits until at least `count` messages are accepted and returns them all; panics,
