@@ -84,7 +84,28 @@ async fn drag(client: &Client, label: &str, near: &str) {
             .await
             .expect("the drag");
         assert_eq!(said, json!(answer), "dragging {label}");
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // GrapesJS follows the drag a moment later (its sorter is rate-limited): wait for
+        // it to have the block, then a place to put it, before the next events.
+        match stage {
+            "start" => {
+                until(
+                    client,
+                    "return !!heraldEditor.getModel().get('dragSource')",
+                    "the drag starting",
+                )
+                .await
+            }
+            "over" => {
+                until(
+                    client,
+                    "const d = heraldEditor.Canvas.getFrames()[0].view.droppable; \
+                     return !!(d && d.sorter && d.sorter.dropLocationDeterminer.lastMoveData.targetNode)",
+                    "a place to drop",
+                )
+                .await;
+            }
+            _ => {}
+        }
     }
 }
 
@@ -101,28 +122,12 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
     let base = format!("http://{addr}");
     util::cookies::add_users(addr, &[("ann@example.com", "owner")], PASSWORD).await;
     util::verified_domain(addr, "shop.test").await;
-    let segment = call(
+    let segment = util::cookies::segment_with(
         addr,
-        Method::POST,
-        "/segments",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "Readers" })),
+        "Readers",
+        &[("amy@example.net", "Amy"), ("ben@example.net", "Ben")],
     )
-    .await
-    .json()["id"]
-        .as_str()
-        .expect("segment")
-        .to_owned();
-    for (email, name) in [("amy@example.net", "Amy"), ("ben@example.net", "Ben")] {
-        call(
-            addr,
-            Method::POST,
-            "/contacts",
-            Some(OPERATOR_KEY),
-            Some(json!({ "email": email, "first_name": name, "segments": [{ "id": segment }] })),
-        )
-        .await;
-    }
+    .await;
     let id = call(
         addr,
         Method::POST,

@@ -9,16 +9,14 @@ use std::time::Duration;
 
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::cookies::{Browser, add_users, csrf, sign_in};
+use util::cookies::{Browser, add_users, csrf};
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
 
 const PASSWORD: &str = "correct horse battery staple";
 
 async fn signed_in(addr: std::net::SocketAddr, email: &str) -> Browser {
-    let (browser, done) = sign_in(addr, email, PASSWORD).await;
-    assert_eq!(done.status, StatusCode::SEE_OTHER);
-    browser
+    util::cookies::signed_in(addr, email, PASSWORD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::cookies::{Browser, add_users, csrf, sign_in};
+use util::cookies::{Browser, add_users, csrf};
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
 
@@ -27,9 +27,7 @@ fn design(body: &str) -> String {
 const FOOTER: &str = "<mj-text><a href=\"{{{RESEND_UNSUBSCRIBE_URL}}}\">Unsubscribe</a></mj-text>";
 
 async fn signed_in(addr: std::net::SocketAddr, email: &str) -> Browser {
-    let (browser, done) = sign_in(addr, email, PASSWORD).await;
-    assert_eq!(done.status, StatusCode::SEE_OTHER);
-    browser
+    util::cookies::signed_in(addr, email, PASSWORD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,29 +47,12 @@ async fn a_broadcast_designed_in_the_editor_is_compiled_checked_and_sent() {
         PASSWORD,
     )
     .await;
-    let segment = call(
+    let segment = util::cookies::segment_with(
         addr,
-        Method::POST,
-        "/segments",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "Readers" })),
+        "Readers",
+        &[("amy@example.net", "Amy"), ("ben@example.net", "Ben")],
     )
-    .await
-    .json()["id"]
-        .as_str()
-        .expect("segment")
-        .to_owned();
-    for (email, name) in [("amy@example.net", "Amy"), ("ben@example.net", "Ben")] {
-        let made = call(
-            addr,
-            Method::POST,
-            "/contacts",
-            Some(OPERATOR_KEY),
-            Some(json!({ "email": email, "first_name": name, "segments": [{ "id": segment }] })),
-        )
-        .await;
-        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
-    }
+    .await;
     let created = call(
         addr,
         Method::POST,

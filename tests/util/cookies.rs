@@ -106,3 +106,39 @@ pub async fn add_users(addr: SocketAddr, users: &[(&str, &str)], password: &str)
         assert_eq!(added.status, hyper::StatusCode::CREATED, "{}", added.text());
     }
 }
+
+/// A browser signed in as `email` with `password` (the form answered with its redirect).
+pub async fn signed_in(addr: SocketAddr, email: &str, password: &str) -> Browser {
+    let (browser, done) = sign_in(addr, email, password).await;
+    assert_eq!(done.status, hyper::StatusCode::SEE_OTHER, "{}", done.text());
+    browser
+}
+
+/// A segment named `name` with the operator's team's contacts `(email, first name)`,
+/// made through the API; its id.
+pub async fn segment_with(addr: SocketAddr, name: &str, contacts: &[(&str, &str)]) -> String {
+    let segment = call(
+        addr,
+        Method::POST,
+        "/segments",
+        Some(OPERATOR_KEY),
+        Some(serde_json::json!({ "name": name })),
+    )
+    .await
+    .json()["id"]
+        .as_str()
+        .expect("segment")
+        .to_owned();
+    for (email, first_name) in contacts {
+        let made = call(
+            addr,
+            Method::POST,
+            "/contacts",
+            Some(OPERATOR_KEY),
+            Some(serde_json::json!({ "email": email, "first_name": first_name, "segments": [{ "id": segment }] })),
+        )
+        .await;
+        assert_eq!(made.status, hyper::StatusCode::CREATED, "{}", made.text());
+    }
+    segment
+}
