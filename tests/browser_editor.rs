@@ -93,7 +93,7 @@ async fn drag(client: &Client, label: &str, near: &str) {
                     "return !!heraldEditor.getModel().get('dragSource')",
                     "the drag starting",
                 )
-                .await
+                .await;
             }
             "over" => {
                 until(
