@@ -38,13 +38,24 @@ async fn until(client: &Client, script: &str, what: &str) {
     panic!("{what} never happened ({script})");
 }
 
+/// Waits until the editor has started and drawn its blocks.
+async fn editor_loaded(client: &Client) {
+    until(
+        client,
+        "return !!(window.heraldEditor && document.querySelector('.gjs-block'))",
+        "the editor loading",
+    )
+    .await;
+}
+
 /// Drags the block labelled `label` from the block panel onto the canvas, dropping it
 /// just inside the bottom of the canvas element that contains `near` (its text). Chromium
 /// does not turn WebDriver's pointer actions into HTML drag and drop, so the page is
 /// sent the drag events a person's drag makes (`dragstart` on the block, `dragenter`,
 /// `dragover` and `drop` in the canvas, `dragend`), carrying one `DataTransfer`, and
-/// GrapesJS's own handlers do the rest, as for a person.
-async fn drag(client: &Client, label: &str, near: &str) {
+/// GrapesJS's own handlers do the rest, as for a person. Then waits until the canvas holds
+/// `count` components of type `lands_as`.
+async fn drag(client: &Client, label: &str, near: &str, lands_as: &str, count: usize) {
     let script = r#"
         const [label, near, stage] = arguments;
         const frame = document.querySelector('.gjs-frame');
@@ -107,6 +118,12 @@ async fn drag(client: &Client, label: &str, near: &str) {
             _ => {}
         }
     }
+    until(
+        client,
+        &format!("return heraldEditor.getWrapper().findType('{lands_as}').length === {count}"),
+        &format!("the {label} block dropped"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,12 +165,7 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
         .goto(&format!("{base}/dashboard/broadcasts/{id}/design"))
         .await
         .expect("the editor");
-    until(
-        &client,
-        "return !!(window.heraldEditor && document.querySelector('.gjs-block'))",
-        "the editor loading",
-    )
-    .await;
+    editor_loaded(&client).await;
     shot(&client, "20-editor-new").await;
     // Blocks dragged in: a button under the first text, a text under the button.
     let types = "return heraldEditor.getWrapper().findType('mj-button').length + ':' + heraldEditor.getWrapper().findType('mj-text').length";
@@ -162,20 +174,8 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
         json!("0:3"),
         "the starter: two texts and the footer's"
     );
-    drag(&client, "Button", "Write your message").await;
-    until(
-        &client,
-        "return heraldEditor.getWrapper().findType('mj-button').length === 1",
-        "the button dropped",
-    )
-    .await;
-    drag(&client, "Text", "Write your message").await;
-    until(
-        &client,
-        "return heraldEditor.getWrapper().findType('mj-text').length === 4",
-        "the text dropped",
-    )
-    .await;
+    drag(&client, "Button", "Write your message", "mj-button", 1).await;
+    drag(&client, "Text", "Write your message", "mj-text", 4).await;
     shot(&client, "21-editor-dragged").await;
 
     // A merge tag at the caret: double-click the new text, go to its end, pick the tag.
@@ -431,19 +431,8 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
         .goto(&format!("{base}/dashboard/templates/{template}/design"))
         .await
         .expect("the template editor");
-    until(
-        &client,
-        "return !!(window.heraldEditor && document.querySelector('.gjs-block'))",
-        "the editor loading",
-    )
-    .await;
-    drag(&client, "Image", "Write your message").await;
-    until(
-        &client,
-        "return heraldEditor.getWrapper().findType('mj-image').length === 1",
-        "the image dropped",
-    )
-    .await;
+    editor_loaded(&client).await;
+    drag(&client, "Image", "Write your message", "mj-image", 1).await;
     // A dropped image opens the asset manager to pick one: take a shot of it and close it.
     wait_for_text(&client, ".gjs-mdl-container", "Select Image").await;
     shot(&client, "27-template-editor-image").await;
