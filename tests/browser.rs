@@ -31,10 +31,7 @@ fn now() -> u64 {
 async fn the_dashboard_works_in_a_real_browser() {
     let sink = Sink::start(SinkOptions::default());
     let dir = tempfile::tempdir().expect("tempdir");
-    let extra = format!(
-        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
-        sink.addr()
-    );
+    let extra = util::relay_to(sink.addr());
     let provider = util::identity_provider::IdentityProvider::start("dev@example.com").await;
     let extra = format!("{extra}{}", provider.config());
     let running = util::start_api(dir.path(), &extra).await;

@@ -130,10 +130,7 @@ async fn drag(client: &Client, label: &str, near: &str, lands_as: &str, count: u
 async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
     let sink = Sink::start(SinkOptions::default());
     let dir = tempfile::tempdir().expect("tempdir");
-    let extra = format!(
-        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
-        sink.addr()
-    );
+    let extra = util::relay_to(sink.addr());
     let running = util::start_api(dir.path(), &extra).await;
     let addr = running.http_addr;
     let base = format!("http://{addr}");

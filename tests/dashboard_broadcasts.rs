@@ -23,10 +23,7 @@ async fn signed_in(addr: std::net::SocketAddr, email: &str) -> Browser {
 async fn a_broadcast_is_written_reviewed_tested_and_sent_from_the_page() {
     let sink = Sink::start(SinkOptions::default());
     let dir = tempfile::tempdir().expect("tempdir");
-    let extra = format!(
-        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
-        sink.addr()
-    );
+    let extra = util::relay_to(sink.addr());
     let running = util::start_api(dir.path(), &extra).await;
     let addr = running.http_addr;
     util::verified_domain(addr, "shop.test").await;

@@ -34,10 +34,7 @@ async fn signed_in(addr: std::net::SocketAddr, email: &str) -> Browser {
 async fn a_broadcast_designed_in_the_editor_is_compiled_checked_and_sent() {
     let sink = Sink::start(SinkOptions::default());
     let dir = tempfile::tempdir().expect("tempdir");
-    let extra = format!(
-        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n",
-        sink.addr()
-    );
+    let extra = util::relay_to(sink.addr());
     let running = util::start_api(dir.path(), &extra).await;
     let addr = running.http_addr;
     util::verified_domain(addr, "shop.test").await;

@@ -28,6 +28,12 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 
+/// The `[delivery]` section of a test that delivers: on, everything relayed to `sink`,
+/// a deferred message retried after a second.
+pub fn relay_to(sink: SocketAddr) -> String {
+    format!("[delivery]\nenabled = true\nrelay = \"{sink}\"\nretry_intervals = [\"1s\"]\n")
+}
+
 /// A config for tests: everything on loopback port 0, data in `dir`.
 pub fn config_text(dir: &Path, extra: &str) -> String {
     // Delivery is off unless a test turns it on: most tests look at accepted mail, and
