@@ -35,7 +35,8 @@ async fn until(client: &Client, script: &str, what: &str) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what} never happened ({script})");
+    let url = client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
+    panic!("{what} never happened ({script}), at {url}");
 }
 
 /// Waits until the editor has started and drawn its blocks.

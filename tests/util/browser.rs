@@ -136,6 +136,8 @@ pub async fn text_of(client: &Client, css: &str) -> String {
     }
 }
 
+/// Signs `email` in with [`PASSWORD`] on the sign-in page and waits until the browser
+/// has left it (for the emails list, or the second factor's page).
 pub async fn sign_in(client: &Client, base: &str, email: &str) {
     client
         .goto(&format!("{base}/dashboard/login"))
@@ -144,6 +146,16 @@ pub async fn sign_in(client: &Client, base: &str, email: &str) {
     fill(client, "email", email).await;
     fill(client, "password", PASSWORD).await;
     submit(client, "form").await;
+    // The click returns before the answer's page has loaded: a navigation started now
+    // would race the sign-in's own redirect.
+    for _ in 0..100 {
+        let url = client.current_url().await.expect("url");
+        if url.path() != "/dashboard/login" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the sign-in of {email} never left the sign-in page");
 }
 
 /// Waits (a form's submission navigates after the click returns) until the browser is
