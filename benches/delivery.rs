@@ -302,7 +302,8 @@ impl Injector {
 
 async fn start(dir: &tempfile::TempDir, sink: SocketAddr) -> Running {
     let sections = format!(
-        "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n# Postfix's default_destination_concurrency_limit, as the peer relays with it.\nconnections_per_destination = 20\n"
+        "[smtp]\nlisteners = [{{ addr = \"127.0.0.1:0\", tls = \"implicit\" }}]\nconnections_per_address_max = 1000\n[delivery]\nenabled = true\nrelay = \"{sink}\"\n# Postfix's default_destination_concurrency_limit, as the peer relays with it.\nconnections_per_destination = 20\n{}\n",
+        std::env::var("HERALD_BENCH_DELIVERY").unwrap_or_default()
     );
     bench_server::start(dir, &sections).await
 }

@@ -22,6 +22,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -76,23 +77,55 @@ impl Limits {
 /// Tells a runner that work may be due earlier than it sleeps (an entry was armed now, a
 /// claim released). Cheap to clone; a wake while the runner is busy is kept for its next
 /// wait.
-#[derive(Debug, Clone, Default)]
-pub struct Wake(Arc<Notify>);
+#[derive(Debug, Clone)]
+pub struct Wake {
+    notify: Arc<Notify>,
+    /// The earliest time given to [`Wake::wake_from`] since the last pass, in
+    /// milliseconds; [`NOT_REWOUND`] when none was.
+    earliest: Arc<AtomicU64>,
+}
+
+/// [`Wake::earliest`] when no wake asked for an earlier start.
+const NOT_REWOUND: u64 = u64::MAX;
+
+impl Default for Wake {
+    fn default() -> Self {
+        Wake::from_notify(Arc::default())
+    }
+}
 
 impl Wake {
     /// A handle over `notify`, for users that already hand one out.
     pub fn from_notify(notify: Arc<Notify>) -> Self {
-        Wake(notify)
+        Wake {
+            notify,
+            earliest: Arc::new(AtomicU64::new(NOT_REWOUND)),
+        }
     }
 
     /// Wakes the runner.
     pub fn wake(&self) {
-        self.0.notify_one();
+        self.notify.notify_one();
+    }
+
+    /// Wakes the runner for entries armed at `at` or later, which may sort before where a
+    /// resuming runner's next pass starts: an entry takes its time before its write is
+    /// durable, and a later one may be read in between. The next pass starts no later
+    /// than `at`.
+    pub fn wake_from(&self, at: Timestamp) {
+        self.earliest.fetch_min(at.as_millis(), Ordering::AcqRel);
+        self.notify.notify_one();
     }
 
     /// Completes at the next wake, at once if one came since the last wait.
     pub async fn woken(&self) {
-        self.0.notified().await;
+        self.notify.notified().await;
+    }
+
+    /// The earliest time given to [`Wake::wake_from`] since the last call.
+    fn take_earliest(&self) -> Option<Timestamp> {
+        let earliest = self.earliest.swap(NOT_REWOUND, Ordering::AcqRel);
+        (earliest != NOT_REWOUND).then(|| Timestamp::from_millis(earliest))
     }
 }
 
@@ -306,14 +339,21 @@ impl Runner {
 
 impl Runner {
     /// Where this pass starts: after the cursor for a resuming runner, unless a full pass
-    /// is due.
+    /// is due, or a wake named an earlier time ([`Wake::wake_from`]).
     fn start_after(&self) -> Option<Due> {
+        let rewind = self.claims.wake.take_earliest();
         let every = self.limits.resume?;
         let mut cursor = self.lock_cursor();
         let now = std::time::Instant::now();
         if now >= cursor.full_pass_at {
             cursor.full_pass_at = now + every;
             cursor.after = None;
+        }
+        if let (Some(at), Some(after)) = (rewind, &cursor.after)
+            && after.at >= at
+        {
+            // The bare time sorts before every entry at it.
+            cursor.after = Some(Due { at, key: Vec::new() });
         }
         cursor.after.clone()
     }
@@ -591,5 +631,36 @@ mod tests {
         runner.lock_cursor().full_pass_at = std::time::Instant::now();
         let full = runner.pass().expect("pass");
         assert_eq!(keys(&full), [b"a".to_vec(), b"b".to_vec()], "from the earliest");
+    }
+
+    #[test]
+    fn a_wake_from_an_earlier_time_finds_an_entry_that_committed_behind_the_cursor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let wake = Wake::default();
+        let limits = Limits {
+            resume: Some(Duration::from_secs(3_600)),
+            ..Limits::new(ASLEEP)
+        };
+        let runner = Runner::new("test", store.clone(), INDEX, limits, wake.clone());
+        assert!(runner.pass().expect("pass").claimed.is_empty());
+        // `late` takes its time first, `early` after; `early` commits first and is read.
+        let taken = store.now();
+        clock.advance(Duration::from_millis(5));
+        arm_now(&store, b"early");
+        let first = runner.pass().expect("pass");
+        assert_eq!(keys(&first), [b"early".to_vec()]);
+        let mut batch = Batch::new();
+        INDEX.arm(&mut batch, taken, b"late");
+        store.commit(batch).wait().expect("commit");
+        wake.wake();
+        assert!(
+            runner.pass().expect("pass").claimed.is_empty(),
+            "a plain wake resumes after early, and late sorts before it"
+        );
+        wake.wake_from(taken);
+        assert_eq!(keys(&runner.pass().expect("pass")), [b"late".to_vec()], "rewound");
+        assert!(runner.pass().expect("pass").claimed.is_empty(), "once");
+        drop(first);
     }
 }

@@ -335,15 +335,90 @@ impl Spool {
         result
     }
 
+    /// Changes many messages as [`Spool::update`] does, each with `change`, in one
+    /// durable write: what a group of finished deliveries costs is one commit, not one
+    /// each. Answers each item's result in order; a change that fails leaves its message
+    /// as it was (the others are written), a failed commit fails every written one.
+    /// Releases every claim. Blocks until durable.
+    pub fn update_many<T>(
+        &self,
+        items: &[T],
+        id_of: impl Fn(&T) -> Id,
+        mut change: impl FnMut(&T, &mut Envelope, &mut Batch) -> Result<(), Error>,
+    ) -> Vec<Result<Updated, Error>> {
+        // Every stripe of the group, each once, in one order: other lockers hold one
+        // stripe at a time, so the order alone rules out a deadlock.
+        let mut stripes: Vec<usize> = items.iter().map(|item| self.stripe_of(id_of(item))).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let guards: Vec<MutexGuard<'_, ()>> = stripes
+            .iter()
+            .map(|&index| self.inner.stripes[index].lock().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        let mut group = Batch::new();
+        let mut results: Vec<Result<Updated, Error>> = items
+            .iter()
+            .map(|item| {
+                let (updated, batch) = self.stage(id_of(item), |envelope, batch| change(item, envelope, batch))?;
+                group.extend(batch);
+                Ok(updated)
+            })
+            .collect();
+        let committed = if group.is_empty() {
+            Ok(())
+        } else {
+            self.inner.store.commit(group).wait().map_err(|error| match error {
+                Error::Unavailable(refusal) => refusal,
+                other => Refusal::Storage(other.to_string()),
+            })
+        };
+        drop(guards);
+        for result in &mut results {
+            match (&committed, &*result) {
+                (Err(refusal), Ok(Updated::Kept { .. } | Updated::Removed)) => {
+                    *result = Err(Error::Unavailable(refusal.clone()));
+                }
+                (Ok(()), Ok(Updated::Removed)) => self.count_removed(),
+                _ => {}
+            }
+        }
+        for item in items {
+            self.release(id_of(item));
+        }
+        results
+    }
+
     fn update_locked(
         &self,
         id: Id,
         change: impl FnOnce(&mut Envelope, &mut Batch) -> Result<(), Error>,
     ) -> Result<Updated, Error> {
         let _stripe = self.lock_stripe(id);
+        let (updated, batch) = self.stage(id, change)?;
+        if updated == Updated::Missing {
+            return Ok(updated);
+        }
+        self.inner.store.commit(batch).wait()?;
+        if updated == Updated::Removed {
+            self.count_removed();
+        }
+        Ok(updated)
+    }
+
+    fn count_removed(&self) {
+        let depth = self.inner.depth.fetch_sub(1, Ordering::Relaxed) - 1;
+        metrics::gauge!("herald_spool_messages").set(depth.max(0) as f64);
+    }
+
+    /// The batch that applies `change` to message `id`, under its stripe (the caller's).
+    fn stage(
+        &self,
+        id: Id,
+        change: impl FnOnce(&mut Envelope, &mut Batch) -> Result<(), Error>,
+    ) -> Result<(Updated, Batch), Error> {
         let key = id.as_bytes().to_vec();
         let Some(mut envelope) = self.inner.store.get::<Envelope>(&key)? else {
-            return Ok(Updated::Missing);
+            return Ok((Updated::Missing, Batch::new()));
         };
         let old_due = envelope.due;
         let mut batch = Batch::new();
@@ -362,12 +437,7 @@ impl Spool {
                 Updated::Kept { due }
             }
         };
-        self.inner.store.commit(batch).wait()?;
-        if updated == Updated::Removed {
-            let depth = self.inner.depth.fetch_sub(1, Ordering::Relaxed) - 1;
-            metrics::gauge!("herald_spool_messages").set(depth.max(0) as f64);
-        }
-        Ok(updated)
+        Ok((updated, batch))
     }
 
     /// Moves every open recipient of a message to `at` (scheduled sending changed, or an
@@ -409,8 +479,13 @@ impl Spool {
     }
 
     fn lock_stripe(&self, id: Id) -> MutexGuard<'_, ()> {
-        let index = usize::from(id.as_bytes()[15]) % self.inner.stripes.len();
-        self.inner.stripes[index].lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.stripes[self.stripe_of(id)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stripe_of(&self, id: Id) -> usize {
+        usize::from(id.as_bytes()[15]) % self.inner.stripes.len()
     }
 }
 

@@ -270,3 +270,60 @@ fn invalid_messages_are_errors_not_refusals() {
     msg.raw.clear();
     assert!(spool.enqueue(msg, Batch::new()).wait().is_err());
 }
+
+#[test]
+fn update_many_writes_a_group_in_one_commit_and_a_failed_change_leaves_its_message_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, spool, _) = open(dir.path());
+    // More messages than the spool has locks: some share one, and the group takes each
+    // once.
+    let ids: Vec<_> = (0..200).map(|_| accept(&spool, &store, 100)).collect();
+    let gone = accept(&spool, &store, 100);
+    spool
+        .update(gone, |envelope, _| {
+            for recipient in &mut envelope.recipients {
+                recipient.state = RecipientState::Delivered {
+                    at: Timestamp::from_millis(1),
+                };
+            }
+            Ok(())
+        })
+        .expect("update");
+    assert_eq!(spool.claim_due(1_000).expect("claim").len(), 200);
+    let mut items = ids.clone();
+    items.push(gone);
+    let results = spool.update_many(
+        &items,
+        |id| *id,
+        |id, envelope, batch| {
+            if *id == ids[7] {
+                batch.put(b"never", &EmailRecord { subject: "x".into() })?;
+                return Err(herald_queue::Error::InvalidMessage("refused by the test"));
+            }
+            for recipient in &mut envelope.recipients {
+                recipient.state = RecipientState::Delivered {
+                    at: Timestamp::from_millis(2),
+                };
+            }
+            Ok(())
+        },
+    );
+    assert_eq!(results.len(), 201);
+    for (id, result) in items.iter().zip(&results) {
+        match result {
+            Ok(updated) if *id == gone => assert_eq!(*updated, Updated::Missing),
+            Ok(updated) => assert_eq!(*updated, Updated::Removed, "{id}"),
+            Err(error) => assert_eq!(*id, ids[7], "{error}"),
+        }
+    }
+    assert!(results[7].is_err());
+    assert_eq!(spool.depth(), 1, "only the failed one stays");
+    assert!(spool.load(ids[7]).expect("load").is_some());
+    assert!(spool.load(ids[8]).expect("load").is_none());
+    assert!(
+        store.get::<EmailRecord>(b"never").expect("get").is_none(),
+        "a failed change's records are not written"
+    );
+    let again: Vec<_> = spool.claim_due(1_000).expect("claim").iter().map(|c| c.id).collect();
+    assert_eq!(again, vec![ids[7]], "every claim released; the failed one is still due");
+}

@@ -236,7 +236,8 @@ pub struct DeliveryConfig {
     pub message_lifetime: Duration,
     /// Extra trusted roots for verified TLS to MX hosts.
     pub ca_file: Option<PathBuf>,
-    /// Delivery worker threads, each driving many SMTP sessions.
+    /// Delivery worker threads (loading and signing), and as many async threads driving
+    /// the SMTP sessions.
     pub workers: usize,
     /// Messages claimed from the spool and in delivery at once, at most.
     pub in_flight_max: usize,
@@ -951,15 +952,12 @@ impl DeliveryConfig {
     }
 }
 
-/// One delivery thread per core.
-/// Two delivery threads per core, at least four: a worker also waits for the synced
-/// write of each outcome, and with one per core the cores idle during those waits (at
-/// 100 KB with RSA, 4 workers on 2 cores delivered 568 msg/s where 2 delivered 481).
+/// One delivery worker per core, at least two: workers sign and never wait for a disk
+/// (the outcome thread does), so more than the cores only adds switching.
 fn default_workers() -> usize {
     std::thread::available_parallelism()
         .map_or(2, std::num::NonZero::get)
-        .saturating_mul(2)
-        .max(4)
+        .max(2)
 }
 
 /// A count that must be at least 1.

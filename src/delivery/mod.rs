@@ -5,13 +5,16 @@
 //!   runner, spool index)          load, suppressions,     delivery runtime's threads):
 //!                                 DKIM sign once,         MX, connections, throttling
 //!                                 split by domain               │
-//!                                        ^                      │ last piece done
-//!                                        └──── Finish ──────────┘
-//!                                 one spool update per attempt: states, events, records
+//!                                                               │ last piece done
+//!                                 outcome thread <── Finish ────┘
+//!                                 every message finished meanwhile in one synced
+//!                                 write: states, events, records; claims released
 //! ```
 //!
-//! Worker threads do everything that blocks or burns CPU (RocksDB reads, signing, the
-//! synced outcome writes); the runtime's threads only drive sockets, each many sessions.
+//! Worker threads, one per core, do what burns CPU (signing) and the RocksDB reads that
+//! come with it, and never wait for a disk; the outcome thread waits for the fsyncs, one
+//! per group of finished messages; the runtime's threads only drive sockets, each many
+//! sessions.
 
 mod client;
 pub mod decide;
@@ -55,7 +58,7 @@ pub(crate) struct Shared {
     destinations: Destinations,
     runtime: tokio::runtime::Handle,
     jobs: Sender<Job>,
-    /// Finished messages, whose outcomes workers write before preparing anything new.
+    /// Finished messages, whose outcomes the outcome thread writes.
     finished: Sender<Job>,
     /// Connection tasks running.
     sessions: AtomicUsize,
@@ -76,6 +79,7 @@ pub struct Delivery {
     /// Stops the scheduler (the due-time runner, a task on the runtime).
     scheduler: Option<Controller>,
     workers: Vec<JoinHandle<()>>,
+    outcomes: Option<JoinHandle<()>>,
 }
 
 impl Delivery {
@@ -114,13 +118,19 @@ impl Delivery {
         let mut workers = Vec::new();
         for n in 0..shared.state.config().delivery.workers {
             let shared = Arc::clone(&shared);
-            let (receiver, finished) = (receiver.clone(), finished_receiver.clone());
+            let receiver = receiver.clone();
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("herald-deliver-{n}"))
-                    .spawn(move || work(&shared, &receiver, &finished))?,
+                    .spawn(move || work(&shared, &receiver))?,
             );
         }
+        let outcomes = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("herald-outcomes".into())
+                .spawn(move || write_outcomes(&shared, &finished_receiver))?
+        };
         let scheduler = Controller::default();
         let runner = Runner::new(
             "delivery",
@@ -138,6 +148,7 @@ impl Delivery {
             runtime: Some(runtime),
             scheduler: Some(scheduler),
             workers,
+            outcomes: Some(outcomes),
         })
     }
 
@@ -169,6 +180,11 @@ impl Delivery {
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
+        // After every finished message already queued: the channel keeps its order.
+        let _ = self.shared.finished.send(Job::Stop);
+        if let Some(outcomes) = self.outcomes.take() {
+            let _ = outcomes.join();
+        }
     }
 }
 
@@ -184,38 +200,60 @@ impl Drop for Delivery {
         for _ in &self.workers {
             let _ = self.shared.jobs.send(Job::Stop);
         }
+        let _ = self.shared.finished.send(Job::Stop);
     }
 }
 
 /// How long stopping waits for the scheduler to finish its pass.
 const SCHEDULER_STOP: Duration = Duration::from_secs(5);
 
-/// A worker thread: prepares claimed messages and writes finished ones.
-///
-/// Outcomes come first: each one ends a transaction that is done at the receiver, and
-/// until it is written a crash would send that message again. Under load, preparing new
-/// mail must not hold them back.
-fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>, finished: &Receiver<Job>) {
-    loop {
-        let received = finished.try_recv().or_else(|_| {
-            crossbeam_channel::select_biased! {
-                recv(finished) -> job => job,
-                recv(receiver) -> job => job,
-            }
-        });
-        let Ok(job) = received else { return };
+/// A worker thread: prepares claimed messages.
+fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>) {
+    while let Ok(job) = receiver.recv() {
         match job {
             Job::Prepare(held) => prepare::prepare(shared, held),
-            Job::Finish(job) => {
-                outcome::write(
-                    shared.state.store(),
-                    shared.state.spool(),
-                    &shared.state.config().delivery,
-                    &job,
-                );
-                // Dropping the job drops its runner claim, which wakes the scheduler.
-            }
+            // Finished messages go to the outcome thread; none comes here.
+            Job::Finish(job) => outcome::write(
+                shared.state.store(),
+                shared.state.spool(),
+                &shared.state.config().delivery,
+                vec![job],
+            ),
             Job::Stop => return,
+        }
+    }
+}
+
+/// The outcome thread: writes the outcomes of every message finished since its last
+/// write in one durable commit ([`outcome::GROUP_MAX`] at most), then takes the next.
+/// While one commit syncs, the next group gathers, so the disk's latency bounds how
+/// often outcomes are written, not how many.
+fn write_outcomes(shared: &Arc<Shared>, finished: &Receiver<Job>) {
+    let mut stopping = false;
+    while !stopping {
+        let Ok(first) = finished.recv() else { return };
+        let mut group = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Finish(job) => group.push(job),
+                Job::Stop => stopping = true,
+                // Workers prepare; none is sent here.
+                Job::Prepare(held) => prepare::prepare(shared, held),
+            }
+            if !stopping && group.len() < outcome::GROUP_MAX {
+                next = finished.try_recv().ok();
+            }
+        }
+        if !group.is_empty() {
+            outcome::write(
+                shared.state.store(),
+                shared.state.spool(),
+                &shared.state.config().delivery,
+                group,
+            );
+            // The jobs dropped with the group released their runner claims, which wakes
+            // the scheduler.
         }
     }
 }

@@ -2,7 +2,13 @@
 //! webhook outbox), the email record's `last_event` and attempt log, and suppressions
 //! for hard bounces, all in the one spool update that releases the claim. What each
 //! outcome amounts to is [`super::decide`]'s to say.
+//!
+//! The outcome thread writes them, every message finished since its last write in one
+//! durable commit: the workers never wait for a disk, and a finished message costs a
+//! share of one fsync however many finish at once.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use herald_queue::{Batch, Envelope, RecipientState, Store, Timestamp};
@@ -18,32 +24,54 @@ use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus};
 use crate::events::EventKind;
 use crate::suppressions::{self, Origin, Suppression};
 
-/// Writes `job`'s outcomes. Blocks until durable.
-pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig, job: &MessageJob) {
-    let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
-    let results = job.take_results();
-    if results.iter().all(Option::is_none) {
-        spool.release(job.id);
-        return;
+/// Messages whose outcomes are written in one commit at most: bounds one write's size
+/// and the time the first of them waits for the last.
+pub const GROUP_MAX: usize = 512;
+
+/// Writes the outcomes of `jobs` in one durable write, and releases their claims (their
+/// runner claims as the jobs drop). Blocks until durable.
+pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig, jobs: Vec<Arc<MessageJob>>) {
+    let mut pending: Vec<(Arc<MessageJob>, Vec<Option<Outcome>>)> = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let results = job.take_results();
+        if results.iter().all(Option::is_none) {
+            spool.release(job.id);
+        } else {
+            pending.push((job, results));
+        }
     }
     // A failed write must not be dropped: the recipients would be due again at once and
     // delivered again. Storage refusals (a full commit queue) pass; keep trying a while.
     let mut wait = Duration::from_millis(50);
     for attempt in 1..=WRITE_ATTEMPTS {
-        match spool.update(job.id, |envelope, batch| {
-            apply(store, config, job, &results, envelope, batch)
-        }) {
-            Ok(_) => return,
-            Err(error) if attempt == WRITE_ATTEMPTS => {
-                // The claim is released; the recipients stay as they were and are tried
-                // again (at least once delivery).
-                tracing::error!(email_id = %job.id, %error, "cannot record delivery outcomes");
+        if pending.is_empty() {
+            return;
+        }
+        let mut suppressed = HashSet::new();
+        let written = spool.update_many(
+            &pending,
+            |(job, _)| job.id,
+            |(job, results), envelope, batch| apply(store, config, job, results, &mut suppressed, envelope, batch),
+        );
+        let mut failed = Vec::new();
+        for (item, result) in pending.into_iter().zip(written) {
+            match result {
+                Ok(_) => {}
+                Err(error) if attempt == WRITE_ATTEMPTS => {
+                    // The claim is released; the recipients stay as they were and are
+                    // tried again (at least once delivery).
+                    tracing::error!(email_id = %item.0.id, %error, "cannot record delivery outcomes");
+                }
+                Err(error) => {
+                    tracing::warn!(email_id = %item.0.id, %error, attempt, "recording delivery outcomes failed; retrying");
+                    failed.push(item);
+                }
             }
-            Err(error) => {
-                tracing::warn!(email_id = %job.id, %error, attempt, "recording delivery outcomes failed; retrying");
-                std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_secs(5));
-            }
+        }
+        pending = failed;
+        if !pending.is_empty() {
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(Duration::from_secs(5));
         }
     }
 }
@@ -56,9 +84,11 @@ fn apply(
     config: &DeliveryConfig,
     job: &MessageJob,
     results: &[Option<Outcome>],
+    suppressed_now: &mut HashSet<(herald_queue::Id, String)>,
     envelope: &mut Envelope,
     batch: &mut Batch,
 ) -> Result<(), herald_queue::Error> {
+    let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
     let now = store.now();
     // A record that cannot be read loses its events, not the delivery state.
     let mut record = store
@@ -67,7 +97,6 @@ fn apply(
             tracing::error!(email_id = %job.id, %error, "cannot read the email record");
             None
         });
-    let mut suppressed_now = std::collections::HashSet::new();
     let mut logs: Vec<(Option<Via>, String, Vec<String>)> = Vec::new();
     let policy = RetryPolicy {
         intervals: &config.retry_intervals,
@@ -94,7 +123,7 @@ fn apply(
         let jitter = rand::rng().random_range(0.9..=1.1);
         let decision = decide(result, recipient.attempts, now, policy, jitter);
         if decision.suppresses()
-            && suppressed_now.insert(suppressions::normalize(&address))
+            && suppressed_now.insert((job.team_id, suppressions::normalize(&address)))
             && suppressions::find(store, job.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));

@@ -3,7 +3,7 @@
 //! in one synced write; once that is durable the acceptance is counted and delivery is
 //! woken. Nothing is acknowledged before.
 
-use herald_queue::{Admission, Batch, Enqueue, Id};
+use herald_queue::{Admission, Batch, Enqueue, Id, Timestamp};
 
 use super::idempotency::{Answer, InFlight};
 use super::record::Source;
@@ -18,6 +18,8 @@ pub struct Accepting<'a> {
     ids: Vec<Id>,
     source: Source,
     enqueue: Enqueue,
+    /// Before the spool gave the emails their due times: delivery is woken from here.
+    since: Timestamp,
 }
 
 /// Starts the write of `prepared` from `source`, with the record of `remember`'s answer
@@ -51,11 +53,13 @@ pub fn accept_with(
             p.message
         })
         .collect();
+    let since = state.store().now();
     Ok(Accepting {
         state,
         ids,
         source,
         enqueue: state.spool().enqueue_many(messages, records),
+        since,
     })
 }
 
@@ -63,14 +67,14 @@ impl Accepting<'_> {
     /// Blocks until the emails are durable (their ids) or refused. Not for async tasks.
     pub fn wait(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.wait();
-        done(self.state, self.ids, self.source, admission)
+        done(self.state, self.ids, self.source, self.since, admission)
     }
 
     /// Waits, without blocking the task's thread, until the emails are durable (their
     /// ids) or refused.
     pub async fn durable(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.await;
-        done(self.state, self.ids, self.source, admission)
+        done(self.state, self.ids, self.source, self.since, admission)
     }
 }
 
@@ -78,6 +82,7 @@ fn done(
     state: &Services,
     ids: Vec<Id>,
     source: Source,
+    since: Timestamp,
     admission: Result<Admission, herald_queue::Error>,
 ) -> Result<Vec<Id>, SendError> {
     match admission? {
@@ -85,7 +90,9 @@ fn done(
             for id in &ids {
                 tracing::debug!(email_id = %id, source = source.label(), "email accepted");
             }
-            state.wake_delivery();
+            // Another email may have taken a later time, committed first and been read
+            // already: these sort before it.
+            state.delivery_wake().wake_from(since);
             metrics::counter!("herald_emails_accepted_total", "source" => source.label()).increment(ids.len() as u64);
             Ok(ids)
         }
