@@ -7,6 +7,9 @@
 //! - `herald-tls`: herald in this process, implicit TLS and AUTH PLAIN, as users send;
 //! - `herald-plain`: the same herald, plain SMTP from a trusted network
 //!   (`[[smtp.trusted]]` 127.0.0.1/32), so that the table shows what TLS and AUTH cost;
+//! - `direct`: the load generator straight to the sink, no MTA between (what the load
+//!   generator and the sink cost alone; herald's CPU less this is set against the CPU
+//!   floor, `common/floor.rs`, printed for each case);
 //! - each `NAME=HOST:PORT` of `HERALD_BENCH_PEERS` (comma separated): an MTA already
 //!   running on loopback that takes plain SMTP without AUTH and relays all mail to the
 //!   sink's port. `../shared/bench/postfix-peer.sh -t postfix -r 1 -n 100 --keep` leaves
@@ -14,8 +17,9 @@
 //!   `smtp-sink` on 10026 (`fuser -k 10026/tcp`) and run with
 //!   `HERALD_BENCH_PEERS=postfix=127.0.0.1:10025`.
 //!
-//! The sink is herald's test sink, in this process, on 127.0.0.1:`HERALD_BENCH_SINK_PORT`
-//! (default 10026). herald signs every message with DKIM (Ed25519 or RSA-2048, one run of
+//! The sink, on 127.0.0.1:`HERALD_BENCH_SINK_PORT` (default 10026), is Postfix's
+//! `smtp-sink` when it is installed (as the peer script relays to), herald's test sink in
+//! this process otherwise or with `HERALD_BENCH_SINK=herald`. herald signs every message with DKIM (Ed25519 or RSA-2048, one run of
 //! each); a peer without a DKIM milter does not, so herald does more work per message.
 //!
 //! For each algorithm, size (2 KB, 100 KB) and messages per connection (1, 100): one
@@ -40,6 +44,10 @@ mod smtp_load;
 mod api_client;
 #[path = "common/server.rs"]
 mod bench_server;
+#[path = "common/floor.rs"]
+mod floor;
+#[path = "common/shared_sink.rs"]
+mod shared_sink;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use bench_server::KEY;
 use herald::server::Running;
-use sink::{Sink, SinkOptions};
+use shared_sink::SharedSink;
 use smtp_load::{Load, Security};
 
 /// SMTP sessions at once, as the Postfix peer's `smtp-source -s 20`.
@@ -67,6 +75,10 @@ struct Target {
     security: Security,
     key: Option<String>,
     herald: bool,
+    /// The load generator straight to the sink, no MTA between: what the load generator
+    /// and the sink cost alone, taken from herald's CPU before it is set against the
+    /// floor.
+    direct: bool,
 }
 
 /// A case: the DKIM algorithm herald signs with, the body size, messages per connection.
@@ -106,13 +118,7 @@ async fn bench(filters: &[String]) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let sink_port = env_number("HERALD_BENCH_SINK_PORT").map_or(10026, |p| u16::try_from(p).expect("a port"));
     let rounds = env_number("HERALD_BENCH_ROUNDS").unwrap_or(3).max(1);
-    let sink = Sink::start_on(
-        sink_port,
-        SinkOptions {
-            keep_whole: 0,
-            ..SinkOptions::default()
-        },
-    );
+    let sink = SharedSink::start(sink_port);
     let dir = bench_server::data_dir("bench-peer");
     let herald = start(&dir, sink.addr()).await;
     let mut targets = vec![
@@ -122,6 +128,7 @@ async fn bench(filters: &[String]) {
             security: Security::Implicit,
             key: Some(KEY.to_owned()),
             herald: true,
+            direct: false,
         },
         Target {
             name: "herald-plain".into(),
@@ -129,6 +136,15 @@ async fn bench(filters: &[String]) {
             security: Security::Plain,
             key: None,
             herald: true,
+            direct: false,
+        },
+        Target {
+            name: "direct".into(),
+            addr: sink.addr(),
+            security: Security::Plain,
+            key: None,
+            herald: false,
+            direct: true,
         },
     ];
     for peer in std::env::var("HERALD_BENCH_PEERS").unwrap_or_default().split(',') {
@@ -143,11 +159,13 @@ async fn bench(filters: &[String]) {
             security: Security::Plain,
             key: None,
             herald: false,
+            direct: false,
         });
     }
     println!(
-        "{SESSIONS} SMTP sessions, each connection taking 1 or 100 messages; every target relays to one sink on 127.0.0.1:{sink_port}; \
-         {rounds} rounds interleaved; e2e = N / (first connection .. the sink has the N-th); CPU = the whole machine's per message"
+        "{SESSIONS} SMTP sessions, each connection taking 1 or 100 messages; every target relays to {} on 127.0.0.1:{sink_port}; \
+         {rounds} rounds interleaved; e2e = N / (first connection .. the sink has the N-th); CPU = the whole machine's per message",
+        sink.name()
     );
     println!(
         "targets: {}",
@@ -165,15 +183,46 @@ async fn bench(filters: &[String]) {
                     continue;
                 }
                 let n = env_number("HERALD_BENCH_MESSAGES").unwrap_or(default_n);
-                measure(&case, &targets, &sink, n, rounds).await;
+                let medians = measure(&case, &targets, &sink, n, rounds).await;
+                // herald-tls, less what the load generator and the sink cost alone.
+                let herald_cpu = medians[0].cpu_ms - medians[2].cpu_ms;
+                report_floor(&case, dir.path(), herald_cpu);
             }
         }
     }
     herald.shutdown().await;
 }
 
-/// Runs `case` on every target: a warm-up each, then `rounds` interleaved rounds.
-async fn measure(case: &Case, targets: &[Target], sink: &Sink, n: usize, rounds: usize) {
+/// Prints `case`'s CPU floor ([`floor`]) and the ratio of herald's CPU per message (the
+/// machine's in herald-tls's median run, less the direct run's) to it.
+fn report_floor(case: &Case, dir: &std::path::Path, herald_cpu_ms: f64) {
+    let data = data(case);
+    let floor = tokio::task::block_in_place(|| floor::measure(case.algorithm, &data, dir, &smtp_load::tls_client()));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let total = ms(floor.per_message(case.per_connection));
+    println!(
+        "{:<22} floor CPU ms/msg {total:.3} (DKIM {:.3}, TLS handshake {:.3} per connection, records {:.3}, fsyncs {:.3}); \
+         herald-tls less direct {herald_cpu_ms:.3} = {:.2}x the floor",
+        case.name(),
+        ms(floor.dkim),
+        ms(floor.handshake),
+        ms(floor.records),
+        ms(floor.fsync),
+        herald_cpu_ms / total
+    );
+}
+
+/// The message the load generator sends for `case`.
+fn data(case: &Case) -> Vec<u8> {
+    let from = format!("bench@{}.bench.test", case.algorithm);
+    // About `bytes` of body with its line breaks, as `smtp-source -l` sends.
+    let body_len = case.bytes * 76 / 78;
+    smtp_load::message(&format!("Bench <{from}>"), RECIPIENT, body_len)
+}
+
+/// Runs `case` on every target: a warm-up each, then `rounds` interleaved rounds; answers
+/// each target's median run.
+async fn measure(case: &Case, targets: &[Target], sink: &SharedSink, n: usize, rounds: usize) -> Vec<Run> {
     let tls = smtp_load::tls_client();
     let mut runs: Vec<Vec<Run>> = targets.iter().map(|_| Vec::new()).collect();
     for round in 0..=rounds {
@@ -198,7 +247,7 @@ async fn measure(case: &Case, targets: &[Target], sink: &Sink, n: usize, rounds:
             median.cpu_ms
         );
     }
-    for (peer, peer_median) in targets.iter().zip(&medians).filter(|(t, _)| !t.herald) {
+    for (peer, peer_median) in targets.iter().zip(&medians).filter(|(t, _)| !t.herald && !t.direct) {
         for (herald, herald_median) in targets.iter().zip(&medians).filter(|(t, _)| t.herald) {
             println!(
                 "{:<22} {} / {}: {:.2}x the rate, {:.2}x the CPU per message",
@@ -210,6 +259,7 @@ async fn measure(case: &Case, targets: &[Target], sink: &Sink, n: usize, rounds:
             );
         }
     }
+    medians
 }
 
 /// The run whose rate is the median (the lower middle one of an even count), with its CPU.
@@ -220,10 +270,14 @@ fn median(runs: &[Run]) -> Run {
 }
 
 /// One run: `messages` to `target`, timed until the sink has them all.
-async fn once(case: &Case, target: &Target, sink: &Sink, tls: &Arc<rustls::ClientConfig>, messages: usize) -> Run {
+async fn once(
+    case: &Case,
+    target: &Target,
+    sink: &SharedSink,
+    tls: &Arc<rustls::ClientConfig>,
+    messages: usize,
+) -> Run {
     let from = format!("bench@{}.bench.test", case.algorithm);
-    // About `bytes` of body with its line breaks, as `smtp-source -l` sends.
-    let body_len = case.bytes * 76 / 78;
     let load = Arc::new(Load {
         addr: target.addr,
         security: target.security,
@@ -231,7 +285,7 @@ async fn once(case: &Case, target: &Target, sink: &Sink, tls: &Arc<rustls::Clien
         pipelining: true,
         mail_from: from.clone(),
         rcpt_to: RECIPIENT.to_owned(),
-        data: smtp_load::message(&format!("Bench <{from}>"), RECIPIENT, body_len),
+        data: data(case),
         sessions: SESSIONS,
         per_connection: case.per_connection,
     });
