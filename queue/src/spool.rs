@@ -351,10 +351,7 @@ impl Spool {
         let mut stripes: Vec<usize> = items.iter().map(|item| self.stripe_of(id_of(item))).collect();
         stripes.sort_unstable();
         stripes.dedup();
-        let guards: Vec<MutexGuard<'_, ()>> = stripes
-            .iter()
-            .map(|&index| self.inner.stripes[index].lock().unwrap_or_else(PoisonError::into_inner))
-            .collect();
+        let guards: Vec<MutexGuard<'_, ()>> = stripes.iter().map(|&index| self.lock_stripe_at(index)).collect();
         let mut group = Batch::new();
         let mut results: Vec<Result<Updated, Error>> = items
             .iter()
@@ -479,9 +476,11 @@ impl Spool {
     }
 
     fn lock_stripe(&self, id: Id) -> MutexGuard<'_, ()> {
-        self.inner.stripes[self.stripe_of(id)]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.lock_stripe_at(self.stripe_of(id))
+    }
+
+    fn lock_stripe_at(&self, index: usize) -> MutexGuard<'_, ()> {
+        self.inner.stripes[index].lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn stripe_of(&self, id: Id) -> usize {

@@ -50,17 +50,23 @@ pub enum Outcome {
 pub enum Job {
     /// Load, check, sign and route a claimed message.
     Prepare(Held),
-    /// Write the outcomes of a message whose pieces are all done.
-    Finish(Arc<MessageJob>),
     /// Stop the thread.
+    Stop,
+}
+
+/// Work for the outcome thread.
+pub enum Finished {
+    /// Write the outcomes of a message whose pieces are all done.
+    Message(Arc<MessageJob>),
+    /// Stop the thread, after what was sent before.
     Stop,
 }
 
 /// Where a job reports back: the worker queue, the spool that holds its claim, and the
 /// scheduler's claim, which makes room in flight when the job is dropped.
 pub struct Links {
-    /// The workers' queue of finished messages.
-    pub jobs: Sender<Job>,
+    /// The outcome thread's queue.
+    pub finished: Sender<Finished>,
     /// The spool.
     pub spool: Spool,
     /// The scheduler's claim.
@@ -82,7 +88,7 @@ pub struct MessageJob {
     results: Mutex<Vec<Option<Outcome>>>,
     pieces: AtomicUsize,
     finished: AtomicBool,
-    jobs: Sender<Job>,
+    outcomes: Sender<Finished>,
     spool: Spool,
     /// Dropped after the spool claim is released (fields drop after [`Drop::drop`]).
     _entry: Claimed,
@@ -99,7 +105,7 @@ impl MessageJob {
         message: Arc<Vec<u8>>,
         links: Links,
     ) -> Arc<MessageJob> {
-        let Links { jobs, spool, entry } = links;
+        let Links { finished, spool, entry } = links;
         let count = recipients.len();
         Arc::new(MessageJob {
             id,
@@ -110,7 +116,7 @@ impl MessageJob {
             results: Mutex::new(vec![None; count]),
             pieces: AtomicUsize::new(1),
             finished: AtomicBool::new(false),
-            jobs,
+            outcomes: finished,
             spool,
             _entry: entry,
         })
@@ -145,9 +151,9 @@ impl MessageJob {
 
     fn piece_done(self: &Arc<Self>) {
         if self.pieces.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // When the workers are gone (shutdown), the job drops here and its claim is
-            // released; the spool still holds every recipient as it was.
-            let _ = self.jobs.send(Job::Finish(Arc::clone(self)));
+            // When the outcome thread is gone (shutdown), the job drops here and its
+            // claim is released; the spool still holds every recipient as it was.
+            let _ = self.outcomes.send(Finished::Message(Arc::clone(self)));
         }
     }
 

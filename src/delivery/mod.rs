@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 
 use self::client::TlsChoice;
 use self::destination::Destinations;
-use self::job::Job;
+use self::job::{Finished, Job};
 use self::sign::Signers;
 use crate::dns::Dns;
 use crate::runner::Runner;
@@ -59,7 +59,7 @@ pub(crate) struct Shared {
     runtime: tokio::runtime::Handle,
     jobs: Sender<Job>,
     /// Finished messages, whose outcomes the outcome thread writes.
-    finished: Sender<Job>,
+    finished: Sender<Finished>,
     /// Connection tasks running.
     sessions: AtomicUsize,
     stopping: AtomicBool,
@@ -181,7 +181,7 @@ impl Delivery {
             let _ = worker.join();
         }
         // After every finished message already queued: the channel keeps its order.
-        let _ = self.shared.finished.send(Job::Stop);
+        let _ = self.shared.finished.send(Finished::Stop);
         if let Some(outcomes) = self.outcomes.take() {
             let _ = outcomes.join();
         }
@@ -200,7 +200,7 @@ impl Drop for Delivery {
         for _ in &self.workers {
             let _ = self.shared.jobs.send(Job::Stop);
         }
-        let _ = self.shared.finished.send(Job::Stop);
+        let _ = self.shared.finished.send(Finished::Stop);
     }
 }
 
@@ -212,13 +212,6 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>) {
     while let Ok(job) = receiver.recv() {
         match job {
             Job::Prepare(held) => prepare::prepare(shared, held),
-            // Finished messages go to the outcome thread; none comes here.
-            Job::Finish(job) => outcome::write(
-                shared.state.store(),
-                shared.state.spool(),
-                &shared.state.config().delivery,
-                vec![job],
-            ),
             Job::Stop => return,
         }
     }
@@ -228,18 +221,16 @@ fn work(shared: &Arc<Shared>, receiver: &Receiver<Job>) {
 /// write in one durable commit ([`outcome::GROUP_MAX`] at most), then takes the next.
 /// While one commit syncs, the next group gathers, so the disk's latency bounds how
 /// often outcomes are written, not how many.
-fn write_outcomes(shared: &Arc<Shared>, finished: &Receiver<Job>) {
+fn write_outcomes(shared: &Arc<Shared>, finished: &Receiver<Finished>) {
     let mut stopping = false;
     while !stopping {
         let Ok(first) = finished.recv() else { return };
         let mut group = Vec::new();
         let mut next = Some(first);
-        while let Some(job) = next.take() {
-            match job {
-                Job::Finish(job) => group.push(job),
-                Job::Stop => stopping = true,
-                // Workers prepare; none is sent here.
-                Job::Prepare(held) => prepare::prepare(shared, held),
+        while let Some(received) = next.take() {
+            match received {
+                Finished::Message(job) => group.push(job),
+                Finished::Stop => stopping = true,
             }
             if !stopping && group.len() < outcome::GROUP_MAX {
                 next = finished.try_recv().ok();

@@ -110,7 +110,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
         envelope.recipients.iter().map(|r| r.address.clone()).collect(),
         Arc::new(message),
         Links {
-            jobs: shared.finished.clone(),
+            finished: shared.finished.clone(),
             spool: spool.clone(),
             entry,
         },
