@@ -20,7 +20,8 @@
 //!
 //! `cargo bench --profile dev --bench delivery [-- FILTER...]` (`HERALD_BENCH_MESSAGES`: N
 //! for every size, default 4000 at 2 KB and 1000 at 100 KB; a filter such as `rsa/102400`
-//! or `2048` runs only the matching algorithm/size pairs).
+//! or `2048` runs only the matching algorithm/size pairs; `HERALD_BENCH_DELIVERY`: more
+//! `[delivery]` settings, such as `workers = 4`, to compare).
 
 #![allow(missing_docs, clippy::print_stdout)]
 

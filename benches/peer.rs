@@ -185,7 +185,15 @@ async fn bench(filters: &[String]) {
                 let n = env_number("HERALD_BENCH_MESSAGES").unwrap_or(default_n);
                 let medians = measure(&case, &targets, &sink, n, rounds).await;
                 // herald-tls, less what the load generator and the sink cost alone.
-                let herald_cpu = medians[0].cpu_ms - medians[2].cpu_ms;
+                let of = |wanted: fn(&Target) -> bool| {
+                    targets
+                        .iter()
+                        .zip(&medians)
+                        .find(|(t, _)| wanted(t))
+                        .map(|(_, run)| run.cpu_ms)
+                        .expect("the target")
+                };
+                let herald_cpu = of(|t| t.herald && t.key.is_some()) - of(|t| t.direct);
                 report_floor(&case, dir.path(), herald_cpu);
             }
         }

@@ -15,7 +15,7 @@ use fantoccini::Locator;
 use hyper::Method;
 use serde_json::json;
 use util::browser::{
-    Driver, PASSWORD, connect, expect_path, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text,
+    Driver, PASSWORD, click, connect, expect_path, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text,
 };
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
@@ -115,13 +115,7 @@ async fn the_dashboard_works_in_a_real_browser() {
     client.goto(&format!("{base}/dashboard/emails")).await.expect("emails");
 
     // An email's page, its preview sandboxed.
-    client
-        .find(Locator::Css("table.list tbody tr td a"))
-        .await
-        .expect("an email link")
-        .click()
-        .await
-        .expect("open");
+    click(&client, Locator::Css("table.list tbody tr td a")).await;
     let sandbox = client
         .find(Locator::Css("iframe.preview"))
         .await
@@ -143,13 +137,7 @@ async fn the_dashboard_works_in_a_real_browser() {
         .expect("domains");
     assert!(text_of(&client, "table.list").await.contains("shop.test"));
     shot(&client, "04-domains").await;
-    client
-        .find(Locator::LinkText("shop.test"))
-        .await
-        .expect("the domain")
-        .click()
-        .await
-        .expect("open");
+    click(&client, Locator::LinkText("shop.test")).await;
     assert!(text_of(&client, "#records").await.contains("DKIM"));
     shot(&client, "05-domain").await;
     client.goto(&format!("{base}/dashboard/logs")).await.expect("logs");
@@ -171,13 +159,7 @@ async fn the_dashboard_works_in_a_real_browser() {
         .goto(&format!("{base}/dashboard/webhooks"))
         .await
         .expect("webhooks");
-    client
-        .find(Locator::Css("table.list tbody a"))
-        .await
-        .expect("an endpoint")
-        .click()
-        .await
-        .expect("open");
+    click(&client, Locator::Css("table.list tbody a")).await;
     assert!(text_of(&client, "table.list").await.contains("email.delivered"));
     shot(&client, "08-webhook").await;
     submit(&client, "form[action*=\"/replay/\"]").await;
@@ -192,13 +174,7 @@ async fn the_dashboard_works_in_a_real_browser() {
         .await
         .expect("webhooks");
     fill(&client, "endpoint", &format!("http://{}/second", receiver.addr())).await;
-    client
-        .find(Locator::Css("input[name=\"events\"][value=\"email.bounced\"]"))
-        .await
-        .expect("a checkbox")
-        .click()
-        .await
-        .expect("tick");
+    click(&client, Locator::Css("input[name=\"events\"][value=\"email.bounced\"]")).await;
     submit(&client, "#new-webhook").await;
     assert!(text_of(&client, "#signing-secret").await.starts_with("whsec_"));
     shot(&client, "08b-webhook-added").await;
@@ -288,15 +264,11 @@ async fn the_dashboard_works_in_a_real_browser() {
         .send_keys(&csv.display().to_string())
         .await
         .expect("choose the file");
-    client
-        .find(Locator::Css(
-            "#import-contacts select[name=\"segment\"] option:nth-child(2)",
-        ))
-        .await
-        .expect("the Customers segment")
-        .click()
-        .await
-        .expect("choose it");
+    click(
+        &client,
+        Locator::Css("#import-contacts select[name=\"segment\"] option:nth-child(2)"),
+    )
+    .await;
     submit(&client, "#import-contacts").await;
     wait_for_text(&client, "#import-status", "completed").await;
     assert!(text_of(&client, "#import-errors").await.contains("not-an-address"));
@@ -344,15 +316,11 @@ async fn the_dashboard_works_in_a_real_browser() {
         .await
         .expect("type");
     // The merge-tag menu puts a tag at the cursor.
-    client
-        .find(Locator::Css(
-            "select[data-insert-into=\"#new-broadcast-html\"] option[value=\"FIRST_NAME\"]",
-        ))
-        .await
-        .expect("the FIRST_NAME tag")
-        .click()
-        .await
-        .expect("insert it");
+    click(
+        &client,
+        Locator::Css("select[data-insert-into=\"#new-broadcast-html\"] option[value=\"FIRST_NAME\"]"),
+    )
+    .await;
     let typed = client
         .find(Locator::Css("#new-broadcast-html"))
         .await
@@ -406,13 +374,7 @@ async fn the_dashboard_works_in_a_real_browser() {
     submit(&client, "form.logout").await;
     expect_path(&client, "/dashboard/login").await;
     shot(&client, "14-login-identities").await;
-    client
-        .find(Locator::Id("sign-in-github"))
-        .await
-        .expect("the GitHub button")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Id("sign-in-github")).await;
     expect_path(&client, "/dashboard/emails").await;
     assert!(text_of(&client, ".who").await.contains("dev@example.com"));
     submit(&client, "form.logout").await;
@@ -420,13 +382,7 @@ async fn the_dashboard_works_in_a_real_browser() {
     provider.sign_in_as(util::identity_provider::Person {
         emails: vec![("ann@example.com".into(), true)],
     });
-    client
-        .find(Locator::Id("sign-in-google"))
-        .await
-        .expect("the Google button")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Id("sign-in-google")).await;
     expect_path(&client, "/dashboard/login/mfa").await;
     fill(&client, "code", &herald::users::totp::code(&secret, now() + 30)).await;
     submit(&client, "form").await;

@@ -15,7 +15,7 @@ use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
 use hyper::Method;
 use serde_json::{Value, json};
-use util::browser::{Driver, PASSWORD, connect, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text};
+use util::browser::{Driver, PASSWORD, click, connect, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text};
 use util::sink::{Sink, SinkOptions};
 use util::{OPERATOR_KEY, call};
 
@@ -211,13 +211,7 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
         .ok();
     client.enter_parent_frame().await.expect("the page");
     until(&client, "return !!heraldEditor.getEditing()", "editing the text").await;
-    client
-        .find(Locator::Css("#design-merge option[value=\"FIRST_NAME\"]"))
-        .await
-        .expect("the FIRST_NAME tag")
-        .click()
-        .await
-        .expect("insert it");
+    click(&client, Locator::Css("#design-merge option[value=\"FIRST_NAME\"]")).await;
     wait_for_text(&client, "#design-status", "Inserted {{{FIRST_NAME}}}").await;
     let edited = js(&client, "return heraldEditor.getEditing().getEl().textContent").await;
     assert!(
@@ -294,25 +288,13 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
         "heraldEditor.setComponents('<mjml><mj-body><mj-section><mj-colum><mj-text>x</mj-text></mj-colum></mj-section></mj-body></mjml>'); return true",
     )
     .await;
-    client
-        .find(Locator::Id("design-save"))
-        .await
-        .expect("save")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Id("design-save")).await;
     wait_for_text(&client, "#design-status", "unknown element <mj-colum>").await;
     assert!(text_of(&client, "#design-status").await.contains("line 1, column"));
     shot(&client, "23-editor-fault").await;
     js(&client, "heraldEditor.setComponents(window.heraldGood); return true").await;
     assert!(good.as_str().expect("mjml").contains("<mj-button"), "{good}");
-    client
-        .find(Locator::Id("design-save"))
-        .await
-        .expect("save")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Id("design-save")).await;
     wait_for_text(&client, "#design-status", "Saved").await;
     let stored = call(
         addr,
@@ -434,29 +416,11 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
     // A dropped image opens the asset manager to pick one: take a shot of it and close it.
     wait_for_text(&client, ".gjs-mdl-container", "Select Image").await;
     shot(&client, "27-template-editor-image").await;
-    client
-        .find(Locator::Css(".gjs-mdl-btn-close"))
-        .await
-        .expect("close")
-        .click()
-        .await
-        .expect("click");
-    client
-        .find(Locator::Id("design-save"))
-        .await
-        .expect("save")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Css(".gjs-mdl-btn-close")).await;
+    click(&client, Locator::Id("design-save")).await;
     wait_for_text(&client, "#design-status", "Saved").await;
     shot(&client, "28-template-editor").await;
-    client
-        .find(Locator::Css(".designer-bar .back"))
-        .await
-        .expect("back")
-        .click()
-        .await
-        .expect("click");
+    click(&client, Locator::Css(".designer-bar .back")).await;
     submit(&client, "form[action$=\"/publish\"]").await;
     wait_for_text(&client, ".notice", "Published").await;
     assert!(text_of(&client, "#versions").await.contains("designed"));

@@ -6,9 +6,9 @@
 use std::io::Read;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 use crate::sink::{Sink, SinkOptions};
 
@@ -20,7 +20,7 @@ pub enum SharedSink {
     SmtpSink {
         child: Child,
         addr: SocketAddr,
-        count: Arc<AtomicUsize>,
+        count: watch::Sender<usize>,
     },
 }
 
@@ -67,7 +67,7 @@ impl SharedSink {
     pub fn received_len(&self) -> usize {
         match self {
             SharedSink::Herald(sink) => sink.received_len(),
-            SharedSink::SmtpSink { count, .. } => count.load(Ordering::Acquire),
+            SharedSink::SmtpSink { count, .. } => *count.borrow(),
         }
     }
 
@@ -76,14 +76,11 @@ impl SharedSink {
         match self {
             SharedSink::Herald(sink) => sink.wait_for_count(wanted, timeout).await,
             SharedSink::SmtpSink { count, .. } => {
-                let deadline = Instant::now() + timeout;
-                while count.load(Ordering::Acquire) < wanted {
-                    if Instant::now() >= deadline {
-                        return false;
-                    }
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-                true
+                let mut count = count.subscribe();
+                matches!(
+                    tokio::time::timeout(timeout, count.wait_for(|&n| n >= wanted)).await,
+                    Ok(Ok(_))
+                )
             }
         }
     }
@@ -116,9 +113,9 @@ fn smtp_sink(port: u16) -> Option<SharedSink> {
         .spawn()
         .ok()?;
     let mut output = child.stdout.take()?;
-    let count = Arc::new(AtomicUsize::new(0));
+    let count = watch::Sender::new(0);
     {
-        let count = Arc::clone(&count);
+        let count = count.clone();
         // The counter line is `sess=.. quit=.. mesg=N`, rewritten after `\r`.
         std::thread::spawn(move || {
             let mut pending = Vec::new();
@@ -132,7 +129,11 @@ fn smtp_sink(port: u16) -> Option<SharedSink> {
                     let line: Vec<u8> = pending.drain(..=end).collect();
                     let line = String::from_utf8_lossy(&line);
                     if let Some(n) = line.rsplit("mesg=").next().and_then(|n| n.trim().parse::<usize>().ok()) {
-                        count.fetch_max(n, Ordering::AcqRel);
+                        count.send_if_modified(|seen| {
+                            let more = n > *seen;
+                            *seen = (*seen).max(n);
+                            more
+                        });
                     }
                 }
             }

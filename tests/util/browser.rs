@@ -104,13 +104,18 @@ pub async fn fill(client: &Client, name: &str, value: &str) {
 }
 
 pub async fn submit(client: &Client, form: &str) {
+    click(client, Locator::Css(&format!("{form} button[type=\"submit\"]"))).await;
+}
+
+/// Clicks the element `locator` finds; fails naming it when there is none.
+pub async fn click(client: &Client, locator: Locator<'_>) {
     client
-        .find(Locator::Css(&format!("{form} button[type=\"submit\"]")))
+        .find(locator)
         .await
-        .expect("a submit button")
+        .unwrap_or_else(|e| panic!("{locator:?}: {e}"))
         .click()
         .await
-        .expect("click");
+        .unwrap_or_else(|e| panic!("clicking {locator:?}: {e}"));
 }
 
 /// The text of the element at `css`, waiting up to 10 s for it (a form's submission
@@ -148,29 +153,28 @@ pub async fn sign_in(client: &Client, base: &str, email: &str) {
     submit(client, "form").await;
     // The click returns before the answer's page has loaded: a navigation started now
     // would race the sign-in's own redirect.
-    for _ in 0..100 {
-        let url = client.current_url().await.expect("url");
-        if url.path() != "/dashboard/login" {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the sign-in of {email} never left the sign-in page");
+    wait_for_path(client, |path| path != "/dashboard/login", "a page after the sign-in's").await;
 }
 
 /// Waits (a form's submission navigates after the click returns) until the browser is
 /// at `path`; fails with the page's source after 10 s.
 pub async fn expect_path(client: &Client, path: &str) {
+    wait_for_path(client, |at| at.ends_with(path), path).await;
+}
+
+/// Waits up to 10 s until the browser's path is one `wanted` takes; fails with `what`
+/// and the page's source.
+async fn wait_for_path(client: &Client, wanted: impl Fn(&str) -> bool, what: &str) {
     for _ in 0..100 {
         let url = client.current_url().await.expect("url");
-        if url.path().ends_with(path) {
+        if wanted(url.path()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let url = client.current_url().await.expect("url");
     let source = client.source().await.unwrap_or_default();
-    panic!("wanted {path}, at {url}\n{source}");
+    panic!("wanted {what}, at {url}\n{source}");
 }
 
 /// Waits up to 10 s for the element at `css` to contain `needle` (a page that had the
