@@ -65,6 +65,7 @@ pub mod insights;
 pub mod limits;
 pub mod mailqueue;
 pub mod outbound;
+pub mod quotas;
 pub mod retention;
 pub mod runner;
 pub mod server;

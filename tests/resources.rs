@@ -164,6 +164,7 @@ fn only_the_operator_creates_lists_and_updates_teams() {
     let new = || NewTeam {
         name: Some("Acme".into()),
         rate_limit: None,
+        plan: None,
     };
     assert_refused!(teams::create(services, &tenant, new()), Error::Forbidden(_));
     assert_refused!(teams::list(services, &tenant), Error::Forbidden(_));
@@ -171,6 +172,7 @@ fn only_the_operator_creates_lists_and_updates_teams() {
     let change = TeamChange {
         name: Some("Renamed".into()),
         rate_limit: None,
+        plan: None,
     };
     assert_refused!(teams::update(services, &tenant, team.id, change), Error::Forbidden(_));
     assert_eq!(teams::list(services, &world.operator()).expect("list"), vec![team]);
@@ -185,17 +187,20 @@ fn a_team_update_renames_it_and_sets_or_clears_its_rate_limit() {
     let new = NewTeam {
         name: Some("Acme".into()),
         rate_limit: Some("10/s".into()),
+        plan: None,
     };
     let (team, rate, _, _) = teams::create(services, &operator, new).expect("created");
     assert!(rate.is_some());
     let bad = NewTeam {
         name: Some("Bad".into()),
         rate_limit: Some("fast".into()),
+        plan: None,
     };
     assert_refused!(teams::create(services, &operator, bad), Error::Invalid { .. });
     let change = TeamChange {
         name: Some("Acme Inc".into()),
         rate_limit: Some(None),
+        plan: None,
     };
     assert!(matches!(
         teams::update(services, &operator, team.id, change),
@@ -212,6 +217,7 @@ fn a_new_team_gets_a_full_access_key_that_authenticates_as_that_team() {
     let new = NewTeam {
         name: Some("Acme".into()),
         rate_limit: None,
+        plan: None,
     };
     let (team, _, key, token) = teams::create(services, &world.operator(), new).expect("created");
     assert_eq!((key.team_id, key.permission), (team.id, Permission::FullAccess));

@@ -89,6 +89,7 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
         operator: true,
         created_at: now,
         rate_limit: None,
+        plan: None,
         deleted_at: None,
     };
     let key = ApiKey {

@@ -17,6 +17,9 @@ pub struct Team {
     /// The team's own API rate limit (`"100/s"`), overriding `[api] rate_limit`.
     #[serde(default)]
     pub rate_limit: Option<String>,
+    /// The `[[plans]]` entry whose allowances it has; unlimited without one.
+    #[serde(default)]
+    pub plan: Option<String>,
     /// When it was deleted: its records are being erased, and the team is gone from the
     /// API.
     #[serde(default)]

@@ -15,8 +15,10 @@ const NAME_MAX: usize = 100;
 pub struct NewTeam {
     /// The display name (required).
     pub name: Option<String>,
-    /// Its own API rate limit (`"100/s"`), instead of `[api] rate_limit`.
+    /// Its own API rate limit (`"100/s"`), instead of its plan's or `[api] rate_limit`.
     pub rate_limit: Option<String>,
+    /// Its plan (a `[[plans]]` name); unlimited without one.
+    pub plan: Option<String>,
 }
 
 /// A change to a team: `None` leaves a field as it is.
@@ -26,6 +28,8 @@ pub struct TeamChange {
     pub name: Option<String>,
     /// A new rate limit; `Some(None)` clears it.
     pub rate_limit: Option<Option<String>>,
+    /// A new plan; `Some(None)` takes the team off its plan (unlimited).
+    pub plan: Option<Option<String>>,
 }
 
 /// Refuses a caller that is not the operator's full-access key: only it manages teams.
@@ -46,6 +50,34 @@ fn rate_limit(text: Option<&str>) -> Result<Option<Rate>, Error> {
         .transpose()
 }
 
+/// Checks that `name` is a configured plan; the error lists those there are.
+fn plan(services: &Services, name: Option<String>) -> Result<Option<String>, Error> {
+    let Some(name) = name else { return Ok(None) };
+    let plans = &services.config().plans;
+    if plans.iter().any(|plan| plan.name == name) {
+        return Ok(Some(name));
+    }
+    let names: Vec<&str> = plans.iter().map(|plan| plan.name.as_str()).collect();
+    Err(Error::invalid(if names.is_empty() {
+        format!("Invalid `plan` field: there is no plan `{name}`, and none is configured ([[plans]])")
+    } else {
+        format!(
+            "Invalid `plan` field: there is no plan `{name}`; the plans are {}",
+            names.join(", ")
+        )
+    }))
+}
+
+/// The rate limit `team` is held to instead of `[api] rate_limit`: its own, else its
+/// plan's; `None` for the default.
+pub fn rate_of(services: &Services, team: &Team) -> Option<Rate> {
+    let own = team.rate_limit.as_deref().and_then(|r| values::rate(r).ok());
+    own.or_else(|| {
+        let name = team.plan.as_deref()?;
+        services.config().plans.iter().find(|p| p.name == name)?.rate_limit
+    })
+}
+
 /// Creates a team (operator only) with its first `full_access` key; returns both, the
 /// key's token shown once, and the team's rate limit for the adapter's limiter.
 pub fn create(
@@ -56,6 +88,7 @@ pub fn create(
     require_operator(caller)?;
     let name = required_text(new.name, "name", NAME_MAX)?;
     let rate = rate_limit(new.rate_limit.as_deref())?;
+    let plan = plan(services, new.plan)?;
     let store = services.store();
     let team = Team {
         id: store.next_id(),
@@ -63,10 +96,12 @@ pub fn create(
         operator: false,
         created_at: store.now(),
         rate_limit: rate.map(|r| r.to_string()),
+        plan,
         deleted_at: None,
     };
     services.accounts().put_team(&team)?;
     let (key, token) = super::keys::issue(services, team.id, "Default".to_owned(), Permission::FullAccess, None)?;
+    let rate = rate_of(services, &team);
     Ok((team, rate, key, token))
 }
 
@@ -97,8 +132,9 @@ fn live(services: &Services, id: Id) -> Result<Team, Error> {
         .ok_or(Error::NotFound("Team not found"))
 }
 
-/// Renames a team or sets its rate limit (operator only). Returns the new rate limit
-/// when it changed (`Some(None)`: cleared), for the adapter's limiter.
+/// Renames a team, sets its rate limit or its plan (operator only). Returns the rate
+/// limit it is held to when either changed (`Some(None)`: the default), for the
+/// adapter's limiter.
 pub fn update(services: &Services, caller: &Caller, id: Id, change: TeamChange) -> Result<Option<Option<Rate>>, Error> {
     require_operator(caller)?;
     let _guard = services.lock_record(RecordName {
@@ -110,11 +146,15 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: TeamChange) 
         team.name = required_text(change.name, "name", NAME_MAX)?;
     }
     let new_rate = change.rate_limit.map(|text| rate_limit(text.as_deref())).transpose()?;
+    let changed = new_rate.is_some() || change.plan.is_some();
     if let Some(rate) = new_rate {
         team.rate_limit = rate.map(|r| r.to_string());
     }
+    if let Some(name) = change.plan {
+        team.plan = plan(services, name)?;
+    }
     services.accounts().put_team(&team)?;
-    Ok(new_rate)
+    Ok(changed.then(|| rate_of(services, &team)))
 }
 
 /// Deletes the team `id` (operator only; never the operator's own): its API keys are

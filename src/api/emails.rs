@@ -49,6 +49,11 @@ impl From<SendError> for ApiError {
                 message: error.to_string(),
             },
             SendError::Unavailable(refusal) => ApiError::unavailable(refusal.to_string()),
+            SendError::Quota(exceeded) => ApiError {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                name: exceeded.period.error_name(),
+                message: exceeded.message,
+            },
             SendError::Internal(message) => ApiError::internal(&message),
         }
     }

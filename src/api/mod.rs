@@ -87,6 +87,7 @@ pub fn dispatch(ctx: &Ctx<'_>, route: &Route) -> Result<Reply, ApiError> {
         Route::CreateTeam => teams::create(ctx),
         Route::ListTeams => teams::list(ctx),
         Route::GetTeam(id) => teams::get(ctx, id),
+        Route::GetUsage => teams::usage(ctx),
         Route::UpdateTeam(id) => teams::update(ctx, id),
         Route::DeleteTeam(id) => teams::delete(ctx, id),
         Route::CreateDomain => domains::create(ctx),

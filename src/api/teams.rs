@@ -16,6 +16,7 @@ fn team_json(team: &Team) -> Value {
         "name": team.name,
         "operator": team.operator,
         "rate_limit": team.rate_limit,
+        "plan": team.plan,
         "created_at": format::timestamp(team.created_at),
     })
 }
@@ -24,6 +25,7 @@ fn team_json(team: &Team) -> Value {
 struct CreateBody {
     name: Option<String>,
     rate_limit: Option<String>,
+    plan: Option<String>,
 }
 
 /// `POST /teams` (operator only): the new team and its first `full_access` key.
@@ -34,6 +36,7 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
     let new = NewTeam {
         name: body.name,
         rate_limit: body.rate_limit,
+        plan: body.plan,
     };
     let (team, rate, key, token) = teams::create(ctx.state, ctx.caller, new)?;
     ctx.state.rate_limits.set_override(team.id, rate);
@@ -42,6 +45,13 @@ pub fn create(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
         map.insert("api_key".into(), json!({ "id": key.id, "token": token.expose() }));
     }
     Ok(Reply::created(body))
+}
+
+/// `GET /usage`: the caller's team's emails this UTC day and month against its plan,
+/// in Resend's shape (full-access keys).
+pub fn usage(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
+    ctx.caller.require_full_access()?;
+    Ok(Reply::ok(crate::quotas::usage::usage(ctx.state, ctx.caller.team_id)?))
 }
 
 /// `GET /teams` (operator only).
@@ -63,9 +73,12 @@ struct UpdateBody {
     name: Option<String>,
     #[serde(default, deserialize_with = "super::present")]
     rate_limit: Option<Option<String>>,
+    #[serde(default, deserialize_with = "super::present")]
+    plan: Option<Option<String>>,
 }
 
-/// `PATCH /teams/{id}` (operator only): renames, or sets (`null` clears) the rate limit.
+/// `PATCH /teams/{id}` (operator only): renames, or sets (`null` clears) the rate limit
+/// or the plan.
 pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     teams::require_operator(ctx.caller)?;
     let id = format::id(id, "team")?;
@@ -73,6 +86,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let change = TeamChange {
         name: body.name,
         rate_limit: body.rate_limit,
+        plan: body.plan,
     };
     if let Some(rate) = teams::update(ctx.state, ctx.caller, id, change)? {
         ctx.state.rate_limits.set_override(id, rate);

@@ -212,6 +212,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     let mut batch = Batch::new();
     let mut emails = Vec::with_capacity(ids.len());
     let mut bytes = 0usize;
+    let mut shares = Vec::new();
     let mut last = None;
     for id in &ids {
         // A page's write stays within a budget however large the broadcast's body is.
@@ -256,6 +257,21 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                     }
                 }),
             )?;
+        } else if let Some(period) = over_quota(services, &mut batch, &mut shares, team, now)? {
+            recipient.outcome = Outcome::Failed;
+            broadcast.counts.failed += 1;
+            let reason = period.failure_reason().to_owned();
+            skipped(
+                &mut batch,
+                services,
+                &broadcast,
+                &contact.email,
+                EventKind::EmailFailed,
+                json!({
+                    "failed": { "reason": reason }
+                }),
+            )?;
+            recipient.reason = Some(reason);
         } else {
             match prepared.render(&broadcast, &contact) {
                 Err(reason) => {
@@ -295,14 +311,21 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     }
     store::stage(&mut batch, &broadcast)?;
     let ids: Vec<Id> = emails.iter().map(|e| e.id).collect();
-    if ids.is_empty() {
-        store.commit(batch).wait()?;
-        return Ok(());
+    let written = if ids.is_empty() {
+        store.commit(batch).wait().map_err(Error::from)
+    } else {
+        accept_with(services, emails, batch, Source::Broadcast)
+            .and_then(|accepting| accepting.wait())
+            .map(|_| ())
+            .map_err(|e| Error::invalid(e.to_string()))
+    };
+    if let Err(error) = written {
+        // The page is done again: its recipients take their quota again then.
+        for share in shares {
+            services.quotas().give_back(share);
+        }
+        return Err(error);
     }
-    accept_with(services, emails, batch, Source::Broadcast)
-        .map_err(|e| Error::invalid(e.to_string()))?
-        .wait()
-        .map_err(|e| Error::invalid(e.to_string()))?;
     metrics::counter!("herald_broadcast_emails_total").increment(ids.len() as u64);
     pending.extend(ids);
     Ok(())
@@ -333,4 +356,28 @@ fn skipped(
         data
     })?;
     Ok(())
+}
+
+/// Takes one email of `team`'s plan for a recipient, adding its counters to `batch`;
+/// the period that has none left instead.
+fn over_quota(
+    services: &Services,
+    batch: &mut Batch,
+    shares: &mut Vec<crate::quotas::Share>,
+    team: Id,
+    now: herald_queue::Timestamp,
+) -> Result<Option<crate::quotas::Period>, Error> {
+    let allowance = crate::quotas::Allowance::of(services.plan_of(team)?);
+    Ok(
+        match services
+            .quotas()
+            .take(services.store(), team, allowance, 1, now, batch)?
+        {
+            Ok(share) => {
+                shares.push(share);
+                None
+            }
+            Err(exceeded) => Some(exceeded.period),
+        },
+    )
 }

@@ -70,6 +70,9 @@ pub enum TeamsCommand {
         /// The team's own rate limit, e.g. 100/s.
         #[arg(long)]
         rate_limit: Option<String>,
+        /// The team's plan, one of `[[plans]]` (unlimited without one).
+        #[arg(long)]
+        plan: Option<String>,
     },
     /// List teams (operator key only).
     List,
@@ -240,10 +243,13 @@ pub async fn keys(client: &Client, command: KeysCommand) -> anyhow::Result<()> {
 /// Runs a `teams` command.
 pub async fn teams(client: &Client, command: TeamsCommand) -> anyhow::Result<()> {
     match command {
-        TeamsCommand::Create { name, rate_limit } => {
+        TeamsCommand::Create { name, rate_limit, plan } => {
             let mut body = json!({ "name": name });
             if let Some(rate) = rate_limit {
                 body["rate_limit"] = json!(rate);
+            }
+            if let Some(plan) = plan {
+                body["plan"] = json!(plan);
             }
             let team = client.call(Method::POST, "/teams", Some(&body)).await?;
             println!("created team {} ({})", text(&team, "name"), text(&team, "id"));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::raw::{
     RawApi, RawCertPair, RawConfig, RawDelivery, RawDestination, RawDkimAlgorithm, RawDomains, RawHttp, RawListener,
-    RawLog, RawLogFormat, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawTrusted, RawWebhooks,
+    RawLog, RawLogFormat, RawPlan, RawServer, RawSmtp, RawSpool, RawTls, RawTlsMode, RawTrusted, RawWebhooks,
 };
 use super::{Config, DkimAlgorithm, LogFormat, TlsMode};
 
@@ -170,6 +170,16 @@ pub fn render(config: &Config) -> String {
             }),
             level: Some(config.log.level.clone()),
         },
+        plans: config
+            .plans
+            .iter()
+            .map(|plan| RawPlan {
+                name: Some(plan.name.clone()),
+                monthly_emails: Some(plan.monthly_emails),
+                daily_emails: plan.daily_emails,
+                rate_limit: plan.rate_limit.map(|r| r.to_string()),
+            })
+            .collect(),
     };
     let mut source = match &config.file {
         Some(file) => format!("# effective configuration, from {}\n", file.display()),

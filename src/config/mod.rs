@@ -8,6 +8,7 @@
 mod contacts;
 mod dashboard;
 mod effective;
+mod plans;
 mod raw;
 mod retention;
 mod tracking;
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 pub use contacts::ContactsConfig;
 pub use dashboard::{DashboardConfig, GithubConfig, GoogleConfig};
+pub use plans::Plan;
 pub use retention::RetentionConfig;
 pub use tracking::{TrackingConfig, TrackingScheme};
 pub use values::Rate;
@@ -85,6 +87,8 @@ pub struct Config {
     pub dashboard: DashboardConfig,
     /// `[log]`.
     pub log: LogConfig,
+    /// `[[plans]]`.
+    pub plans: Vec<Plan>,
     /// What the file asks for in a way that still works but should change (a key's old
     /// name): logged at start and printed by `herald config`.
     pub warnings: Vec<String>,
@@ -622,6 +626,7 @@ impl Validator<'_> {
             contacts: self.contacts(&raw.contacts)?,
             tracking: self.tracking(&raw.tracking, &server.hostname)?,
             dashboard: self.dashboard(&raw.dashboard)?,
+            plans: self.plans(&raw.plans)?,
             warnings,
             server,
         })

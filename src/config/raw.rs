@@ -23,6 +23,17 @@ pub struct RawConfig {
     pub tracking: RawTracking,
     pub dashboard: RawDashboard,
     pub log: RawLog,
+    pub plans: Vec<RawPlan>,
+}
+
+/// One `[[plans]]` entry.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawPlan {
+    pub name: Option<String>,
+    pub monthly_emails: Option<u64>,
+    pub daily_emails: Option<u64>,
+    pub rate_limit: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -294,6 +294,25 @@ fn bad_delivery_limits_name_their_key() {
         ),
         ("[delivery]\nidle_timeout = \"0s\"\n", "delivery.idle_timeout"),
         ("[delivery]\nworkers = 0\n", "delivery.workers"),
+        ("[[plans]]\nmonthly_emails = 5\n", "plans[0].name"),
+        ("[[plans]]\nname = \"a b\"\nmonthly_emails = 5\n", "plans[0].name"),
+        ("[[plans]]\nname = \"a\"\n", "plans[0].monthly_emails"),
+        (
+            "[[plans]]\nname = \"a\"\nmonthly_emails = 0\n",
+            "plans[0].monthly_emails",
+        ),
+        (
+            "[[plans]]\nname = \"a\"\nmonthly_emails = 5\n[[plans]]\nname = \"a\"\nmonthly_emails = 9\n",
+            "plans[1].name",
+        ),
+        (
+            "[[plans]]\nname = \"a\"\nmonthly_emails = 5\ndaily_emails = 0\n",
+            "plans[0].daily_emails",
+        ),
+        (
+            "[[plans]]\nname = \"a\"\nmonthly_emails = 5\nrate_limit = \"fast\"\n",
+            "plans[0].rate_limit",
+        ),
     ] {
         let err = parse(text).expect_err(text);
         assert_eq!(err.key, key, "{text}");

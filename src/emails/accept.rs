@@ -8,6 +8,7 @@ use herald_queue::{Admission, Batch, Enqueue, Id, Timestamp};
 use super::idempotency::{Answer, InFlight};
 use super::record::Source;
 use super::submit::{Prepared, SendError};
+use crate::quotas::{Allowance, Share};
 use crate::services::Services;
 
 /// Emails on their way to disk. [`Accepting::wait`] on a blocking thread, or
@@ -20,6 +21,8 @@ pub struct Accepting<'a> {
     enqueue: Enqueue,
     /// Before the spool gave the emails their due times: delivery is woken from here.
     since: Timestamp,
+    /// The quota the emails took, given back if they are not written.
+    shares: Vec<Share>,
 }
 
 /// Starts the write of `prepared` from `source`, with the record of `remember`'s answer
@@ -46,6 +49,12 @@ pub fn accept_with(
     source: Source,
 ) -> Result<Accepting<'_>, SendError> {
     let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
+    // A broadcast takes its quota recipient by recipient, as it expands.
+    let shares = if source == Source::Broadcast {
+        Vec::new()
+    } else {
+        take_quota(state, &prepared, &mut records)?
+    };
     let messages = prepared
         .into_iter()
         .map(|p| {
@@ -60,6 +69,7 @@ pub fn accept_with(
         source,
         enqueue: state.spool().enqueue_many(messages, records),
         since,
+        shares,
     })
 }
 
@@ -67,14 +77,14 @@ impl Accepting<'_> {
     /// Blocks until the emails are durable (their ids) or refused. Not for async tasks.
     pub fn wait(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.wait();
-        done(self.state, self.ids, self.source, self.since, admission)
+        done(self.state, self.ids, self.source, self.since, self.shares, admission)
     }
 
     /// Waits, without blocking the task's thread, until the emails are durable (their
     /// ids) or refused.
     pub async fn durable(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.await;
-        done(self.state, self.ids, self.source, self.since, admission)
+        done(self.state, self.ids, self.source, self.since, self.shares, admission)
     }
 }
 
@@ -83,8 +93,14 @@ fn done(
     ids: Vec<Id>,
     source: Source,
     since: Timestamp,
+    shares: Vec<Share>,
     admission: Result<Admission, herald_queue::Error>,
 ) -> Result<Vec<Id>, SendError> {
+    if !matches!(admission, Ok(Admission::Accepted(_))) {
+        for share in shares {
+            state.quotas().give_back(share);
+        }
+    }
     match admission? {
         Admission::Accepted(_) => {
             for id in &ids {
@@ -98,4 +114,38 @@ fn done(
         }
         Admission::Refused(refusal) => Err(SendError::Unavailable(refusal)),
     }
+}
+
+/// Takes the quota of `prepared` (each recipient one email) from each team's plan,
+/// adding the counters to `records`; refuses it whole when a team would go over.
+fn take_quota(state: &Services, prepared: &[Prepared], records: &mut Batch) -> Result<Vec<Share>, SendError> {
+    let mut counts: Vec<(Id, u64)> = Vec::new();
+    for email in prepared {
+        let team = email
+            .message
+            .team
+            .parse::<Id>()
+            .map_err(|_| SendError::Internal(format!("email {} has no team", email.id)))?;
+        let count = email.message.recipients.len() as u64;
+        match counts.iter_mut().find(|(t, _)| *t == team) {
+            Some((_, n)) => *n += count,
+            None => counts.push((team, count)),
+        }
+    }
+    let store = state.store();
+    let now = store.now();
+    let mut shares = Vec::with_capacity(counts.len());
+    for (team, count) in counts {
+        let allowance = Allowance::of(state.plan_of(team)?);
+        match state.quotas().take(store, team, allowance, count, now, records)? {
+            Ok(share) => shares.push(share),
+            Err(exceeded) => {
+                for share in shares {
+                    state.quotas().give_back(share);
+                }
+                return Err(SendError::Quota(exceeded));
+            }
+        }
+    }
+    Ok(shares)
 }

@@ -43,6 +43,9 @@ pub enum SendError {
     /// Storage refuses writes for now.
     #[error("{0}")]
     Unavailable(Refusal),
+    /// The team's plan allows no more emails this day or month.
+    #[error("{0}")]
+    Quota(crate::quotas::Exceeded),
     /// A fault on herald's side.
     #[error("{0}")]
     Internal(String),

@@ -21,6 +21,8 @@ pub enum Route {
     ListTeams,
     /// `GET /teams/{id}`
     GetTeam(String),
+    /// `GET /usage`
+    GetUsage,
     /// `PATCH /teams/{id}`
     UpdateTeam(String),
     /// `DELETE /teams/{id}`
@@ -237,6 +239,7 @@ impl Route {
             Route::CreateTeam => "teams.create",
             Route::ListTeams => "teams.list",
             Route::GetTeam(_) => "teams.get",
+            Route::GetUsage => "usage.get",
             Route::UpdateTeam(_) => "teams.update",
             Route::DeleteTeam(_) => "teams.delete",
             Route::CreateDomain => "domains.create",
@@ -362,6 +365,7 @@ pub fn route(method: &Method, path: &str) -> Result<Route, ApiError> {
             (Method::DELETE, Route::DeleteApiKey((*id).to_owned())),
         ]),
         ["teams"] => one(&[(Method::POST, Route::CreateTeam), (Method::GET, Route::ListTeams)]),
+        ["usage"] => one(&[(Method::GET, Route::GetUsage)]),
         ["teams", id] => one(&[
             (Method::GET, Route::GetTeam((*id).to_owned())),
             (Method::PATCH, Route::UpdateTeam((*id).to_owned())),

@@ -178,8 +178,22 @@ async fn api(
         hyper::header::HeaderValue::from_static("application/json; charset=utf-8"),
     );
     decision.apply(response.headers_mut());
+    quota_headers(state, caller.team_id, response.headers_mut());
     log(state, &caller, &request, status, &text, started);
     (label, response)
+}
+
+/// `x-resend-daily-quota` and `x-resend-monthly-quota`: the emails the team has used this
+/// UTC day and month (this request's included), as Resend reports them.
+fn quota_headers(state: &AppState, team: herald_queue::Id, headers: &mut hyper::HeaderMap) {
+    let store = state.store();
+    match state.quotas().used(store, team, store.now()) {
+        Ok(used) => {
+            headers.insert("x-resend-daily-quota", hyper::header::HeaderValue::from(used.daily));
+            headers.insert("x-resend-monthly-quota", hyper::header::HeaderValue::from(used.monthly));
+        }
+        Err(error) => tracing::warn!(%error, "cannot read the team's quota counters"),
+    }
 }
 
 /// Runs the route's handler on the blocking pool, at most

@@ -191,11 +191,12 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
 
     let services = Arc::new(Services::new(config, store, spool, operator_team, outbound));
     for team in services.accounts().teams()? {
-        if let Some(rate) = team
-            .rate_limit
-            .as_deref()
-            .and_then(|r| crate::config::values::rate(r).ok())
+        if let Some(plan) = team.plan.as_deref()
+            && !services.config().plans.iter().any(|p| p.name == plan)
         {
+            tracing::warn!(team_id = %team.id, plan, "the team's plan is no longer in [[plans]]: it sends without a limit");
+        }
+        if let Some(rate) = crate::accounts::teams::rate_of(&services, &team) {
             rate_limits.set_override(team.id, Some(rate));
         }
     }

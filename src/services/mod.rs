@@ -68,6 +68,8 @@ pub struct Services {
     accounts: Box<dyn AccountStore>,
     /// Wakes the delivery scheduler (new mail, a message released by the operator).
     delivery_wake: Wake,
+    /// Each team's emails this day and month, against its plan.
+    quotas: crate::quotas::Quotas,
     /// Wakes the erasure of deleted teams.
     erasure_wake: Wake,
     /// Serialises read-modify-write of one resource record at a time: a change locks
@@ -115,9 +117,23 @@ impl Services {
             verifier: Verifier::default(),
             outbound,
             delivery_wake: Wake::default(),
+            quotas: crate::quotas::Quotas::default(),
             erasure_wake: Wake::default(),
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// Each team's emails this day and month.
+    pub fn quotas(&self) -> &crate::quotas::Quotas {
+        &self.quotas
+    }
+
+    /// The plan `team` is on, if it has one that `[[plans]]` still names.
+    pub fn plan_of(&self, team: Id) -> Result<Option<&crate::config::Plan>, herald_queue::Error> {
+        let Some(name) = self.accounts.team(team)?.and_then(|t| t.plan) else {
+            return Ok(None);
+        };
+        Ok(self.config.plans.iter().find(|plan| plan.name == name))
     }
 
     /// The validated config.

@@ -517,6 +517,7 @@ fn failure_reply(error: RawError) -> Reply {
         RawError::Send(SendError::DomainNotVerified(_) | SendError::DomainNotAllowed(_)) => {
             Reply::new(550, "5.7.1", error.to_string())
         }
+        RawError::Send(SendError::Quota(exceeded)) => Reply::new(452, "4.5.3", exceeded.message),
         RawError::Send(SendError::Unavailable(Refusal::DiskLow { .. })) => {
             Reply::new(452, "4.3.1", "Insufficient system storage, try again later")
         }
