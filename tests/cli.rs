@@ -331,6 +331,12 @@ fn the_command_line_manages_domains_keys_and_teams_through_the_api() {
         .find_map(|l| l.strip_prefix("its first API key (shown only now): "))
         .expect("key")
         .to_owned();
+    // `--plan` reaches the API, which names what is wrong: this server has no plans.
+    let (ok, _, err) = admin(dir, &url, None, &["teams", "create", "Beta", "--plan", "free"]);
+    assert!(
+        !ok && err.contains("there is no plan `free`, and none is configured"),
+        "{err}"
+    );
     let (ok, _, err) = admin(dir, &url, Some(&acme), &["teams", "create", "Rogue"]);
     assert!(
         !ok && err.contains("invalid_access"),

@@ -213,6 +213,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     let mut emails = Vec::with_capacity(ids.len());
     let mut bytes = 0usize;
     let mut shares = Vec::new();
+    let allowance = crate::quotas::Allowance::of(services.plan_of(team)?);
     let mut last = None;
     for id in &ids {
         // A page's write stays within a budget however large the broadcast's body is.
@@ -257,7 +258,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                     }
                 }),
             )?;
-        } else if let Some(period) = over_quota(services, &mut batch, &mut shares, team, now)? {
+        } else if let Some(period) = over_quota(services, &mut batch, &mut shares, (team, allowance), now)? {
             recipient.outcome = Outcome::Failed;
             broadcast.counts.failed += 1;
             let reason = period.failure_reason().to_owned();
@@ -358,16 +359,15 @@ fn skipped(
     Ok(())
 }
 
-/// Takes one email of `team`'s plan for a recipient, adding its counters to `batch`;
-/// the period that has none left instead.
+/// Takes one email of the team's `allowance` for a recipient, adding its counters to
+/// `batch`; the period that has none left instead.
 fn over_quota(
     services: &Services,
     batch: &mut Batch,
     shares: &mut Vec<crate::quotas::Share>,
-    team: Id,
+    (team, allowance): (Id, crate::quotas::Allowance),
     now: herald_queue::Timestamp,
 ) -> Result<Option<crate::quotas::Period>, Error> {
-    let allowance = crate::quotas::Allowance::of(services.plan_of(team)?);
     Ok(
         match services
             .quotas()
