@@ -66,6 +66,7 @@ pub mod limits;
 pub mod mailqueue;
 pub mod outbound;
 pub mod quotas;
+pub mod regions;
 pub mod retention;
 pub mod runner;
 pub mod server;

@@ -558,6 +558,7 @@ fn a_domain_update_changes_tracking_and_clears_the_tracking_subdomain() {
         tls: Some(TlsPolicy::Enforced),
         tracking_subdomain: Some(None),
         capabilities: None,
+        region: None,
     };
     domains::update(services, &caller, domain.id, change).expect("updated");
     let stored = domains::get(services, &caller, domain.id).expect("get");

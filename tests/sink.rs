@@ -146,6 +146,8 @@ async fn a_message_is_recorded_dot_unstuffed_with_its_envelope() {
             data: b"Subject: dots\r\n\r\n.leading dot\r\n.\r\nlast\r\n".to_vec(),
             size: 40,
             connection: 0,
+            peer: std::net::Ipv4Addr::LOCALHOST.into(),
+            ehlo: "client.test".to_owned(),
             tls: false,
         }]
     );

@@ -65,9 +65,10 @@ struct UpdateBody {
     #[serde(default, deserialize_with = "super::present")]
     tracking_subdomain: Option<Option<String>>,
     capabilities: Option<Capabilities>,
+    region: Option<String>,
 }
 
-/// `PATCH /domains/{id}`: tracking and TLS policy.
+/// `PATCH /domains/{id}`: tracking, TLS policy and region.
 pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
     let body: UpdateBody = ctx.request.json()?;
     let change = DomainChange {
@@ -76,6 +77,7 @@ pub fn update(ctx: &Ctx<'_>, id: &str) -> Result<Reply, ApiError> {
         tls: body.tls,
         tracking_subdomain: body.tracking_subdomain,
         capabilities: body.capabilities,
+        region: body.region,
     };
     let id = format::id(id, "domain")?;
     service::update(ctx.state, ctx.caller, id, change)?;

@@ -164,10 +164,13 @@ fn print_email(email: &Value) {
     println!("attempts:");
     for attempt in email["attempt_log"].as_array().map_or(&[][..], Vec::as_slice) {
         println!(
-            "  {}  {} [{}] {}  -> {}",
+            "  {}  {} [{}]{} {}  -> {}",
             text(attempt, "at"),
             attempt["host"].as_str().unwrap_or("(no host)"),
             attempt["ip"].as_str().unwrap_or("-"),
+            attempt["source"]
+                .as_str()
+                .map_or_else(String::new, |source| format!(" from {source}")),
             attempt["tls"].as_str().unwrap_or("plain"),
             text(attempt, "reply"),
         );
@@ -209,6 +212,41 @@ fn print_stats(stats: &Value) {
             number(domain, "recipients"),
             number(domain, "deferred")
         );
+    }
+    let sources = stats["sources"].as_array().map_or(&[][..], Vec::as_slice);
+    if !sources.is_empty() {
+        println!();
+        println!(
+            "{:<16} {:<40} {:>11} {:>10} {:>11} {:>8}",
+            "REGION", "SOURCE ADDRESS", "CONNECTIONS", "SENT TODAY", "DAILY LIMIT", "WARM-UP"
+        );
+        for source in sources {
+            let limit = source["daily_limit"]
+                .as_u64()
+                .map_or_else(|| "-".to_owned(), |n| n.to_string());
+            let warmup = if source["warmup"].is_object() {
+                format!(
+                    "{}/{}",
+                    number(&source["warmup"], "day"),
+                    number(&source["warmup"], "days")
+                )
+            } else {
+                "done".to_owned()
+            };
+            println!(
+                "{:<16} {:<40} {:>11} {:>10} {:>11} {:>8}",
+                text(source, "region"),
+                text(source, "address"),
+                format!(
+                    "{}/{}",
+                    number(source, "connections"),
+                    number(source, "connections_max")
+                ),
+                number(source, "sent_today"),
+                limit,
+                warmup
+            );
+        }
     }
     let tables = stats["tables"].as_array().map_or(&[][..], Vec::as_slice);
     if !tables.is_empty() {

@@ -85,6 +85,7 @@ pub fn render(config: &Config) -> String {
         },
         delivery: RawDelivery {
             enabled: Some(config.delivery.enabled),
+            region: Some(config.delivery.region.clone()),
             nameservers: Some(config.delivery.nameservers.iter().map(ToString::to_string).collect()),
             mx_port: Some(config.delivery.mx_port),
             relay: config.delivery.relay.as_ref().map(|r| format!("{}:{}", r.host, r.port)),
@@ -180,6 +181,7 @@ pub fn render(config: &Config) -> String {
                 rate_limit: plan.rate_limit.map(|r| r.to_string()),
             })
             .collect(),
+        regions: super::regions::render(&config.regions),
     };
     let mut source = match &config.file {
         Some(file) => format!("# effective configuration, from {}\n", file.display()),

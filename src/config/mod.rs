@@ -10,6 +10,7 @@ mod dashboard;
 mod effective;
 mod plans;
 mod raw;
+mod regions;
 mod retention;
 mod tracking;
 pub mod values;
@@ -21,6 +22,7 @@ use std::time::Duration;
 pub use contacts::ContactsConfig;
 pub use dashboard::{DashboardConfig, GithubConfig, GoogleConfig};
 pub use plans::Plan;
+pub use regions::{REGION_NAMES, Region, Warmup};
 pub use retention::RetentionConfig;
 pub use tracking::{TrackingConfig, TrackingScheme};
 pub use values::Rate;
@@ -89,6 +91,9 @@ pub struct Config {
     pub log: LogConfig,
     /// `[[plans]]`.
     pub plans: Vec<Plan>,
+    /// `[[regions]]`, never empty: without any configured, the one named by
+    /// `[delivery] region`.
+    pub regions: Vec<Region>,
     /// What the file asks for in a way that still works but should change (a key's old
     /// name): logged at start and printed by `herald config`.
     pub warnings: Vec<String>,
@@ -232,8 +237,12 @@ pub struct DeliveryConfig {
     pub nameservers: Vec<SocketAddr>,
     /// The port MX hosts are contacted on.
     pub mx_port: u16,
-    /// A smarthost that receives all mail instead of the MX hosts.
+    /// A smarthost that receives all mail instead of the MX hosts (a region's own comes
+    /// first).
     pub relay: Option<Relay>,
+    /// The region of domains that name none, and the name of the one region when
+    /// `[[regions]]` configures none.
+    pub region: String,
     /// Waits between attempts; the last repeats. Each gets ±10 % jitter.
     pub retry_intervals: Vec<Duration>,
     /// How long a message is retried, counted from its first due time.
@@ -298,7 +307,7 @@ impl DeliveryConfig {
 }
 
 /// A smarthost.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Relay {
     /// Host name or IP.
     pub host: String,
@@ -522,6 +531,8 @@ impl Validator<'_> {
                 "must be one SPF mechanism such as \"a:mail.example.com\"",
             ));
         }
+        let delivery = self.delivery(raw.delivery)?;
+        let regions = self.regions(&raw.regions, &delivery.region)?;
         let listen = self.check(
             "http.listen",
             values::socket_addr(raw.http.listen.as_deref().unwrap_or("127.0.0.1:3000")),
@@ -546,7 +557,7 @@ impl Validator<'_> {
             },
             smtp: self.smtp(raw.smtp)?,
             tls: self.tls(raw.tls)?,
-            delivery: self.delivery(raw.delivery)?,
+            delivery,
             domains: DomainsConfig {
                 dkim_algorithm: match raw.domains.dkim_algorithm.unwrap_or(RawDkimAlgorithm::Rsa) {
                     RawDkimAlgorithm::Rsa => DkimAlgorithm::Rsa,
@@ -627,6 +638,7 @@ impl Validator<'_> {
             tracking: self.tracking(&raw.tracking, &server.hostname)?,
             dashboard: self.dashboard(&raw.dashboard)?,
             plans: self.plans(&raw.plans)?,
+            regions,
             warnings,
             server,
         })
@@ -818,31 +830,13 @@ impl Validator<'_> {
         if mx_port == 0 {
             return Err(self.error("delivery.mx_port", "must be a port from 1 to 65535"));
         }
-        let credentials = match (raw.relay_username, raw.relay_password) {
-            (Some(user), Some(password)) => Some((user, Secret(password))),
-            (None, None) => None,
-            (Some(_), None) => return Err(self.error("delivery.relay_password", "is required with relay_username")),
-            (None, Some(_)) => return Err(self.error("delivery.relay_username", "is required with relay_password")),
-        };
-        let relay = match raw.relay {
-            Some(text) => {
-                let (host, port) = self.check("delivery.relay", values::host_port(&text))?;
-                Some(Relay {
-                    host,
-                    port,
-                    credentials,
-                })
-            }
-            None if credentials.is_some() => {
-                return Err(self.error("delivery.relay", "is required when relay credentials are set"));
-            }
-            None => None,
-        };
+        let relay = self.relay("delivery", raw.relay.as_deref(), raw.relay_username, raw.relay_password)?;
         DeliveryConfig {
             enabled: raw.enabled.unwrap_or(true),
             nameservers,
             mx_port,
             relay,
+            region: raw.region.unwrap_or_else(|| REGION_NAMES[0].to_owned()),
             retry_intervals: self.durations(
                 "delivery.retry_intervals",
                 &raw.retry_intervals

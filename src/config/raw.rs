@@ -24,6 +24,31 @@ pub struct RawConfig {
     pub dashboard: RawDashboard,
     pub log: RawLog,
     pub plans: Vec<RawPlan>,
+    pub regions: Vec<RawRegion>,
+}
+
+/// One `[[regions]]` entry.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawRegion {
+    pub name: Option<String>,
+    pub source_addresses: Option<Vec<String>>,
+    pub ehlo: Option<String>,
+    pub relay: Option<String>,
+    pub relay_username: Option<String>,
+    pub relay_password: Option<String>,
+    pub connections_per_address: Option<usize>,
+    pub rate_per_address: Option<String>,
+    pub warmup: Vec<RawWarmup>,
+}
+
+/// One `[[regions.warmup]]` entry.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawWarmup {
+    pub address: Option<String>,
+    pub start: Option<String>,
+    pub daily_limits: Option<Vec<u64>>,
 }
 
 /// One `[[plans]]` entry.
@@ -115,6 +140,7 @@ pub struct RawCertPair {
 #[serde(deny_unknown_fields, default)]
 pub struct RawDelivery {
     pub enabled: Option<bool>,
+    pub region: Option<String>,
     pub nameservers: Option<Vec<String>>,
     pub mx_port: Option<u16>,
     pub relay: Option<String>,

@@ -359,3 +359,144 @@ fn the_old_request_log_key_is_still_read_with_a_warning_naming_the_new_one() {
     let err = parse("[api]\nlog_retention = \"x\"\n").expect_err("invalid");
     assert_eq!(err.key, "api.log_retention");
 }
+
+const TWO_REGIONS: &str = "[delivery]\nregion = \"eu-west-1\"\nrelay = \"smart.example.net:25\"\n\
+    [[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.10\", \"2001:db8::10\"]\nehlo = \"mta-us.example.com\"\n\
+    connections_per_address = 20\nrate_per_address = \"10/s\"\n\
+    [[regions.warmup]]\naddress = \"192.0.2.10\"\nstart = \"2026-11-20\"\ndaily_limits = [50, 100, 200]\n\
+    [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"192.0.2.20\"]\nrelay = \"eu.example.net:587\"\n\
+    relay_username = \"eu\"\nrelay_password = \"sesame\"\n";
+
+#[test]
+fn regions_default_to_one_named_by_delivery_region() {
+    let config = Config::from_toml("", None).expect("defaults");
+    assert_eq!(config.delivery.region, "us-east-1");
+    assert_eq!(config.region_names(), ["us-east-1"]);
+    let region = config.region("eu-west-1");
+    assert_eq!(region.name, "us-east-1", "an unknown name falls back to the default");
+    assert!(region.source_addresses.is_empty() && region.implicit);
+    assert_eq!(config.ehlo_of(region), config.server.hostname);
+    assert!(
+        !config.to_toml().contains("[[regions]]"),
+        "the implicit region is not printed"
+    );
+
+    let named = parse("[delivery]\nregion = \"sa-east-1\"\n").expect("valid");
+    assert_eq!(named.region_names(), ["sa-east-1"]);
+}
+
+#[test]
+fn regions_take_addresses_ehlo_relay_limits_and_warmup() {
+    let config = parse(TWO_REGIONS).expect("valid");
+    assert_eq!(config.region_names(), ["us-east-1", "eu-west-1"]);
+    let us = config.region("us-east-1");
+    assert_eq!(
+        us.source_addresses,
+        [
+            "192.0.2.10".parse::<std::net::IpAddr>().expect("ip"),
+            "2001:db8::10".parse().expect("ip")
+        ]
+    );
+    assert_eq!(config.ehlo_of(us), "mta-us.example.com");
+    assert_eq!(
+        config.relay_of(us).map(|r| r.host.as_str()),
+        Some("smart.example.net"),
+        "inherited"
+    );
+    assert_eq!(us.connections_per_address, 20);
+    assert_eq!(us.rate_per_address.map(|r| r.to_string()).as_deref(), Some("10/s"));
+    let warmup = us.warmup_of("192.0.2.10".parse().expect("ip")).expect("a schedule");
+    let day = |text: &str| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").expect("date");
+    assert_eq!(
+        warmup.on(day("2026-11-19")),
+        Some((0, 50)),
+        "before the start: the first day's"
+    );
+    assert_eq!(warmup.on(day("2026-11-21")), Some((1, 100)));
+    assert_eq!(warmup.on(day("2026-11-23")), None, "the schedule is over");
+    let eu = config.region("eu-west-1");
+    assert_eq!(
+        config.relay_of(eu).map(|r| (r.host.as_str(), r.port)),
+        Some(("eu.example.net", 587))
+    );
+    assert_eq!(config.ehlo_of(eu), config.server.hostname);
+
+    let text = config.to_toml();
+    assert!(!text.contains("sesame"), "{text}");
+    let reparsed = Config::from_toml(&text.replace("<redacted>", "sesame"), None).expect("the printed regions parse");
+    assert_eq!(reparsed.regions, config.regions);
+}
+
+#[test]
+fn region_errors_name_the_key() {
+    let region = |body: &str| format!("[[regions]]\nname = \"us-east-1\"\n{body}");
+    for (text, key) in [
+        ("[delivery]\nregion = \"mars-1\"\n".to_owned(), "delivery.region"),
+        ("[[regions]]\nname = \"eu-central-1\"\n".to_owned(), "regions[0].name"),
+        ("[[regions]]\nsource_addresses = []\n".to_owned(), "regions[0].name"),
+        (
+            "[[regions]]\nname = \"us-east-1\"\n[[regions]]\nname = \"us-east-1\"\n".to_owned(),
+            "regions[1].name",
+        ),
+        ("[[regions]]\nname = \"eu-west-1\"\n".to_owned(), "delivery.region"),
+        (
+            region("source_addresses = [\"192.0.2.1\", \"mail\"]\n"),
+            "regions[0].source_addresses[1]",
+        ),
+        (
+            region("source_addresses = [\"0.0.0.0\"]\n"),
+            "regions[0].source_addresses[0]",
+        ),
+        (
+            region("source_addresses = [\"192.0.2.1\", \"192.0.2.1\"]\n"),
+            "regions[0].source_addresses[1]",
+        ),
+        (
+            "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.1\"]\n\
+             [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"192.0.2.1\"]\n"
+                .to_owned(),
+            "regions[1].source_addresses[0]",
+        ),
+        (region("ehlo = \"not a name\"\n"), "regions[0].ehlo"),
+        (region("relay = \"nowhere\"\n"), "regions[0].relay"),
+        (region("relay_username = \"u\"\n"), "regions[0].relay_password"),
+        (
+            region("connections_per_address = 0\n"),
+            "regions[0].connections_per_address",
+        ),
+        (region("rate_per_address = \"lots\"\n"), "regions[0].rate_per_address"),
+        (
+            region(
+                "source_addresses = [\"192.0.2.1\"]\n[[regions.warmup]]\naddress = \"192.0.2.9\"\nstart = \"2026-01-01\"\ndaily_limits = [1]\n",
+            ),
+            "regions[0].warmup[0].address",
+        ),
+        (
+            region(
+                "source_addresses = [\"192.0.2.1\"]\n[[regions.warmup]]\naddress = \"192.0.2.1\"\nstart = \"soon\"\ndaily_limits = [1]\n",
+            ),
+            "regions[0].warmup[0].start",
+        ),
+        (
+            region(
+                "source_addresses = [\"192.0.2.1\"]\n[[regions.warmup]]\naddress = \"192.0.2.1\"\nstart = \"2026-01-01\"\ndaily_limits = []\n",
+            ),
+            "regions[0].warmup[0].daily_limits",
+        ),
+        (
+            region(
+                "source_addresses = [\"192.0.2.1\"]\n[[regions.warmup]]\naddress = \"192.0.2.1\"\nstart = \"2026-01-01\"\ndaily_limits = [5, 0]\n",
+            ),
+            "regions[0].warmup[0].daily_limits[1]",
+        ),
+        (
+            region(
+                "source_addresses = [\"192.0.2.1\"]\n[[regions.warmup]]\naddress = \"192.0.2.1\"\nstart = \"2026-01-01\"\ndaily_limits = [5]\n[[regions.warmup]]\naddress = \"192.0.2.1\"\nstart = \"2026-01-01\"\ndaily_limits = [5]\n",
+            ),
+            "regions[0].warmup[1].address",
+        ),
+    ] {
+        let err = parse(&text).expect_err(&text);
+        assert_eq!(err.key, key, "{text}");
+    }
+}

@@ -180,6 +180,13 @@ pub fn count(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, metric: 
     batch.add(key, 1);
 }
 
+/// Arms, in `batch`, the removal of the counters under `prefix` once `[retention]
+/// metrics` has passed since `at`: for counters of other kinds than the metrics' own
+/// (plan quotas, source addresses), each under a prefix of its own.
+pub fn arm_expiry(batch: &mut Batch, at: Timestamp, prefix: &[u8]) {
+    EXPIRY.arm(batch, at, prefix);
+}
+
 /// Counts an email event of `state` with its `data`.
 pub fn count_event(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, state: EmailState, data: &Value) {
     count(batch, team_id, from, at, Metric::of(state, data));

@@ -95,6 +95,7 @@ fn detail(
         .collect();
     let dmarc = domain.dmarc_json()["value"].as_str().unwrap_or_default().to_owned();
     let status = answer_status(error.is_some());
+    let config = ctx.state.config();
     let page = pages::Domain {
         chrome: signed.chrome("domains"),
         can_manage: signed.user.role >= Role::Admin,
@@ -107,6 +108,10 @@ fn detail(
         click_tracking: domain.click_tracking,
         tracking_subdomain: domain.tracking_subdomain.clone().unwrap_or_default(),
         tls_enforced: domain.tls == TlsPolicy::Enforced,
+        region: config.region(&domain.region).name.clone(),
+        regions: config.region_names().into_iter().map(str::to_owned).collect(),
+        ehlo: config.ehlo_of(config.region(&domain.region)).to_owned(),
+        sources: sources(ctx, &domain.region),
         notice,
         error,
     };
@@ -143,6 +148,7 @@ fn configure(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
         }),
         tracking_subdomain: Some(ctx.form("tracking_subdomain").filter(|s| !s.trim().is_empty())),
         capabilities: None,
+        region: ctx.form("region"),
     };
     match domains::update(ctx.state, &signed.caller(), parsed, change) {
         Ok(()) => detail(ctx, signed, id, Some("Saved."), None),
@@ -171,6 +177,23 @@ fn delete(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
         Ok(()) => see_other("/dashboard/domains"),
         Err(error) => detail(ctx, signed, id, None, Some(error.to_string())),
     }
+}
+
+/// The source addresses of `region`, as the domain page lists them.
+fn sources(ctx: &Ctx<'_>, region: &str) -> Vec<pages::SourceRow> {
+    let state = ctx.state.regions().get(ctx.state.config(), region);
+    crate::regions::stats::of(&state, ctx.state.store())
+        .into_iter()
+        .map(|source| pages::SourceRow {
+            address: source.address,
+            connections: format!("{} / {}", source.connections, source.connections_max),
+            sent_today: source.sent_today,
+            warmup: source.warmup.map_or_else(
+                || "warmed up".to_owned(),
+                |w| format!("day {} of {}: {} a day", w.day, w.days, w.daily_limit),
+            ),
+        })
+        .collect()
 }
 
 fn see_other(to: &str) -> Response<Full<Bytes>> {

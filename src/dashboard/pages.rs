@@ -192,10 +192,30 @@ pub struct Domain<'a> {
     pub tracking_subdomain: String,
     /// Whether delivery requires verified TLS.
     pub tls_enforced: bool,
+    /// The region its mail leaves from.
+    pub region: String,
+    /// The regions it may be moved to.
+    pub regions: Vec<String>,
+    /// The EHLO name its mail is sent with.
+    pub ehlo: String,
+    /// Its region's source addresses.
+    pub sources: Vec<SourceRow>,
     /// What just succeeded.
     pub notice: Option<&'a str>,
     /// What just failed.
     pub error: Option<String>,
+}
+
+/// One source address of a domain's region.
+pub struct SourceRow {
+    /// The address.
+    pub address: String,
+    /// Connections open, of the limit (`3 / 100`).
+    pub connections: String,
+    /// Messages sent today (UTC).
+    pub sent_today: u64,
+    /// Its warm-up: `day 3 of 10: 200 a day`, or `warmed up`.
+    pub warmup: String,
 }
 
 /// One event of an email's timeline.

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 
 use super::reply::Reply;
@@ -175,9 +175,22 @@ impl Connection {
         tls: &TlsChoice,
         login: Option<(&str, &str)>,
         timeouts: (Duration, Duration),
+        source: Option<IpAddr>,
     ) -> Result<Connection, ConnectionError> {
         let (connect_timeout, timeout) = timeouts;
-        let tcp = tokio::time::timeout(connect_timeout, TcpStream::connect(addr))
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(|e| ConnectionError::Network(format!("cannot open a socket: {e}")))?;
+        if let Some(source) = source {
+            socket.bind(SocketAddr::new(source, 0)).map_err(|e| {
+                tracing::warn!(%source, error = %e, "cannot bind a source address: is it configured on this host?");
+                ConnectionError::Network(format!("cannot bind the source address {source}: {e}"))
+            })?;
+        }
+        let tcp = tokio::time::timeout(connect_timeout, socket.connect(addr))
             .await
             .map_err(|_| ConnectionError::Network(format!("connecting to {host} [{}] timed out", addr.ip())))?
             .map_err(|e| ConnectionError::Network(format!("cannot connect to {host} [{}]: {e}", addr.ip())))?;

@@ -22,6 +22,7 @@ use super::reply::Reply;
 use super::route::{self, NoRoute};
 use crate::config::DestinationLimits;
 use crate::limits::{Lease, Pacer};
+use crate::regions::{Pick, RegionState, SourceLease};
 
 /// Destinations kept before idle ones (no queue, no connection, no back-off) are dropped.
 const PRUNE_AT: usize = 4_096;
@@ -29,15 +30,21 @@ const PRUNE_AT: usize = 4_096;
 /// Every destination with queued work or open connections.
 #[derive(Default)]
 pub struct Destinations {
-    map: Mutex<HashMap<(String, bool), Arc<Destination>>>,
+    map: Mutex<HashMap<Key, Arc<Destination>>>,
 }
 
-/// One destination.
+/// A destination: the region mail leaves from, the recipient domain, and whether TLS is
+/// required.
+type Key = (String, String, bool);
+
+/// One destination: one recipient domain, reached from one region.
 pub struct Destination {
+    region: Arc<RegionState>,
     domain: String,
     tls_required: bool,
     limits: DestinationLimits,
-    /// The destination's name for shared limits: domain, and whether TLS is required.
+    /// The destination's name for shared limits: region, domain, and whether TLS is
+    /// required.
     key: String,
     pacer: Option<Box<dyn Pacer>>,
     state: Mutex<State>,
@@ -55,21 +62,30 @@ struct State {
 }
 
 impl Destinations {
-    /// Queues `piece` for `domain`, starting a connection when the limits allow.
-    pub fn push(&self, shared: &Arc<Shared>, domain: &str, tls_required: bool, piece: Piece) {
+    /// Queues `piece` for `domain` from `region`, starting a connection when the limits
+    /// allow.
+    pub fn push(&self, shared: &Arc<Shared>, region: &str, domain: &str, tls_required: bool, piece: Piece) {
         let destination = {
             let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.len() >= PRUNE_AT {
                 let now = shared.state.store().now();
                 map.retain(|_, d| !d.is_idle(now));
             }
-            Arc::clone(map.entry((domain.to_owned(), tls_required)).or_insert_with(|| {
-                let limits = shared.state.config().delivery.limits_for(domain);
-                let key = format!("{domain}/{}", if tls_required { "tls" } else { "any" });
+            let config = shared.state.config();
+            let region = shared.state.regions().get(config, region);
+            let entry = (region.name().to_owned(), domain.to_owned(), tls_required);
+            Arc::clone(map.entry(entry).or_insert_with(|| {
+                let limits = config.delivery.limits_for(domain);
+                let key = format!(
+                    "{}/{domain}/{}",
+                    region.name(),
+                    if tls_required { "tls" } else { "any" }
+                );
                 let pacer = limits
                     .rate
                     .map(|rate| shared.state.destination_limits().pacer(&key, rate));
                 Arc::new(Destination {
+                    region,
                     domain: domain.to_owned(),
                     tls_required,
                     limits,
@@ -126,6 +142,43 @@ impl Destinations {
     }
 }
 
+/// An open connection, the source address it holds, and the messages it has carried.
+struct Open {
+    connection: Connection,
+    source: Option<SourceLease>,
+    sent: u32,
+}
+
+impl Open {
+    fn new(connection: Connection, source: Option<SourceLease>) -> Open {
+        Open {
+            connection,
+            source,
+            sent: 0,
+        }
+    }
+
+    /// Where a message sent over it goes.
+    fn via(&self) -> Via {
+        Via {
+            host: self.connection.host.clone(),
+            ip: Some(self.connection.ip),
+            source: self.source.as_ref().map(SourceLease::ip),
+            tls: self.connection.tls.clone(),
+        }
+    }
+}
+
+/// Why no connection is ready for a piece.
+enum Unready {
+    /// No route now (temporary: the destination is backed off) or ever.
+    Route(NoRoute),
+    /// Every source address of the region has used its day's warm-up limit.
+    Spent(Reply),
+    /// Delivery is stopping.
+    Stopping,
+}
+
 /// Counts a connection task out when it ends, however it ends.
 struct SessionGuard(Arc<Shared>);
 
@@ -148,9 +201,8 @@ impl Destination {
     /// One connection's life: take pieces until the queue stays empty for the idle
     /// timeout, reconnecting after `messages_per_connection` messages.
     async fn run(self: Arc<Self>, shared: &Arc<Shared>) {
-        let mut connection: Option<Connection> = None;
-        let mut sent = 0u32;
-        while let Some(piece) = self.next(shared, connection.is_some()).await {
+        let mut open: Option<Open> = None;
+        while let Some(piece) = self.next(shared, open.is_some()).await {
             if shared.is_stopping() {
                 drop(piece);
                 continue;
@@ -160,58 +212,60 @@ impl Destination {
                 drop(piece);
                 continue;
             }
-            if connection.is_none() {
-                match self.connect(shared).await {
-                    Ok(opened) => {
-                        connection = Some(opened);
-                        sent = 0;
-                    }
-                    Err(NoRoute::Permanent(reply)) => {
-                        piece.complete_all(&reply, None);
-                        continue;
-                    }
-                    Err(NoRoute::Temporary(reply)) => {
-                        piece.complete_all(&reply, None);
-                        self.back_off(shared, &reply);
-                        continue;
-                    }
+            match self.ready(shared, &mut open).await {
+                Ok(()) => {}
+                Err(Unready::Stopping) => {
+                    drop(piece);
+                    continue;
+                }
+                Err(Unready::Route(NoRoute::Permanent(reply)) | Unready::Spent(reply)) => {
+                    piece.complete_all(&reply, None);
+                    continue;
+                }
+                Err(Unready::Route(NoRoute::Temporary(reply))) => {
+                    piece.complete_all(&reply, None);
+                    self.back_off(shared, &reply);
+                    continue;
                 }
             }
             if shared.is_stopping() {
                 drop(piece);
                 continue;
             }
-            let Some(open) = connection.as_mut() else { continue };
-            let via = Via {
-                host: open.host.clone(),
-                ip: Some(open.ip),
-                tls: open.tls.clone(),
-            };
+            let Some(current) = open.as_mut() else { continue };
+            if let Some(source) = &current.source {
+                source.pace().await;
+            }
+            let mut via = current.via();
             let addresses = piece.addresses();
             let job = piece.job();
             let sender = job.sender.clone();
             let message = Arc::clone(&job.message);
-            let mut result = open.send(&sender, &addresses, &message).await;
-            if result.is_err() && sent > 0 && !open.data_sent {
+            let mut result = current.connection.send(&sender, &addresses, &message).await;
+            if result.is_err() && current.sent > 0 && !current.connection.data_sent {
                 // A reused connection the server had closed in the meantime: nothing of
                 // this message went out, so one fresh connection gets it.
-                connection = None;
-                if let Ok(fresh) = self.connect(shared).await {
-                    sent = 0;
-                    result = connection.insert(fresh).send(&sender, &addresses, &message).await;
+                open = None;
+                if self.ready(shared, &mut open).await.is_ok()
+                    && let Some(fresh) = open.as_mut()
+                {
+                    via = fresh.via();
+                    result = fresh.connection.send(&sender, &addresses, &message).await;
                 }
             }
-            let broken = connection.as_ref().is_none_or(|c| c.broken);
+            let broken = open.as_ref().is_none_or(|o| o.connection.broken);
             match result {
                 Ok(replies) => {
                     let closing = replies.iter().find(|r| r.code == 421).cloned();
                     piece.complete(replies, Some(&via));
-                    sent += 1;
+                    if let Some(current) = open.as_mut() {
+                        current.sent += 1;
+                    }
                     if broken {
-                        connection = None;
+                        open = None;
                     }
                     if let Some(reply) = closing {
-                        connection = None;
+                        open = None;
                         self.back_off(shared, &reply);
                     }
                 }
@@ -219,7 +273,7 @@ impl Destination {
                     tracing::debug!(domain = %self.domain, %error, "transaction failed");
                     let reply = error.to_reply();
                     piece.complete_all(&reply, Some(&via));
-                    connection = None;
+                    open = None;
                     if let ConnectionError::Refused(refusal) = error
                         && refusal.code == 421
                     {
@@ -227,14 +281,60 @@ impl Destination {
                     }
                 }
             }
-            if sent >= self.limits.messages_per_connection
-                && let Some(done) = connection.take()
+            if open
+                .as_ref()
+                .is_some_and(|o| o.sent >= self.limits.messages_per_connection)
+                && let Some(done) = open.take()
             {
-                done.quit().await;
+                done.connection.quit().await;
             }
         }
-        if let Some(done) = connection {
-            done.quit().await;
+        if let Some(done) = open {
+            done.connection.quit().await;
+        }
+    }
+
+    /// Makes `open` a connection whose source address may send one more message today:
+    /// a bound address that has used its warm-up limit closes its connection, and the
+    /// message goes from another of the region's addresses, or waits for tomorrow's.
+    async fn ready(&self, shared: &Shared, open: &mut Option<Open>) -> Result<(), Unready> {
+        let store = shared.state.store();
+        for _ in 0..=self.region.sources().len() {
+            if open.is_none() {
+                *open = Some(self.connect(shared).await?);
+            }
+            match open.as_ref().and_then(|o| o.source.as_ref()) {
+                Some(source) if !source.take(store) => {
+                    if let Some(done) = open.take() {
+                        done.connection.quit().await;
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+        Err(Unready::Spent(self.spent()))
+    }
+
+    /// The deferral of a message whose region has no address left for today.
+    fn spent(&self) -> Reply {
+        Reply::local(
+            451,
+            "4.4.5",
+            &format!(
+                "every source address of region {} has sent its warm-up limit for today (UTC)",
+                self.region.name()
+            ),
+        )
+    }
+
+    /// A source address of the region for a connection to an address of `ipv4`'s family
+    /// (or IPv6's), waiting while every one holds all its connections.
+    async fn bind(&self, shared: &Shared, ipv4: bool) -> Pick {
+        loop {
+            match self.region.pick(shared.state.store(), ipv4) {
+                Pick::Busy if !shared.is_stopping() => self.region.freed().await,
+                other => return other,
+            }
         }
     }
 
@@ -279,23 +379,29 @@ impl Destination {
         }
     }
 
-    /// Connects to the first MX address that answers, in preference order.
-    async fn connect(&self, shared: &Shared) -> Result<Connection, NoRoute> {
+    /// Connects to the first MX address that answers, in preference order, from the
+    /// region's next source address of the same family.
+    async fn connect(&self, shared: &Shared) -> Result<Open, Unready> {
         let config = shared.state.config();
-        let route = route::resolve(&shared.dns, &config.delivery, &self.domain).await?;
+        let region = config.region(self.region.name());
+        let relay = config.relay_of(region);
+        let ehlo = config.ehlo_of(region);
+        let route = route::resolve(&shared.dns, relay, config.delivery.mx_port, &self.domain)
+            .await
+            .map_err(Unready::Route)?;
         let tls = TlsChoice {
             required: self.tls_required,
             ..shared.tls.clone()
         };
-        let login = config
-            .delivery
-            .relay
-            .as_ref()
+        let login = relay
             .and_then(|relay| relay.credentials.as_ref())
             .map(|(user, password)| (user.as_str(), password.expose()));
+        let timeouts = (config.delivery.connect_timeout, config.delivery.command_timeout);
         let mut last = None;
         let mut any_address = false;
         let mut any_temporary = false;
+        let mut spent = false;
+        let mut source: Option<SourceLease> = None;
         for host in &route.hosts {
             let addresses = match route::addresses(&shared.dns, host, route.port).await {
                 Ok(addresses) => addresses,
@@ -311,17 +417,35 @@ impl Destination {
             };
             any_address = true;
             for address in addresses {
-                match Connection::open(
-                    host,
-                    address,
-                    &config.server.hostname,
-                    &tls,
-                    login,
-                    (config.delivery.connect_timeout, config.delivery.command_timeout),
-                )
-                .await
-                {
-                    Ok(connection) => return Ok(connection),
+                let ipv4 = address.is_ipv4();
+                if source.as_ref().is_none_or(|s| s.ip().is_ipv4() != ipv4) {
+                    source = None;
+                    match self.bind(shared, ipv4).await {
+                        Pick::System => {}
+                        Pick::Bound(lease) => source = Some(lease),
+                        Pick::Spent => {
+                            spent = true;
+                            continue;
+                        }
+                        Pick::Busy => return Err(Unready::Stopping),
+                        Pick::NoFamily => {
+                            last = Some(Reply::local(
+                                451,
+                                "4.4.4",
+                                &format!(
+                                    "region {} has no IPv{} source address to reach {host} [{}] from",
+                                    self.region.name(),
+                                    if ipv4 { 4 } else { 6 },
+                                    address.ip()
+                                ),
+                            ));
+                            continue;
+                        }
+                    }
+                }
+                let from = source.as_ref().map(SourceLease::ip);
+                match Connection::open(host, address, ehlo, &tls, login, timeouts, from).await {
+                    Ok(connection) => return Ok(Open::new(connection, source)),
                     Err(ConnectionError::Tls(why)) if !self.tls_required => {
                         // Opportunistic TLS: a receiver whose TLS is broken still gets its
                         // mail, in plaintext, as it would without STARTTLS at all.
@@ -330,17 +454,8 @@ impl Destination {
                             plaintext: true,
                             ..tls.clone()
                         };
-                        match Connection::open(
-                            host,
-                            address,
-                            &config.server.hostname,
-                            &plain,
-                            login,
-                            (config.delivery.connect_timeout, config.delivery.command_timeout),
-                        )
-                        .await
-                        {
-                            Ok(connection) => return Ok(connection),
+                        match Connection::open(host, address, ehlo, &plain, login, timeouts, from).await {
+                            Ok(connection) => return Ok(Open::new(connection, source)),
                             Err(error) => last = Some(error.to_reply()),
                         }
                     }
@@ -351,6 +466,9 @@ impl Destination {
                 }
             }
         }
+        if spent && last.is_none() {
+            return Err(Unready::Spent(self.spent()));
+        }
         let reply = last.unwrap_or_else(|| Reply::local(451, "4.4.0", "no MX host could be tried"));
         if any_address || any_temporary || reply.is_transient() {
             // Unreachable hosts are a temporary failure whatever they answered.
@@ -359,9 +477,9 @@ impl Destination {
             } else {
                 Reply::local(451, "4.4.1", &format!("no MX host accepted a connection: {reply}"))
             };
-            Err(NoRoute::Temporary(reply))
+            Err(Unready::Route(NoRoute::Temporary(reply)))
         } else {
-            Err(NoRoute::Permanent(reply))
+            Err(Unready::Route(NoRoute::Permanent(reply)))
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Via {
     pub host: String,
     /// The address connected to.
     pub ip: Option<IpAddr>,
+    /// The source address connected from, when the region binds one.
+    pub source: Option<IpAddr>,
     /// The TLS version, when encrypted.
     pub tls: Option<String>,
 }

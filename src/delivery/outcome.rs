@@ -139,6 +139,17 @@ fn apply(
             event(store, batch, record.as_mut(), job, &address, state, now, &data)?;
         }
     }
+    // Each transaction made from a source address counts against its day (warm-up):
+    // one per connection the attempt went over, however its recipients were answered.
+    let mut counted: Vec<&Via> = Vec::new();
+    for via in logs.iter().filter_map(|(via, _, _)| via.as_ref()) {
+        if let Some(source) = via.source
+            && !counted.contains(&via)
+        {
+            counted.push(via);
+            crate::regions::count(batch, source, now, 1);
+        }
+    }
     if let Some(mut record) = record {
         for (via, reply, recipients) in logs {
             record.attempts.push(AttemptLog {
@@ -146,6 +157,7 @@ fn apply(
                 recipients,
                 host: via.as_ref().map(|v| v.host.clone()),
                 ip: via.as_ref().and_then(|v| v.ip).map(|ip| ip.to_string()),
+                source: via.as_ref().and_then(|v| v.source).map(|ip| ip.to_string()),
                 tls: via.and_then(|v| v.tls),
                 reply,
             });

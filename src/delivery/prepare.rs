@@ -86,10 +86,13 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
     let mut failure = None;
     let mut message = Vec::new();
     let mut tls_required = false;
+    let mut region = String::new();
     if !by_domain.is_empty() {
         match domain {
             Some(Ok(Some(domain))) => {
                 tls_required = domain.tls == TlsPolicy::Enforced;
+                // Read now, so a region changed before this attempt applies to it.
+                region.clone_from(&domain.region);
                 match shared.signers.sign(&domain, &raw) {
                     Ok(signed) => message = signed,
                     Err(why) => failure = Some(why),
@@ -127,7 +130,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
             continue;
         }
         let piece = job.piece(indexes);
-        shared.destinations.push(shared, &domain, tls_required, piece);
+        shared.destinations.push(shared, &region, &domain, tls_required, piece);
     }
     job.release_guard();
 }

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use rand::seq::SliceRandom;
 
 use super::reply::Reply;
-use crate::config::DeliveryConfig;
+use crate::config::Relay;
 use crate::dns::{Dns, Lookup};
 
 /// The hosts to try, in order, and the port to connect to.
@@ -28,9 +28,10 @@ pub enum NoRoute {
     Temporary(Reply),
 }
 
-/// The route to `domain`.
-pub async fn resolve(dns: &Dns, config: &DeliveryConfig, domain: &str) -> Result<Route, NoRoute> {
-    if let Some(relay) = &config.relay {
+/// The route to `domain`: the smarthost `relay` when there is one, else its MX hosts on
+/// `mx_port`.
+pub async fn resolve(dns: &Dns, relay: Option<&Relay>, mx_port: u16, domain: &str) -> Result<Route, NoRoute> {
+    if let Some(relay) = relay {
         return Ok(Route {
             hosts: vec![relay.host.clone()],
             port: relay.port,
@@ -59,10 +60,7 @@ pub async fn resolve(dns: &Dns, config: &DeliveryConfig, domain: &str) -> Result
             )));
         }
     };
-    Ok(Route {
-        hosts,
-        port: config.mx_port,
-    })
+    Ok(Route { hosts, port: mx_port })
 }
 
 /// The addresses of `host`, or why there are none.

@@ -81,9 +81,38 @@ impl Domain {
         format!("_dmarc.{}", self.name)
     }
 
+    /// The SPF mechanisms its return-path record must hold: `[domains] spf`, then its
+    /// region's source addresses (`ip4:`, `ip6:`), EHLO name and smarthost (`a:`).
+    pub fn spf_mechanisms(&self, config: &Config) -> Vec<String> {
+        let region = config.region(&self.region);
+        let mut mechanisms = vec![config.domains.spf.clone()];
+        let mut add = |mechanism: String| {
+            if !mechanisms.iter().any(|m| m.eq_ignore_ascii_case(&mechanism)) {
+                mechanisms.push(mechanism);
+            }
+        };
+        for address in &region.source_addresses {
+            add(match address {
+                std::net::IpAddr::V4(v4) => format!("ip4:{v4}"),
+                std::net::IpAddr::V6(v6) => format!("ip6:{v6}"),
+            });
+        }
+        if let Some(ehlo) = &region.ehlo {
+            add(format!("a:{ehlo}"));
+        }
+        if let Some(relay) = &region.relay {
+            add(match relay.host.parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(v4)) => format!("ip4:{v4}"),
+                Ok(std::net::IpAddr::V6(v6)) => format!("ip6:{v6}"),
+                Err(_) => format!("a:{}", relay.host),
+            });
+        }
+        mechanisms
+    }
+
     /// The SPF record's value under `config`.
-    pub fn spf_value(config: &Config) -> String {
-        format!("v=spf1 {} ~all", config.domains.spf)
+    pub fn spf_value(&self, config: &Config) -> String {
+        format!("v=spf1 {} ~all", self.spf_mechanisms(config).join(" "))
     }
 
     /// The records to publish, in Resend's shape, with their statuses: only the kinds the
@@ -113,7 +142,7 @@ impl Domain {
                 "type": "TXT",
                 "ttl": "Auto",
                 "status": self.checks.spf_txt,
-                "value": Domain::spf_value(config),
+                "value": self.spf_value(config),
             }),
         ];
         if let Some(sub) = &self.tracking_subdomain {

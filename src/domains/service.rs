@@ -11,9 +11,6 @@ use crate::events::{self, EventKind};
 use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
 
-/// Resend's regions, accepted for compatibility; herald itself runs where it is installed.
-const REGIONS: &[&str] = &["us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1"];
-
 /// Resend's `capabilities`: what a domain is used for. herald only sends.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]
 pub struct Capabilities {
@@ -38,7 +35,7 @@ pub enum Capability {
 pub struct NewDomain {
     /// The domain name (required).
     pub name: Option<String>,
-    /// One of Resend's regions (default `us-east-1`).
+    /// One of the configured regions (default `[delivery] region`).
     pub region: Option<String>,
     /// The return-path label (default `send`).
     pub custom_return_path: Option<String>,
@@ -69,6 +66,23 @@ pub struct DomainChange {
     pub tracking_subdomain: Option<Option<String>>,
     /// What the domain is for (checked, not stored).
     pub capabilities: Option<Capabilities>,
+    /// The region its mail leaves from (one of the configured ones).
+    pub region: Option<String>,
+}
+
+/// `region` when it names a configured region, else `invalid_region` listing them.
+fn region(services: &Services, region: &str) -> Result<String, Error> {
+    let names = services.config().region_names();
+    if names.contains(&region) {
+        return Ok(region.to_owned());
+    }
+    Err(Error::Invalid {
+        name: "invalid_region",
+        message: format!(
+            "The `region` field must be one of this server's regions: {}; got {region:?}",
+            names.join(", ")
+        ),
+    })
 }
 
 /// Refuses what herald cannot do: receive mail, or hold a domain that does not send.
@@ -134,16 +148,10 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
     let name = domain_name(new.name)?;
     check_capabilities(new.capabilities.as_ref())?;
     let tracking_subdomain = tracking_subdomain(new.tracking_subdomain)?;
-    let region = match new.region.as_deref() {
-        None => REGIONS[0].to_owned(),
-        Some(region) if REGIONS.contains(&region) => region.to_owned(),
-        Some(other) => {
-            return Err(Error::Invalid {
-                name: "invalid_region",
-                message: format!("Region must be one of {}, got {other:?}", REGIONS.join(", ")),
-            });
-        }
-    };
+    let region = region(
+        services,
+        new.region.as_deref().unwrap_or(&services.config().delivery.region),
+    )?;
     let return_path = new
         .custom_return_path
         .unwrap_or_else(|| "send".to_owned())
@@ -246,6 +254,11 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange
     caller.require_full_access()?;
     check_capabilities(change.capabilities.as_ref())?;
     let tracking = change.tracking_subdomain.map(tracking_subdomain).transpose()?;
+    let new_region = change
+        .region
+        .as_deref()
+        .map(|name| region(services, name))
+        .transpose()?;
     let _guard = lock(services, caller.team_id, id);
     let mut domain = get(services, caller, id)?;
     let before = domain.clone();
@@ -255,8 +268,18 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange
     if let Some(tracking) = tracking {
         domain.tracking_subdomain = tracking;
     }
+    let moved = new_region.is_some_and(|name| name != domain.region);
+    if moved {
+        // Mail not yet in flight leaves from the new region; its SPF record names other
+        // addresses, so DNS is checked again now.
+        domain.region = change.region.unwrap_or_default();
+        domain.next_check_at = Some(services.store().now());
+    }
     // Webhooks hear of changes only: a change to what the domain already is is none.
     save(services, &domain, domain != before)?;
+    if moved {
+        services.verifier().wake();
+    }
     Ok(())
 }
 

@@ -27,7 +27,8 @@ pub async fn check(dns: &Dns, domain: &Domain, config: &Config) -> RecordChecks 
             values.iter().any(|v| dkim_matches(v, &domain.dkim.public))
         }),
         spf_txt: judge(spf_txt, |values| {
-            values.iter().any(|v| spf_matches(v, &config.domains.spf))
+            let mechanisms = domain.spf_mechanisms(config);
+            values.iter().any(|v| mechanisms.iter().all(|m| spf_matches(v, m)))
         }),
         spf_mx: judge(spf_mx, |records| {
             records

@@ -99,6 +99,9 @@ pub struct AttemptLog {
     pub host: Option<String>,
     /// Its address.
     pub ip: Option<String>,
+    /// The source address it was made from, when the region binds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// The TLS version, when encrypted.
     pub tls: Option<String>,
     /// The reply (or herald's reason, when no server answered).

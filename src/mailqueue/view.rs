@@ -155,6 +155,7 @@ pub fn show(state: &Services, scope: Scope, id: Id) -> Result<Value, QueueError>
                     "recipients": attempt.recipients,
                     "host": attempt.host,
                     "ip": attempt.ip,
+                    "source": attempt.source,
                     "tls": attempt.tls,
                     "reply": attempt.reply,
                 })
@@ -203,6 +204,9 @@ pub struct Stats {
     /// The room each store table takes, largest first: how retention keeps the disk
     /// bounded.
     pub tables: Vec<herald_queue::TableSize>,
+    /// The regions' source addresses: connections, today's messages, warm-up (the
+    /// operator's view only).
+    pub sources: Vec<crate::regions::stats::SourceStats>,
 }
 
 /// One destination domain's share of the queue.
@@ -260,6 +264,7 @@ impl Stats {
                 "created_at": wire::timestamp(at),
                 "age_seconds": self.now.saturating_since(at).as_secs(),
             })),
+            "sources": self.sources.iter().map(crate::regions::stats::SourceStats::to_json).collect::<Vec<_>>(),
             "tables": self.tables.iter().map(|size| json!({
                 "table": size.table.name(),
                 "disk_bytes": size.disk_bytes,
@@ -281,12 +286,14 @@ pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
         oldest: None,
         now,
         tables: Vec::new(),
+        sources: Vec::new(),
     };
     // Table sizes are the host's, not a team's: the operator's view only.
     if scope == Scope::All {
         let mut tables = state.store().table_sizes();
         tables.sort_by_key(|size| std::cmp::Reverse(size.disk_bytes + size.memory_bytes));
         stats.tables = tables;
+        stats.sources = crate::regions::stats::all(state.regions(), state.store());
     }
     state.spool().walk(None, |id, envelope| {
         if !scope.sees(&envelope) {

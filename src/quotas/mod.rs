@@ -155,8 +155,12 @@ impl Quotas {
         }
         tally.used.daily += count;
         tally.used.monthly += count;
-        batch.add(key(team, b'd', day), count);
-        batch.add(key(team, b'm', month), count);
+        // Each counter leaves with `[retention] metrics`, counted from its period's end.
+        let (day_key, month_key) = (key(team, b'd', day), key(team, b'm', month));
+        crate::counters::arm_expiry(batch, period_end(Period::Daily, now), &day_key);
+        crate::counters::arm_expiry(batch, period_end(Period::Monthly, now), &month_key);
+        batch.add(day_key, count);
+        batch.add(month_key, count);
         Ok(Ok(Share {
             team,
             day,
@@ -245,6 +249,13 @@ fn utc(at: Timestamp) -> DateTime<Utc> {
 /// When `period`'s count that holds `now` starts again, as Resend writes it
 /// (`2026-08-01T00:00:00.000Z`).
 pub fn resets_at(period: Period, now: Timestamp) -> String {
+    utc(period_end(period, now))
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// When `period`'s count that holds `now` ends (UTC).
+fn period_end(period: Period, now: Timestamp) -> Timestamp {
     let date = utc(now).date_naive();
     let next = match period {
         Period::Daily => date.succ_opt(),
@@ -258,9 +269,10 @@ pub fn resets_at(period: Period, now: Timestamp) -> String {
         }
     }
     .unwrap_or(date);
-    Utc.from_utc_datetime(&next.and_time(chrono::NaiveTime::MIN))
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    let millis = Utc
+        .from_utc_datetime(&next.and_time(chrono::NaiveTime::MIN))
+        .timestamp_millis();
+    Timestamp::from_millis(u64::try_from(millis).unwrap_or(0))
 }
 
 #[cfg(test)]

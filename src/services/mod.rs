@@ -70,6 +70,8 @@ pub struct Services {
     delivery_wake: Wake,
     /// Each team's emails this day and month, against its plan.
     quotas: crate::quotas::Quotas,
+    /// The regions' source addresses: their turns, connections and warm-up counts.
+    regions: crate::regions::Regions,
     /// Wakes the erasure of deleted teams.
     erasure_wake: Wake,
     /// Serialises read-modify-write of one resource record at a time: a change locks
@@ -94,6 +96,8 @@ pub struct RecordName<'a> {
 impl Services {
     /// Services over `store` and `spool`, whose operator team is `operator_team`.
     pub fn new(config: Config, store: Store, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
+        let destinations = LocalDestinations::new(store.clock().clone());
+        let regions = crate::regions::Regions::new(&config, &destinations);
         Services {
             accounts: Box::new(RocksAccounts::new(store.clone())),
             idempotency: Idempotency::new(store.clone()),
@@ -108,7 +112,8 @@ impl Services {
             import_wake: Wake::default(),
             broadcast_wake: Wake::default(),
             broadcast_lock: Mutex::new(()),
-            destinations: Box::new(LocalDestinations::new(store.clock().clone())),
+            destinations: Box::new(destinations),
+            regions,
             webhook_wake: Wake::default(),
             config,
             store,
@@ -121,6 +126,11 @@ impl Services {
             erasure_wake: Wake::default(),
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// The regions' source addresses.
+    pub fn regions(&self) -> &crate::regions::Regions {
+        &self.regions
     }
 
     /// Each team's emails this day and month.

@@ -147,6 +147,10 @@ pub struct Received {
     pub size: usize,
     /// Which connection carried it: 0 for the first the sink accepted.
     pub connection: u64,
+    /// The address the connection came from.
+    pub peer: std::net::IpAddr,
+    /// The name the client gave in its last EHLO or HELO on that connection.
+    pub ehlo: String,
     /// Whether the connection was upgraded with STARTTLS.
     pub tls: bool,
 }
@@ -404,6 +408,8 @@ impl Step {
 
 /// The SMTP state machine of one connection, without I/O.
 struct Session {
+    peer: std::net::IpAddr,
+    ehlo: String,
     shared: Arc<Shared>,
     connection: u64,
     tls: bool,
@@ -472,6 +478,7 @@ impl Session {
             return Step::reply(501, "5.5.4 A domain is required");
         }
         self.shared.log().ehlo_names.push(name.to_owned());
+        name.clone_into(&mut self.ehlo);
         self.state = State::Ready;
         let options = &self.shared.options;
         let mut lines = vec![format!("{} greets {name}", options.name)];
@@ -596,6 +603,8 @@ impl Session {
                 size: message.data.len(),
                 data: message.data,
                 connection,
+                peer: self.peer,
+                ehlo: self.ehlo.clone(),
                 tls,
             });
         }
@@ -699,20 +708,22 @@ fn tls_acceptor(name: &str) -> TlsAcceptor {
 async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     let mut connections = JoinSet::new();
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
         while connections.try_join_next().is_some() {}
         let connection = shared.connections.fetch_add(1, Ordering::SeqCst);
-        connections.spawn(serve(stream, connection, Open::new(shared.clone())));
+        connections.spawn(serve(stream, (connection, peer.ip()), Open::new(shared.clone())));
     }
 }
 
-async fn serve(tcp: TcpStream, connection: u64, open: Open) {
+async fn serve(tcp: TcpStream, (connection, peer): (u64, std::net::IpAddr), open: Open) {
     let shared = open.0.clone();
     let mut session = Session {
         shared: shared.clone(),
         connection,
+        peer,
+        ehlo: String::new(),
         tls: false,
         state: State::Greeted,
     };

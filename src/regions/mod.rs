@@ -1,0 +1,327 @@
+//! Sending regions at work: which source address the next outbound connection of a
+//! region binds to, and how many messages each address has sent this UTC day against its
+//! warm-up limit.
+//!
+//! Addresses are taken in turn (round-robin), skipping one that holds its
+//! `connections_per_address` or has used its day's warm-up limit. A message counts
+//! against its address when it is about to be sent; the counts are also written, per
+//! address and day, in the write that records each attempt, and read back after a
+//! restart. Everything here is about one node's connections: in a cluster a region is a
+//! set of nodes, and a node owns the addresses it can bind, so each address's counts
+//! stay with the one node that sends from it.
+
+pub mod stats;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::NaiveDate;
+use herald_queue::{Batch, Store, Table, Timestamp, decode_counter};
+use tokio::sync::Notify;
+
+use crate::config::{Config, Region, Warmup};
+use crate::limits::{DestinationLimits, Pacer};
+
+/// A UTC day's length in milliseconds.
+const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// The key prefix of source counters in the counters table: sixteen zero bytes (no team
+/// has the zero id) and a mark of their own (teams' metrics are 1, quotas 2).
+const PREFIX: [u8; 17] = {
+    let mut prefix = [0u8; 17];
+    prefix[16] = 3;
+    prefix
+};
+
+/// Every region's source addresses.
+pub struct Regions {
+    regions: Vec<Arc<RegionState>>,
+}
+
+impl std::fmt::Debug for Regions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.regions.iter().map(|r| &r.name)).finish()
+    }
+}
+
+/// One region's addresses, and whose turn is next.
+pub struct RegionState {
+    name: String,
+    sources: Vec<Arc<Source>>,
+    next: AtomicUsize,
+    /// Notified when a connection from one of its addresses closes.
+    freed: Notify,
+}
+
+/// One source address.
+pub struct Source {
+    ip: IpAddr,
+    connections_max: usize,
+    open: AtomicUsize,
+    pacer: Option<Box<dyn Pacer>>,
+    warmup: Option<Warmup>,
+    /// The UTC day counted and its messages; `None` until read from the store.
+    sent: Mutex<Option<(u32, u64)>>,
+}
+
+/// What a connection of a region binds to.
+pub enum Pick {
+    /// The region has no source addresses of that family: the system chooses.
+    System,
+    /// This address, for as long as the lease is held.
+    Bound(SourceLease),
+    /// The region has addresses of that family, every one holding all its connections.
+    Busy,
+    /// Every address of that family has used its day's warm-up limit.
+    Spent,
+    /// The region has source addresses, none of that family.
+    NoFamily,
+}
+
+/// A connection's hold on a source address; released when dropped.
+pub struct SourceLease {
+    source: Arc<Source>,
+    region: Arc<RegionState>,
+}
+
+impl Regions {
+    /// The regions of `config`, their addresses paced through `limits`.
+    pub fn new(config: &Config, limits: &dyn DestinationLimits) -> Regions {
+        let regions = config
+            .regions
+            .iter()
+            .map(|region| Arc::new(RegionState::new(region, limits)))
+            .collect();
+        Regions { regions }
+    }
+
+    /// The region named `name`, or the default one (see [`Config::region`]).
+    pub fn get(&self, config: &Config, name: &str) -> Arc<RegionState> {
+        let wanted = &config.region(name).name;
+        let found = self
+            .regions
+            .iter()
+            .find(|r| r.name == *wanted)
+            .unwrap_or(&self.regions[0]);
+        Arc::clone(found)
+    }
+
+    /// Every region, in the file's order.
+    pub fn all(&self) -> &[Arc<RegionState>] {
+        &self.regions
+    }
+}
+
+impl RegionState {
+    fn new(region: &Region, limits: &dyn DestinationLimits) -> RegionState {
+        let sources = region
+            .source_addresses
+            .iter()
+            .map(|&ip| {
+                Arc::new(Source {
+                    ip,
+                    connections_max: region.connections_per_address,
+                    open: AtomicUsize::new(0),
+                    pacer: region
+                        .rate_per_address
+                        .map(|rate| limits.pacer(&format!("source/{ip}"), rate)),
+                    warmup: region.warmup_of(ip).cloned(),
+                    sent: Mutex::new(None),
+                })
+            })
+            .collect();
+        RegionState {
+            name: region.name.clone(),
+            sources,
+            next: AtomicUsize::new(0),
+            freed: Notify::new(),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its source addresses.
+    pub fn sources(&self) -> &[Arc<Source>] {
+        &self.sources
+    }
+
+    /// The next address of `ipv4`'s family (or IPv6's) with a connection and a message
+    /// of today's limit to spare, in turn.
+    pub fn pick(self: &Arc<Self>, store: &Store, ipv4: bool) -> Pick {
+        let family: Vec<&Arc<Source>> = self.sources.iter().filter(|s| s.ip.is_ipv4() == ipv4).collect();
+        if family.is_empty() {
+            return if self.sources.is_empty() {
+                Pick::System
+            } else {
+                Pick::NoFamily
+            };
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut busy = false;
+        for k in 0..family.len() {
+            let source = family[(start + k) % family.len()];
+            if source.remaining(store) == Some(0) {
+                continue;
+            }
+            if source.open.fetch_add(1, Ordering::AcqRel) >= source.connections_max {
+                source.open.fetch_sub(1, Ordering::AcqRel);
+                busy = true;
+                continue;
+            }
+            return Pick::Bound(SourceLease {
+                source: Arc::clone(source),
+                region: Arc::clone(self),
+            });
+        }
+        if busy { Pick::Busy } else { Pick::Spent }
+    }
+
+    /// Waits until a connection from one of its addresses closes (or a second passes,
+    /// as a day can also turn).
+    pub async fn freed(&self) {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.freed.notified()).await;
+    }
+}
+
+impl Source {
+    /// The address.
+    pub fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// Connections open from it now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Its connection limit.
+    pub fn connections_max(&self) -> usize {
+        self.connections_max
+    }
+
+    /// Its warm-up schedule, if it has one.
+    pub fn warmup(&self) -> Option<&Warmup> {
+        self.warmup.as_ref()
+    }
+
+    /// Messages sent from it today (UTC).
+    pub fn sent_today(&self, store: &Store) -> u64 {
+        self.with_today(store, |sent| *sent)
+    }
+
+    /// Today's warm-up limit and the day of the schedule; `None` without one.
+    pub fn today(&self, now: Timestamp) -> Option<(usize, u64)> {
+        self.warmup.as_ref().and_then(|w| w.on(date_of(day_of(now))))
+    }
+
+    /// Messages it may still send today; `None` is unlimited.
+    fn remaining(&self, store: &Store) -> Option<u64> {
+        let (_, limit) = self.today(store.now())?;
+        Some(limit.saturating_sub(self.sent_today(store)))
+    }
+
+    /// Takes one message of today's limit; `false` when it is used up.
+    fn take(&self, store: &Store) -> bool {
+        let limit = self.today(store.now()).map(|(_, limit)| limit);
+        self.with_today(store, |sent| {
+            if limit.is_some_and(|limit| *sent >= limit) {
+                return false;
+            }
+            *sent += 1;
+            true
+        })
+    }
+
+    /// Runs `f` on today's count, read from the store when the day is not the one held.
+    fn with_today<T>(&self, store: &Store, f: impl FnOnce(&mut u64) -> T) -> T {
+        let day = day_of(store.now());
+        let mut held = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = match &mut *held {
+            Some((held_day, sent)) if *held_day == day => sent,
+            other => {
+                let stored = store
+                    .get_raw(Table::COUNTERS, &key(self.ip, day))
+                    .map(|found| found.map_or(0, |bytes| decode_counter(&bytes)))
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(source = %self.ip, %error, "cannot read a source address's count; counting from 0");
+                        0
+                    });
+                &mut other.insert((day, stored)).1
+            }
+        };
+        f(entry)
+    }
+}
+
+impl SourceLease {
+    /// The address bound to.
+    pub fn ip(&self) -> IpAddr {
+        self.source.ip
+    }
+
+    /// The region's name.
+    pub fn region(&self) -> &str {
+        &self.region.name
+    }
+
+    /// Takes one message of the address's day; `false` when its warm-up limit is used.
+    pub fn take(&self, store: &Store) -> bool {
+        self.source.take(store)
+    }
+
+    /// Waits for the address's rate to allow one more message.
+    pub async fn pace(&self) {
+        let Some(pacer) = &self.source.pacer else { return };
+        while let Err(wait) = pacer.take() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+impl Drop for SourceLease {
+    fn drop(&mut self) {
+        self.source.open.fetch_sub(1, Ordering::AcqRel);
+        self.region.freed.notify_waiters();
+    }
+}
+
+/// Counts, in `batch`, `n` messages sent from `ip` on `at`'s UTC day.
+pub fn count(batch: &mut Batch, ip: IpAddr, at: Timestamp, n: u64) {
+    let day = day_of(at);
+    // The day's counters leave with `[retention] metrics`, as the teams' own do.
+    crate::counters::arm_expiry(batch, next_day(at), &day_prefix(day));
+    batch.add(key(ip, day), n);
+}
+
+/// When the UTC day after `now` starts: when spent warm-up limits grow again.
+pub fn next_day(now: Timestamp) -> Timestamp {
+    Timestamp::from_millis((u64::from(day_of(now)) + 1) * DAY_MS)
+}
+
+fn day_prefix(day: u32) -> Vec<u8> {
+    let mut prefix = PREFIX.to_vec();
+    prefix.extend_from_slice(&day.to_be_bytes());
+    prefix
+}
+
+fn key(ip: IpAddr, day: u32) -> Vec<u8> {
+    let mut key = day_prefix(day);
+    key.extend_from_slice(ip.to_string().as_bytes());
+    key
+}
+
+/// Days since 1970-01-01, UTC.
+fn day_of(at: Timestamp) -> u32 {
+    u32::try_from(at.as_millis() / DAY_MS).unwrap_or(u32::MAX)
+}
+
+fn date_of(day: u32) -> NaiveDate {
+    chrono::DateTime::UNIX_EPOCH.date_naive() + chrono::Days::new(u64::from(day))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,265 @@
+//! Sending regions over real sockets: two regions on loopback source addresses
+//! (`127.0.0.2`, `127.0.0.3`) relaying to a sink that records each connection's peer
+//! address and EHLO name. Mail from each domain arrives from its region's addresses only,
+//! a domain moved to another region sends from there next, a region that is not
+//! configured is refused by name, the SPF record names the region's addresses, and a
+//! warming address's daily limit defers the excess with `delivery_delayed` until the
+//! injected clock reaches the next UTC day.
+
+mod util;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herald::server::Running;
+use herald_queue::{ManualClock, Timestamp};
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+use util::sink::{Received, Sink, SinkOptions};
+use util::{OPERATOR_KEY, call};
+
+/// 2026-11-20T12:00:00Z.
+const START: u64 = 1_795_176_000_000;
+const WAIT: Duration = Duration::from_secs(30);
+const US: &str = "127.0.0.2";
+const EU: &str = "127.0.0.3";
+
+struct World {
+    sink: Sink,
+    running: Running,
+    clock: Arc<ManualClock>,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    /// herald with regions `us-east-1` (from [`US`]) and `eu-west-1` (from [`EU`], its
+    /// own relay, and `eu` appended to its section), both reaching the sink.
+    async fn start(eu: &str) -> World {
+        let sink = Sink::start(SinkOptions::default());
+        let relay = sink.addr();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let extra = format!(
+            "[api]\nrate_limit = \"1000/s\"\n{}idle_timeout = \"2s\"\n\
+             [[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"{US}\"]\nehlo = \"mta-us.herald.test\"\n\
+             [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"{EU}\"]\nehlo = \"mta-eu.herald.test\"\nrelay = \"{relay}\"\n{eu}",
+            util::relay_to(relay)
+        );
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(START)));
+        let config = util::config(dir.path(), &extra);
+        let running = util::start_with_clock(config, Some(OPERATOR_KEY), clock.clone()).await;
+        World {
+            sink,
+            running,
+            clock,
+            _dir: dir,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.running.http_addr
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> util::HttpResponse {
+        call(self.addr(), method, path, Some(OPERATOR_KEY), body).await
+    }
+
+    /// A verified domain `name` in `region`; its id.
+    async fn domain(&self, name: &str, region: &str) -> String {
+        let id = util::verified_domain(self.addr(), name).await;
+        let moved = self
+            .call(
+                Method::PATCH,
+                &format!("/domains/{id}"),
+                Some(json!({ "region": region })),
+            )
+            .await;
+        assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+        id
+    }
+
+    async fn send(&self, domain: &str, to: &str) -> String {
+        let body = json!({ "from": format!("App <app@{domain}>"), "to": [to], "subject": "hello", "text": "Hello." });
+        let response = self.call(Method::POST, "/emails", Some(body)).await;
+        assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+        response.json()["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Waits until the email's `last_event` is `event`.
+    async fn wait_event(&self, id: &str, event: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let email = self.call(Method::GET, &format!("/emails/{id}"), None).await.json();
+            if email["last_event"] == event {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "email {id} never reached {event}; last: {}",
+                email["last_event"]
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `GET /queue/stats`'s entry for source address `ip`.
+    async fn source(&self, ip: &str) -> Value {
+        let stats = self.call(Method::GET, "/queue/stats", None).await.json();
+        stats["sources"]
+            .as_array()
+            .and_then(|sources| sources.iter().find(|s| s["address"] == ip))
+            .cloned()
+            .unwrap_or_else(|| panic!("no source {ip} in {stats}"))
+    }
+}
+
+/// Who each received message was sent to, from where and as whom.
+fn arrivals(received: &[Received]) -> Vec<(String, IpAddr, String)> {
+    received
+        .iter()
+        .map(|r| (r.rcpt_to[0].clone(), r.peer, r.ehlo.clone()))
+        .collect()
+}
+
+fn ip(text: &str) -> IpAddr {
+    text.parse().expect("an address")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_leaves_from_its_domains_region_and_follows_a_region_change() {
+    let world = World::start("").await;
+
+    // A region this server does not run is refused, naming the ones it does.
+    let refused = world
+        .call(
+            Method::POST,
+            "/domains",
+            Some(json!({ "name": "south.test", "region": "sa-east-1" })),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert_eq!(refused.json()["name"], "invalid_region");
+    let message = refused.json()["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("us-east-1, eu-west-1"), "{message}");
+
+    let us_id = world.domain("us.test", "us-east-1").await;
+    let eu_id = world.domain("eu.test", "eu-west-1").await;
+    let moved = world
+        .call(
+            Method::PATCH,
+            &format!("/domains/{eu_id}"),
+            Some(json!({ "region": "mars-1" })),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", moved.text());
+
+    // The domain answers its region, and its SPF record names the region's address, EHLO
+    // name and smarthost beside `[domains] spf`.
+    let eu = world.call(Method::GET, &format!("/domains/{eu_id}"), None).await.json();
+    assert_eq!(eu["region"], "eu-west-1");
+    let spf = eu["records"]
+        .as_array()
+        .and_then(|records| records.iter().find(|r| r["record"] == "SPF" && r["type"] == "TXT"))
+        .and_then(|r| r["value"].as_str())
+        .expect("an SPF record")
+        .to_owned();
+    assert_eq!(
+        spf,
+        "v=spf1 a:herald.test ip4:127.0.0.3 a:mta-eu.herald.test ip4:127.0.0.1 ~all"
+    );
+    let us = world.call(Method::GET, &format!("/domains/{us_id}"), None).await.json();
+    assert_eq!(us["region"], "us-east-1");
+
+    for n in 0..3 {
+        world.send("us.test", &format!("us{n}@example.net")).await;
+        world.send("eu.test", &format!("eu{n}@example.net")).await;
+    }
+    let received = world.sink.wait_for(6, WAIT).await;
+    for (to, peer, ehlo) in arrivals(&received) {
+        if to.starts_with("us") {
+            assert_eq!((peer, ehlo.as_str()), (ip(US), "mta-us.herald.test"), "{to}");
+        } else {
+            assert_eq!((peer, ehlo.as_str()), (ip(EU), "mta-eu.herald.test"), "{to}");
+        }
+    }
+
+    // Moved to us-east-1: mail not yet in flight leaves from there.
+    let moved = world
+        .call(
+            Method::PATCH,
+            &format!("/domains/{eu_id}"),
+            Some(json!({ "region": "us-east-1" })),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+    let after = world.call(Method::GET, &format!("/domains/{eu_id}"), None).await.json();
+    assert_eq!(after["region"], "us-east-1");
+    world.send("eu.test", "moved@example.net").await;
+    let received = world.sink.wait_for(7, WAIT).await;
+    let moved = arrivals(&received)
+        .into_iter()
+        .find(|(to, _, _)| to == "moved@example.net")
+        .expect("the moved domain's mail");
+    assert_eq!((moved.1, moved.2.as_str()), (ip(US), "mta-us.herald.test"));
+
+    // The operator sees each address's connections and day.
+    let us_source = world.source(US).await;
+    assert_eq!(us_source["region"], "us-east-1");
+    assert_eq!(us_source["sent_today"], 4);
+    assert_eq!(us_source["daily_limit"], Value::Null);
+    assert_eq!(world.source(EU).await["sent_today"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
+    let world =
+        World::start("[[regions.warmup]]\naddress = \"127.0.0.3\"\nstart = \"2026-11-20\"\ndaily_limits = [2, 10]\n")
+            .await;
+    world.domain("warm.test", "eu-west-1").await;
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        ids.push(world.send("warm.test", &format!("w{n}@example.net")).await);
+    }
+    world.sink.wait_for(2, WAIT).await;
+    let mut delayed = Vec::new();
+    for id in &ids {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let email = world.call(Method::GET, &format!("/emails/{id}"), None).await.json();
+            match email["last_event"].as_str() {
+                Some("delivered") => break,
+                Some("delivery_delayed") => {
+                    delayed.push(id.clone());
+                    break;
+                }
+                _ => {}
+            }
+            assert!(Instant::now() < deadline, "{email}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert_eq!(delayed.len(), 2, "two of four wait for tomorrow");
+    assert_eq!(world.sink.received_len(), 2);
+    let source = world.source(EU).await;
+    assert_eq!(source["sent_today"], 2);
+    assert_eq!(source["daily_limit"], 2);
+    assert_eq!(source["warmup"], json!({ "day": 1, "days": 2 }));
+    let queued = world
+        .call(Method::GET, &format!("/queue/{}", delayed[0]), None)
+        .await
+        .json();
+    let reply = queued.to_string();
+    assert!(reply.contains("warm-up limit"), "{reply}");
+
+    // The next UTC day the limit is ten: the two go out, from the same address.
+    world.clock.advance(Duration::from_secs(12 * 3600 + 60));
+    for id in &delayed {
+        world.wait_event(id, "delivered").await;
+    }
+    let received = world.sink.wait_for(4, WAIT).await;
+    assert!(received.iter().all(|r| r.peer == ip(EU)), "{:?}", arrivals(&received));
+    let source = world.source(EU).await;
+    assert_eq!(source["sent_today"], 2);
+    assert_eq!(source["daily_limit"], 10);
+    assert_eq!(source["warmup"], json!({ "day": 2, "days": 2 }));
+}
