@@ -431,8 +431,20 @@ fn a_domain_region_and_capabilities_are_checked() {
             ..
         }
     );
-    let eu = NewDomain {
+    // Only the regions this server runs: by default the one named by `[delivery] region`.
+    let elsewhere = NewDomain {
         region: Some("eu-west-1".into()),
+        ..new_domain("e.example.org")
+    };
+    assert_refused!(
+        domains::create(services, &caller, elsewhere),
+        Error::Invalid {
+            name: "invalid_region",
+            ..
+        }
+    );
+    let eu = NewDomain {
+        region: Some("us-east-1".into()),
         capabilities: Some(Capabilities {
             sending: Some(Capability::Enabled),
             receiving: Some(Capability::Disabled),
@@ -441,7 +453,7 @@ fn a_domain_region_and_capabilities_are_checked() {
     };
     assert_eq!(
         domains::create(services, &caller, eu).expect("created").region,
-        "eu-west-1"
+        "us-east-1"
     );
     let (listed, _) = domains::list(services, &caller, &first_page()).expect("list");
     assert_eq!(listed.len(), 2, "the refused domains were not stored");
