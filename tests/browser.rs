@@ -33,7 +33,12 @@ async fn the_dashboard_works_in_a_real_browser() {
     let dir = tempfile::tempdir().expect("tempdir");
     let extra = util::relay_to(sink.addr());
     let provider = util::identity_provider::IdentityProvider::start("dev@example.com").await;
-    let extra = format!("{extra}{}", provider.config());
+    // Mail leaves from two loopback addresses, one of them warming up (from a day still
+    // to come: its first day's limit holds).
+    let regions = "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.1\", \"127.0.0.2\"]\n\
+        ehlo = \"mta-us.herald.test\"\n[[regions.warmup]]\naddress = \"127.0.0.2\"\nstart = \"2099-01-01\"\n\
+        daily_limits = [500, 1000, 5000]\n[[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"127.0.0.3\"]\n";
+    let extra = format!("{extra}{}{regions}", provider.config());
     let running = util::start_api(dir.path(), &extra).await;
     let addr: SocketAddr = running.http_addr;
     let base = format!("http://{addr}");
@@ -140,6 +145,12 @@ async fn the_dashboard_works_in_a_real_browser() {
     click(&client, Locator::LinkText("shop.test")).await;
     assert!(text_of(&client, "#records").await.contains("DKIM"));
     shot(&client, "05-domain").await;
+    let region = text_of(&client, "#region").await;
+    assert!(
+        region.contains("127.0.0.2") && region.contains("day 1 of 3: 500 a day"),
+        "{region}"
+    );
+    shot_of(&client, "#region", "05b-domain-region").await;
     client.goto(&format!("{base}/dashboard/logs")).await.expect("logs");
     assert!(text_of(&client, "table.list").await.contains("/emails"));
     shot(&client, "06-logs").await;

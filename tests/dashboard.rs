@@ -1249,3 +1249,70 @@ async fn templates_are_written_published_and_duplicated_from_the_page() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let regions = "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\", \"127.0.0.4\"]\n\
+        ehlo = \"mta-us.herald.test\"\nconnections_per_address = 7\n\
+        [[regions.warmup]]\naddress = \"127.0.0.4\"\nstart = \"2099-01-01\"\ndaily_limits = [50, 100, 200]\n\
+        [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"127.0.0.3\"]\n";
+    let running = util::start_api(dir.path(), regions).await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "admin@example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED);
+    let id = util::verified_domain(addr, "regional.example.org").await;
+    let (mut admin, _) = sign_in(addr, "admin@example.com", PASSWORD).await;
+    let location = format!("/dashboard/domains/{id}");
+    let page = admin.get(addr, &location).await;
+    let text = page.text();
+    assert!(
+        text.contains("Region us-east-1") && text.contains("mta-us.herald.test"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<code class=\"value\">127.0.0.2</code></td><td>0 / 7</td><td>0</td><td>warmed up</td>"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "<code class=\"value\">127.0.0.4</code></td><td>0 / 7</td><td>0</td><td>day 1 of 3: 50 a day</td>"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("ip4:127.0.0.2 ip4:127.0.0.4 a:mta-us.herald.test"),
+        "the SPF record: {text}"
+    );
+
+    let moved = admin
+        .post(
+            addr,
+            &format!("{location}/config"),
+            &[("csrf", &csrf(&page)), ("region", "eu-west-1")],
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
+    assert!(moved.text().contains("Region eu-west-1") && moved.text().contains("127.0.0.3"));
+    let domain = call(addr, Method::GET, &format!("/domains/{id}"), Some(OPERATOR_KEY), None)
+        .await
+        .json();
+    assert_eq!(domain["region"], "eu-west-1");
+
+    let refused = admin
+        .post(
+            addr,
+            &format!("{location}/config"),
+            &[("csrf", &csrf(&moved)), ("region", "sa-east-1")],
+        )
+        .await;
+    assert!(refused.text().contains("us-east-1, eu-west-1"), "{}", refused.text());
+    assert_ne!(refused.status, StatusCode::OK);
+}

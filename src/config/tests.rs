@@ -500,3 +500,21 @@ fn region_errors_name_the_key() {
         assert_eq!(err.key, key, "{text}");
     }
 }
+
+#[test]
+fn the_shipped_config_and_its_regions_example_are_valid() {
+    let shipped = include_str!("../../dist/herald.toml");
+    let config = Config::from_toml(shipped, None).expect("dist/herald.toml is valid");
+    assert_eq!(config.plans.len(), 8);
+    assert_eq!(config.region_names(), ["us-east-1"]);
+    // The commented `[[regions]]` example, uncommented, is valid too.
+    let example: String = shipped
+        .lines()
+        .skip_while(|line| *line != "# [[regions]]")
+        .map(|line| format!("{}\n", line.trim_start_matches("# ")))
+        .collect();
+    assert!(example.contains("[[regions.warmup]]"), "{example}");
+    let config = Config::from_toml(&format!("{shipped}\n{example}"), None).expect("the regions example is valid");
+    assert_eq!(config.region_names(), ["us-east-1", "eu-west-1"]);
+    assert_eq!(config.regions[0].warmup[0].daily_limits[0], 50);
+}
