@@ -1316,3 +1316,59 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
     assert!(refused.text().contains("us-east-1, eu-west-1"), "{}", refused.text());
     assert_ne!(refused.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn the_team_page_shows_its_plan_and_what_it_has_sent_against_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plans = "[[plans]]\nname = \"free\"\nmonthly_emails = 3000\ndaily_emails = 100\n";
+    let running = util::start_api(dir.path(), plans).await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "owner@example.com", "role": "owner", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED);
+    let (mut owner, _) = sign_in(addr, "owner@example.com", PASSWORD).await;
+    let page = owner.get(addr, "/dashboard/team").await.text();
+    assert!(
+        page.contains("This team has no plan: its sending is unlimited."),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td>Today (UTC)</td><td>0</td><td>unlimited</td>"),
+        "{page}"
+    );
+
+    let teams = call(addr, Method::GET, "/teams", Some(OPERATOR_KEY), None).await.json();
+    let team = teams["data"][0]["id"].as_str().expect("the operator's team").to_owned();
+    let planned = call(
+        addr,
+        Method::PATCH,
+        &format!("/teams/{team}"),
+        Some(OPERATOR_KEY),
+        Some(json!({ "plan": "free" })),
+    )
+    .await;
+    assert_eq!(planned.status, StatusCode::OK, "{}", planned.text());
+    util::verified_domain(addr, "shop.test").await;
+    let sent = call(
+        addr,
+        Method::POST,
+        "/emails",
+        Some(OPERATOR_KEY),
+        Some(json!({ "from": "shop@shop.test", "to": ["a@example.net", "b@example.net"], "subject": "Hi", "text": "Hello" })),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+    let page = owner.get(addr, "/dashboard/team").await.text();
+    assert!(page.contains("on the <strong>free</strong> plan"), "{page}");
+    assert!(page.contains("<td>Today (UTC)</td><td>2</td><td>100</td>"), "{page}");
+    assert!(
+        page.contains("<td>This month (UTC)</td><td>2</td><td>3000</td>"),
+        "{page}"
+    );
+}

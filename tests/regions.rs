@@ -121,6 +121,19 @@ fn arrivals(received: &[Received]) -> Vec<(String, IpAddr, String)> {
         .collect()
 }
 
+/// `herald queue stats` against the server at `addr`, as the operator.
+fn herald_queue_stats(addr: SocketAddr) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["queue", "stats"])
+        .env("HERALD_URL", format!("http://{addr}"))
+        .env("HERALD_API_KEY", OPERATOR_KEY)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run herald queue stats");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
 fn ip(text: &str) -> IpAddr {
     text.parse().expect("an address")
 }
@@ -244,6 +257,19 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
     assert_eq!(source["sent_today"], 2);
     assert_eq!(source["daily_limit"], 2);
     assert_eq!(source["warmup"], json!({ "day": 1, "days": 2 }));
+    // `herald queue stats` prints the same, one line per address.
+    let printed = herald_queue_stats(world.addr());
+    let line: Vec<&str> = printed
+        .lines()
+        .find(|line| line.contains("127.0.0.3"))
+        .unwrap_or_else(|| panic!("no source line in\n{printed}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        (line[0], line[3], line[4], line[5]),
+        ("eu-west-1", "2", "2", "1/2"),
+        "{printed}"
+    );
     let queued = world
         .call(Method::GET, &format!("/queue/{}", delayed[0]), None)
         .await

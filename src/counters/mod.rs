@@ -344,4 +344,51 @@ mod tests {
         assert_eq!(counts[0].metric, Metric::BouncedPermanent);
         assert!(read(&store, other, first, last).expect("read").is_empty());
     }
+
+    #[test]
+    fn counters_of_other_kinds_expire_under_their_own_prefix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, clock) = crate::testing::store(dir.path(), 1_795_334_400_000);
+        let team = store.next_id();
+        let mut batch = Batch::new();
+        // A plan quota's day and a source address's day, each armed at its period's end.
+        let quota = crate::quotas::Quotas::default();
+        let taken = quota
+            .take(
+                &store,
+                team,
+                crate::quotas::Allowance::default(),
+                3,
+                store.now(),
+                &mut batch,
+            )
+            .expect("read");
+        assert!(taken.is_ok());
+        crate::regions::count(&mut batch, "127.0.0.2".parse().expect("ip"), store.now(), 4);
+        store.commit(batch).wait().expect("commit");
+        let keys = |store: &Store| {
+            store
+                .scan_raw(
+                    Table::COUNTERS,
+                    Scan {
+                        prefix: &[],
+                        after: None,
+                        reverse: false,
+                        limit: 100,
+                    },
+                )
+                .expect("scan")
+                .len()
+        };
+        assert_eq!(keys(&store), 3, "the quota's day and month, the address's day");
+        // Nothing is due before its period has ended.
+        assert!(EXPIRY.due(&store, store.now(), None, 10).expect("due").is_empty());
+        // Two days on, with no retention: the days are due, the month not yet.
+        clock.advance(std::time::Duration::from_secs(2 * 24 * 3600));
+        let due = EXPIRY.due(&store, store.now(), None, 10).expect("due");
+        assert_eq!(due.len(), 2, "{due:?}");
+        let entries: Vec<&Due> = due.iter().collect();
+        crate::retention::expire_now(&store, &Days, &entries).expect("expire");
+        assert_eq!(keys(&store), 1, "the month's count stays");
+    }
 }

@@ -434,8 +434,24 @@ pub struct Team<'a> {
     pub members: Vec<MemberRow>,
     /// An invitation link just made (shown once).
     pub invitation: Option<String>,
+    /// The team's plan, or `None`: unlimited.
+    pub plan: Option<String>,
+    /// Today's and this month's sending against the plan.
+    pub usage: Vec<UsageRow>,
     /// What just failed.
     pub error: Option<String>,
+}
+
+/// One period of a team's sending against its plan.
+pub struct UsageRow {
+    /// `Today (UTC)` or `This month (UTC)`.
+    pub period: &'static str,
+    /// Emails counted.
+    pub used: u64,
+    /// The allowance, or `unlimited`.
+    pub limit: String,
+    /// When the count starts again.
+    pub resets: String,
 }
 
 /// One endpoint of the Webhooks page.

@@ -98,6 +98,32 @@ fn invite(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     }
 }
 
+/// The team's plan and its day's and month's sending against it.
+fn usage(ctx: &Ctx<'_>, team: herald_queue::Id) -> Result<(Option<String>, Vec<pages::UsageRow>), herald_queue::Error> {
+    use crate::quotas::{Allowance, Period, resets_at};
+    let plan = ctx.state.plan_of(team)?;
+    let allowance = Allowance::of(plan);
+    let now = ctx.state.store().now();
+    let used = ctx.state.quotas().used(ctx.state.store(), team, now)?;
+    let limit = |limit: Option<u64>| limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+    let resets = |period| resets_at(period, now).replace('T', " ").replace(":00.000Z", " UTC");
+    let rows = vec![
+        pages::UsageRow {
+            period: "Today (UTC)",
+            used: used.daily,
+            limit: limit(allowance.daily),
+            resets: resets(Period::Daily),
+        },
+        pages::UsageRow {
+            period: "This month (UTC)",
+            used: used.monthly,
+            limit: limit(allowance.monthly),
+            resets: resets(Period::Monthly),
+        },
+    ];
+    Ok((plan.map(|p| p.name.clone()), rows))
+}
+
 fn team_page(
     ctx: &Ctx<'_>,
     signed: &Signed,
@@ -117,12 +143,19 @@ fn team_page(
             invited: u.password_hash.is_none(),
         })
         .collect();
+    let team = signed.user.team_id;
+    let (plan, usage) = match usage(ctx, team) {
+        Ok(found) => found,
+        Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    };
     let status = answer_status(error.is_some());
     let page = pages::Team {
         chrome: signed.chrome("team"),
         can_manage: signed.user.role == Role::Owner,
         members,
         invitation,
+        plan,
+        usage,
         error,
     };
     html(status, page.render())
