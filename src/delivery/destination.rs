@@ -400,7 +400,9 @@ impl Destination {
         let mut last = None;
         let mut any_address = false;
         let mut any_temporary = false;
-        let mut spent = false;
+        // Whether an address of the region had used its day, and whether any connection
+        // was tried: a day's limit alone defers without backing the destination off.
+        let (mut spent, mut tried) = (false, false);
         let mut source: Option<SourceLease> = None;
         for host in &route.hosts {
             let addresses = match route::addresses(&shared.dns, host, route.port).await {
@@ -444,6 +446,7 @@ impl Destination {
                     }
                 }
                 let from = source.as_ref().map(SourceLease::ip);
+                tried = true;
                 match Connection::open(host, address, ehlo, &tls, login, timeouts, from).await {
                     Ok(connection) => return Ok(Open::new(connection, source)),
                     Err(ConnectionError::Tls(why)) if !self.tls_required => {
@@ -466,7 +469,7 @@ impl Destination {
                 }
             }
         }
-        if spent && last.is_none() {
+        if spent && !tried {
             return Err(Unready::Spent(self.spent()));
         }
         let reply = last.unwrap_or_else(|| Reply::local(451, "4.4.0", "no MX host could be tried"));
