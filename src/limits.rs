@@ -59,8 +59,20 @@ type Limiter = RateLimiter<NotKeyed, InMemoryState, InjectedClock, StateInformat
 #[derive(Debug)]
 pub struct LocalRates<K> {
     clock: SharedClock,
-    keys: Mutex<HashMap<K, (Rate, Arc<Limiter>)>>,
+    keys: Mutex<HashMap<K, Entry>>,
 }
+
+/// One key's limiter, its rate, and when it last took a request.
+#[derive(Debug)]
+struct Entry {
+    rate: Rate,
+    limiter: Arc<Limiter>,
+    last: herald_queue::Timestamp,
+}
+
+/// Keys held before idle ones are dropped: keys come from clients (addresses, links),
+/// so their number must not grow without bound.
+const KEYS_MAX: usize = 65_536;
 
 impl<K> LocalRates<K> {
     /// Rate state on `clock`.
@@ -89,15 +101,25 @@ fn limiter(rate: Rate, clock: &SharedClock) -> Limiter {
 impl<K: std::hash::Hash + Eq + Copy + Send + std::fmt::Debug> RateState<K> for LocalRates<K> {
     fn take(&self, key: K, rate: Rate) -> Take {
         let limiter = {
+            let now = self.clock.now();
             let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-            let entry = keys
-                .entry(key)
-                .or_insert_with(|| (rate, Arc::new(limiter(rate, &self.clock))));
-            if entry.0 != rate {
-                // The key's limit changed: start it afresh with the new quota.
-                *entry = (rate, Arc::new(limiter(rate, &self.clock)));
+            if keys.len() >= KEYS_MAX && !keys.contains_key(&key) {
+                // A key unused for its rate's whole period has its full quota again: to
+                // drop it is to forget nothing.
+                keys.retain(|_, entry| now.saturating_since(entry.last) < entry.rate.per);
             }
-            Arc::clone(&entry.1)
+            let entry = keys.entry(key).or_insert_with(|| Entry {
+                rate,
+                limiter: Arc::new(limiter(rate, &self.clock)),
+                last: now,
+            });
+            if entry.rate != rate {
+                // The key's limit changed: start it afresh with the new quota.
+                entry.rate = rate;
+                entry.limiter = Arc::new(limiter(rate, &self.clock));
+            }
+            entry.last = now;
+            Arc::clone(&entry.limiter)
         };
         match limiter.check() {
             Ok(snapshot) => Take::Allowed {
@@ -208,6 +230,25 @@ mod tests {
     use herald_queue::{ManualClock, Timestamp};
 
     use super::*;
+
+    #[test]
+    fn idle_keys_are_dropped_once_there_are_too_many() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
+        let rates: LocalRates<u32> = LocalRates::new(clock.clone());
+        let rate = Rate {
+            count: 1,
+            per: Duration::from_secs(60),
+        };
+        for key in 0..u32::try_from(KEYS_MAX).expect("fits") {
+            assert!(matches!(rates.take(key, rate), Take::Allowed { .. }));
+        }
+        // Within the period every key is still counting: none is dropped, none forgotten.
+        assert!(matches!(rates.take(KEYS_MAX as u32, rate), Take::Allowed { .. }));
+        assert!(matches!(rates.take(0, rate), Take::Refused { .. }));
+        clock.advance(Duration::from_secs(61));
+        assert!(matches!(rates.take(u32::MAX, rate), Take::Allowed { .. }));
+        assert_eq!(rates.keys.lock().expect("lock").len(), 1, "the idle ones went");
+    }
 
     #[test]
     fn pacing_follows_the_injected_clock() {

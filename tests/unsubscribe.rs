@@ -267,6 +267,34 @@ async fn get_never_unsubscribes_and_post_does_over_https() {
         topics_of(addr, "bob@example.net").await,
         vec![("Product updates".to_owned(), "opt_in".to_owned())]
     );
+
+    // One link may POST ten times a minute (two so far): the eleventh is a 429 that says
+    // when to come back, and changes nothing. Another link is counted apart.
+    for _ in 0..8 {
+        let (again, _) = https_call(
+            https,
+            PUBLIC_HOST,
+            Method::POST,
+            path,
+            &[("content-type", "application/x-www-form-urlencoded")],
+            Bytes::from_static(b"List-Unsubscribe=One-Click"),
+        )
+        .await;
+        assert_eq!(again.status, StatusCode::OK);
+    }
+    let (limited, _) = https_call(
+        https,
+        PUBLIC_HOST,
+        Method::POST,
+        path,
+        &[("content-type", "application/x-www-form-urlencoded")],
+        Bytes::from_static(b"List-Unsubscribe=One-Click"),
+    )
+    .await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.text());
+    assert!(limited.headers.contains_key("retry-after"));
+    let (shown, _) = https_call(https, PUBLIC_HOST, Method::GET, path, &[], Bytes::new()).await;
+    assert_eq!(shown.status, StatusCode::OK, "a GET is not counted");
     assert!(running.shutdown().await);
 }
 

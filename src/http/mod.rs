@@ -9,7 +9,7 @@
 
 pub mod format;
 pub mod pagination;
-mod public;
+pub(crate) mod public;
 pub mod ratelimit;
 mod request;
 pub mod request_log;

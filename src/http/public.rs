@@ -99,6 +99,13 @@ const PIXEL: &[u8] = &[
 /// Largest body of an unsubscribe `POST`: a one-click form, or the page's preferences.
 const UNSUBSCRIBE_BODY_MAX: usize = 16 * 1024;
 
+/// `POST`s one unsubscribe link may make: a person changing preferences a few times, or a
+/// mailbox provider retrying a one-click request, fits well within it.
+pub const UNSUBSCRIBE_RATE: crate::config::values::Rate = crate::config::values::Rate {
+    count: 10,
+    per: std::time::Duration::from_secs(60),
+};
+
 /// An unsubscribe link: `GET` shows the page (and changes nothing: link scanners follow
 /// GETs), `POST` unsubscribes. A one-click `POST` (RFC 8058: `List-Unsubscribe=One-Click`,
 /// as a form or multipart) answers `200` with an empty body; the page's own forms
@@ -110,6 +117,20 @@ pub async fn unsubscribe(state: &Arc<AppState>, request: Request<Incoming>) -> R
         return html(StatusCode::NOT_FOUND, page::invalid());
     };
     let method = request.method().clone();
+    if method == Method::POST {
+        // Counted per link (its token's hash), not per address: mailbox providers send
+        // every one-click request from a few shared addresses.
+        let link = {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(&token)
+        };
+        let decision = state.unsubscribe_limits.check(link);
+        if !decision.allowed {
+            let mut response = ApiError::rate_limited().into_response();
+            decision.apply(response.headers_mut());
+            return response;
+        }
+    }
     let choice = if method == Method::POST {
         let body = match Limited::new(request.into_body(), UNSUBSCRIBE_BODY_MAX).collect().await {
             Ok(body) => body.to_bytes(),

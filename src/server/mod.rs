@@ -38,6 +38,9 @@ pub struct AppState {
     pub rate_limits: RateLimits,
     /// Per-address limits for requests without a valid key.
     pub anonymous_limits: RateLimits<std::net::IpAddr>,
+    /// Per-link limits of unsubscribe `POST`s: each changes stored preferences, so one
+    /// link cannot be made to write without bound.
+    pub unsubscribe_limits: RateLimits<u64>,
     /// Bounds API handlers running on the blocking pool at once.
     pub blocking: Semaphore,
     /// Bounds walks of the whole spool (`herald queue` lists, stats and retries) at once.
@@ -158,6 +161,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     };
     let rate_limits = RateLimits::new(config.api.rate_limit, clock.clone());
     let anonymous_limits = RateLimits::new(config.api.rate_limit, clock.clone());
+    let unsubscribe_limits = RateLimits::new(crate::http::public::UNSUBSCRIBE_RATE, clock.clone());
     let outbound = Outbound::new(
         config.webhooks.allow_private_endpoints,
         config.webhooks.allowed_networks.clone(),
@@ -206,6 +210,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         services,
         rate_limits,
         anonymous_limits,
+        unsubscribe_limits,
         blocking: Semaphore::new(AppState::BLOCKING_MAX),
         queue_scans: Semaphore::new(AppState::QUEUE_SCANS_MAX),
         uploads: Semaphore::new(usize::try_from(config_uploads).unwrap_or(usize::MAX)),
