@@ -52,7 +52,9 @@ pub struct Services {
     contacts: Box<dyn ContactStore>,
     audience: Box<dyn AudienceStore>,
     templates: Box<dyn TemplateStore>,
-    tracking: std::sync::OnceLock<Option<crate::tracking::Signer>>,
+    tracking: std::sync::OnceLock<crate::tracking::Signer>,
+    /// When loading the tracking key last failed; held while it is being loaded.
+    tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
     /// The return-path hosts inbound bounces and complaints may be sent to.
     return_paths: crate::feedback::ReturnPaths,
     import_wake: Wake,
@@ -78,6 +80,10 @@ pub struct Services {
     /// the record it reads and rewrites (see [`Services::lock_record`]).
     records: Vec<Mutex<()>>,
 }
+
+/// How long after a failed load of the tracking key it is tried again: a disk error or a
+/// wrong permission, once mended, needs no restart.
+const TRACKING_KEY_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Stripes of [`Services::lock_record`]: changes to records that hash to different
 /// stripes run at once; two records sharing a stripe only wait for each other.
@@ -108,6 +114,7 @@ impl Services {
             audience: Box::new(RocksContacts::new(store.clone())),
             templates: Box::new(RocksTemplates::new(store.clone())),
             tracking: std::sync::OnceLock::new(),
+            tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
             import_wake: Wake::default(),
             broadcast_wake: Wake::default(),
@@ -210,15 +217,31 @@ impl Services {
     /// use); `None`, logged once, when the key cannot be read or made: mail then goes
     /// untracked rather than not at all.
     pub fn tracking_signer(&self) -> Option<&crate::tracking::Signer> {
-        self.tracking
-            .get_or_init(|| match crate::tracking::Signer::load(&self.config.server.data_dir) {
-                Ok(signer) => Some(signer),
-                Err(error) => {
-                    tracing::error!(%error, "cannot load the tracking key; mail goes untracked");
-                    None
+        if let Some(signer) = self.tracking.get() {
+            return Some(signer);
+        }
+        // One loader at a time: two could otherwise both make a key, and one would fail.
+        let mut failed = self.tracking_failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(signer) = self.tracking.get() {
+            return Some(signer);
+        }
+        let now = self.store.now();
+        if failed.is_some_and(|at| now.saturating_since(at) < TRACKING_KEY_RETRY) {
+            return None;
+        }
+        match crate::tracking::Signer::load(&self.config.server.data_dir) {
+            Ok(signer) => {
+                if failed.take().is_some() {
+                    tracing::info!("the tracking key is loaded: tracking and unsubscribe links are back");
                 }
-            })
-            .as_ref()
+                Some(self.tracking.get_or_init(|| signer))
+            }
+            Err(error) => {
+                tracing::error!(%error, retry = ?TRACKING_KEY_RETRY, "cannot load the tracking key; mail goes untracked and without unsubscribe links until it loads");
+                *failed = Some(now);
+                None
+            }
+        }
     }
 
     /// Segments, topics, contact property definitions and imports.
