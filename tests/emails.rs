@@ -104,6 +104,33 @@ async fn a_minimal_email_is_spooled_as_proper_mime_and_recorded() {
     assert_eq!(record["scheduled_at"], Value::Null);
     assert_eq!(record["message_id"], format!("<{id}@herald.test>"));
     assert_eq!(record["html"], "<p>Hello <strong>there</strong></p>");
+
+    // `text: ""` opts out of the derived text part: html alone; alone it is no body.
+    let html_only = send(
+        addr,
+        OPERATOR_KEY,
+        json!({
+            "from": "hello@example.test", "to": "user@example.org", "subject": "Html only",
+            "html": "<p>Just html</p>", "text": "",
+        }),
+    )
+    .await;
+    assert_eq!(html_only.status, StatusCode::OK, "{}", html_only.text());
+    let (_, raw) = spooled(&running, html_only.json()["id"].as_str().expect("id"));
+    let message = MessageParser::default().parse(&raw).expect("parses");
+    assert!(
+        message.content_type().is_some_and(|ct| ct.subtype() == Some("html")),
+        "{}",
+        String::from_utf8_lossy(&raw)
+    );
+    assert!(!String::from_utf8_lossy(&raw).contains("text/plain"));
+    let empty = send(
+        addr,
+        OPERATOR_KEY,
+        json!({ "from": "hello@example.test", "to": "user@example.org", "subject": "Nothing", "text": "" }),
+    )
+    .await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", empty.text());
     running.shutdown().await;
 }
 

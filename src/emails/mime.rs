@@ -51,6 +51,8 @@ pub fn build(email: &Email, id: Id, hostname: &str, now: Timestamp) -> std::io::
         builder.html_body = Some(text_part("text/html", Cow::Borrowed(html.as_str())));
     }
     match (&email.text, &email.html) {
+        // An empty text beside html: no text part at all (the sender opted out).
+        (Some(text), Some(_)) if text.is_empty() => {}
         (Some(text), _) => builder.text_body = Some(text_part("text/plain", Cow::Borrowed(text.as_str()))),
         (None, Some(html)) => builder.text_body = Some(text_part("text/plain", Cow::Owned(html_to_text(html)))),
         (None, None) => {}

@@ -146,10 +146,10 @@ pub fn validate(input: SendEmail, now: Timestamp, fetch: &mut Fetch<'_>) -> Resu
     if subject.chars().count() > SUBJECT_MAX {
         return Err(field("subject", &format!("must be at most {SUBJECT_MAX} characters")));
     }
-    let (html, text) = (
-        input.html.filter(|h| !h.is_empty()),
-        input.text.filter(|t| !t.is_empty()),
-    );
+    let html = input.html.filter(|h| !h.is_empty());
+    // `text: ""` beside an html body opts out of the text part derived from it, as
+    // Resend's API documents; alone it is no body at all.
+    let text = input.text.filter(|t| !t.is_empty() || html.is_some());
     if html.is_none() && text.is_none() {
         return Err(Invalid::Missing("html` or `text"));
     }
