@@ -1278,7 +1278,7 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
         "{text}"
     );
     assert!(
-        text.contains("<code class=\"value\">127.0.0.2</code></td><td>0 / 7</td><td>0</td><td>warmed up</td>"),
+        text.contains("<code class=\"value\">127.0.0.2</code></td><td>0 / 7</td><td>0</td><td>no daily limit</td>"),
         "{text}"
     );
     assert!(
@@ -1315,6 +1315,49 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
         .await;
     assert!(refused.text().contains("us-east-1, eu-west-1"), "{}", refused.text());
     assert_ne!(refused.status, StatusCode::OK);
+
+    // Another team sees its region's addresses and warm-up, not the host's live counts
+    // (they are every team's mail).
+    let team = call(
+        addr,
+        Method::POST,
+        "/teams",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Other" })),
+    )
+    .await
+    .json();
+    let key = team["api_key"]["token"].as_str().expect("key").to_owned();
+    let user = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(&key),
+        Some(json!({ "email": "olga@example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(user.status, StatusCode::CREATED, "{}", user.text());
+    let theirs = call(
+        addr,
+        Method::POST,
+        "/domains",
+        Some(&key),
+        Some(json!({ "name": "other.example.org" })),
+    )
+    .await
+    .json();
+    let (mut olga, _) = sign_in(addr, "olga@example.com", PASSWORD).await;
+    let page = olga
+        .get(
+            addr,
+            &format!("/dashboard/domains/{}", theirs["id"].as_str().expect("id")),
+        )
+        .await
+        .text();
+    assert!(
+        page.contains("<code class=\"value\">127.0.0.4</code></td><td>—</td><td>—</td><td>day 1 of 3: 50 a day</td>"),
+        "{page}"
+    );
 }
 
 #[tokio::test]

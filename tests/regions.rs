@@ -289,3 +289,70 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
     assert_eq!(source["daily_limit"], 10);
     assert_eq!(source["warmup"], json!({ "day": 2, "days": 2 }));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_this_host_cannot_bind_is_passed_over() {
+    // 192.0.2.77 (TEST-NET-1) is on no interface here: binding it fails.
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = format!(
+        "[api]\nrate_limit = \"1000/s\"\n{}idle_timeout = \"1s\"\nconnections_per_destination = 1\nmessages_per_connection = 1\n\
+         [[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.77\", \"{US}\"]\n",
+        util::relay_to(sink.addr())
+    );
+    let running = util::start_with_key(util::config(dir.path(), &extra), Some(OPERATOR_KEY)).await;
+    util::verified_domain(running.http_addr, "bind.test").await;
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let body =
+            json!({ "from": "app@bind.test", "to": [format!("b{n}@example.net")], "subject": "hi", "text": "Hello." });
+        let sent = call(
+            running.http_addr,
+            Method::POST,
+            "/emails",
+            Some(OPERATOR_KEY),
+            Some(body),
+        )
+        .await;
+        assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+        ids.push(sent.json()["id"].as_str().expect("id").to_owned());
+    }
+    // Each message gets its own connection; none is deferred or backed off for the
+    // address that cannot be bound.
+    let received = sink.wait_for(4, WAIT).await;
+    assert!(received.iter().all(|r| r.peer == ip(US)), "{:?}", arrivals(&received));
+    for id in &ids {
+        let deadline = Instant::now() + WAIT;
+        while call(
+            running.http_addr,
+            Method::GET,
+            &format!("/emails/{id}"),
+            Some(OPERATOR_KEY),
+            None,
+        )
+        .await
+        .json()["last_event"]
+            != "delivered"
+        {
+            assert!(Instant::now() < deadline, "{id} was never delivered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let email_id: herald_queue::Id = id.parse().expect("id");
+        let kinds: Vec<herald::emails::EmailState> = running
+            .state
+            .store()
+            .scan::<herald::emails::record::EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))
+            .expect("the timeline")
+            .into_iter()
+            .map(|(_, event)| event.kind)
+            .collect();
+        assert!(
+            kinds.contains(&herald::emails::EmailState::Delivered),
+            "{id}: {kinds:?}"
+        );
+        assert!(
+            !kinds.contains(&herald::emails::EmailState::DeliveryDelayed),
+            "{id}: {kinds:?}"
+        );
+    }
+}

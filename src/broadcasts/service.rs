@@ -516,6 +516,61 @@ pub fn recipients(
     }
 }
 
+/// A broadcast's emails by how far they got, from one pass over its recipients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcomes {
+    /// Delivered (or opened, or clicked).
+    pub delivered: u64,
+    /// Opened (or clicked).
+    pub opened: u64,
+    /// Clicked.
+    pub clicked: u64,
+    /// Bounced.
+    pub bounced: u64,
+    /// Complained.
+    pub complained: u64,
+}
+
+/// The outcomes of the caller's broadcast `id`'s emails, each email's latest state read
+/// once (not once per kind, as listing each kind would).
+pub fn outcomes(services: &Services, caller: &Caller, id: &str) -> Result<Outcomes, Error> {
+    let broadcast = get(services, caller, id)?;
+    let mut outcomes = Outcomes::default();
+    each_state(services, &broadcast, |_, status| {
+        use EmailState::{Bounced, Clicked, Complained, Delivered, Opened};
+        let state = status.last_event;
+        let counts: [(&mut u64, bool); 5] = [
+            (&mut outcomes.delivered, matches!(state, Delivered | Opened | Clicked)),
+            (&mut outcomes.opened, matches!(state, Opened | Clicked)),
+            (&mut outcomes.clicked, state == Clicked),
+            (&mut outcomes.bounced, state == Bounced),
+            (&mut outcomes.complained, state == Complained),
+        ];
+        for (count, admitted) in counts {
+            *count += u64::from(admitted);
+        }
+    })?;
+    Ok(outcomes)
+}
+
+/// Calls `each` with every email of `broadcast` and its status, in contact order.
+fn each_state(services: &Services, broadcast: &Broadcast, mut each: impl FnMut(Id, &EmailStatus)) -> Result<(), Error> {
+    let store = services.store();
+    let mut after = None;
+    loop {
+        let page = store::recipients(store, broadcast, after, 1_000)?;
+        let Some(last) = page.last() else {
+            return Ok(());
+        };
+        after = Some(last.contact_id);
+        for email in page.iter().filter_map(|r| r.email_id) {
+            if let Some(status) = store.get::<EmailStatus>(EmailRecord::key(broadcast.team_id, email))? {
+                each(email, &status);
+            }
+        }
+    }
+}
+
 /// One link of a broadcast and how often it was clicked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClickedLink {
@@ -528,32 +583,33 @@ pub struct ClickedLink {
 }
 
 /// The links of the caller's broadcast `id` that were clicked, most clicked first,
-/// counted from its emails' timelines (people's clicks only, not link scanners').
+/// counted from the timelines of its emails a person clicked (people's clicks only, not
+/// link scanners'): the others have no such click to read.
 pub fn clicked_links(services: &Services, caller: &Caller, id: &str) -> Result<Vec<ClickedLink>, Error> {
     use crate::emails::record::EmailEvent;
     let broadcast = get(services, caller, id)?;
     let store = services.store();
     let mut links: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
-    let mut after = None;
-    loop {
-        let page = store::recipients(store, &broadcast, after, 1_000)?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.contact_id);
-        for email in page.iter().filter_map(|r| r.email_id) {
-            let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email.as_bytes()))?;
-            let mut seen = std::collections::HashSet::new();
-            for (_, event) in events {
-                if event.kind != EmailState::Clicked || event.data["machine"] == true {
-                    continue;
-                }
-                let Some(url) = event.data["click"]["link"].as_str() else {
-                    continue;
-                };
-                let entry = links.entry(url.to_owned()).or_default();
-                entry.0 += 1;
-                if seen.insert(url.to_owned()) {
-                    entry.1 += 1;
-                }
+    let mut clicked = Vec::new();
+    each_state(services, &broadcast, |email, status| {
+        if status.clicked {
+            clicked.push(email);
+        }
+    })?;
+    for email in clicked {
+        let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email.as_bytes()))?;
+        let mut seen = std::collections::HashSet::new();
+        for (_, event) in events {
+            if event.kind != EmailState::Clicked || event.data["machine"] == true {
+                continue;
+            }
+            let Some(url) = event.data["click"]["link"].as_str() else {
+                continue;
+            };
+            let entry = links.entry(url.to_owned()).or_default();
+            entry.0 += 1;
+            if seen.insert(url.to_owned()) {
+                entry.1 += 1;
             }
         }
     }

@@ -231,7 +231,7 @@ fn print_stats(stats: &Value) {
                     number(&source["warmup"], "days")
                 )
             } else {
-                "done".to_owned()
+                "-".to_owned()
             };
             println!(
                 "{:<16} {:<40} {:>11} {:>10} {:>11} {:>8}",

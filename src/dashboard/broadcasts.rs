@@ -14,7 +14,7 @@ use hyper::{Method, Response, StatusCode};
 use super::design::Target;
 use super::{Ctx, Signed, answer_status, html, pages, redirect, redirect_to, text};
 use crate::accounts::Permission;
-use crate::broadcasts::service::{self as broadcasts, Fields, Kind};
+use crate::broadcasts::service::{self as broadcasts, Fields};
 use crate::broadcasts::{Broadcast, Status};
 use crate::contacts::{Contact, segments, topics};
 use crate::emails::Source;
@@ -322,21 +322,6 @@ fn audience(ctx: &Ctx<'_>, broadcast: &Broadcast) -> (u64, u64, u64) {
 }
 
 /// Recipients of `kind`, counted up to [`COUNTED_MAX`].
-fn count(ctx: &Ctx<'_>, signed: &Signed, id: &str, kind: Kind) -> u64 {
-    let mut counted = 0;
-    let mut after = None;
-    loop {
-        let Ok((page, more)) = broadcasts::recipients(ctx.state, &signed.caller(), id, kind, None, after, 1_000) else {
-            return counted;
-        };
-        counted += page.len() as u64;
-        after = page.last().map(|(r, _)| r.contact_id);
-        if !more || after.is_none() || counted >= COUNTED_MAX as u64 {
-            return counted;
-        }
-    }
-}
-
 fn detail(
     ctx: &Ctx<'_>,
     signed: &Signed,
@@ -361,13 +346,14 @@ fn detail(
                 format!("{percent:.1} %")
             }
         };
-        let delivered = count(ctx, signed, id, Kind::Delivered);
+        let counted = broadcasts::outcomes(ctx.state, &signed.caller(), id).unwrap_or_default();
+        let delivered = counted.delivered;
         [
             ("Delivered", delivered, rate(delivered, sent)),
-            ("Opened", count(ctx, signed, id, Kind::Opened), String::new()),
-            ("Clicked", count(ctx, signed, id, Kind::Clicked), String::new()),
-            ("Bounced", count(ctx, signed, id, Kind::Bounced), String::new()),
-            ("Complained", count(ctx, signed, id, Kind::Complained), String::new()),
+            ("Opened", counted.opened, String::new()),
+            ("Clicked", counted.clicked, String::new()),
+            ("Bounced", counted.bounced, String::new()),
+            ("Complained", counted.complained, String::new()),
         ]
         .into_iter()
         .map(|(label, n, r)| {

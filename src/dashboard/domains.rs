@@ -111,7 +111,7 @@ fn detail(
         region: config.region(&domain.region).name.clone(),
         regions: config.region_names().into_iter().map(str::to_owned).collect(),
         ehlo: config.ehlo_of(config.region(&domain.region)).to_owned(),
-        sources: sources(ctx, &domain.region),
+        sources: sources(ctx, &domain.region, ctx.state.is_operator_team(signed.user.team_id)),
         notice,
         error,
     };
@@ -179,17 +179,27 @@ fn delete(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
     }
 }
 
-/// The source addresses of `region`, as the domain page lists them.
-fn sources(ctx: &Ctx<'_>, region: &str) -> Vec<pages::SourceRow> {
+/// The source addresses of `region`, as the domain page lists them: their live counts
+/// (every team's mail) only for the operator's team.
+fn sources(ctx: &Ctx<'_>, region: &str, operator: bool) -> Vec<pages::SourceRow> {
     let state = ctx.state.regions().get(ctx.state.config(), region);
+    let hidden = || "—".to_owned();
     crate::regions::stats::of(&state, ctx.state.store())
         .into_iter()
         .map(|source| pages::SourceRow {
             address: source.address,
-            connections: format!("{} / {}", source.connections, source.connections_max),
-            sent_today: source.sent_today,
+            connections: if operator {
+                format!("{} / {}", source.connections, source.connections_max)
+            } else {
+                hidden()
+            },
+            sent_today: if operator {
+                source.sent_today.to_string()
+            } else {
+                hidden()
+            },
             warmup: source.warmup.map_or_else(
-                || "warmed up".to_owned(),
+                || "no daily limit".to_owned(),
                 |w| format!("day {} of {}: {} a day", w.day, w.days, w.daily_limit),
             ),
         })

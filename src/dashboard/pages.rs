@@ -210,11 +210,12 @@ pub struct Domain<'a> {
 pub struct SourceRow {
     /// The address.
     pub address: String,
-    /// Connections open, of the limit (`3 / 100`).
+    /// Connections open, of the limit (`3 / 100`); `—` outside the operator's team
+    /// (they count every team's mail).
     pub connections: String,
-    /// Messages sent today (UTC).
-    pub sent_today: u64,
-    /// Its warm-up: `day 3 of 10: 200 a day`, or `warmed up`.
+    /// Messages sent today (UTC), every team's; `—` outside the operator's team.
+    pub sent_today: String,
+    /// Its warm-up: `day 3 of 10: 200 a day`, or `no daily limit`.
     pub warmup: String,
 }
 

@@ -34,6 +34,9 @@ pub enum ConnectionError {
     /// The STARTTLS handshake failed (opportunistic delivery may go on in plaintext).
     #[error("{0}")]
     Tls(String),
+    /// The source address could not be bound: this host's fault, not the receiver's.
+    #[error("{0}")]
+    Bind(String),
 }
 
 impl ConnectionError {
@@ -41,6 +44,7 @@ impl ConnectionError {
     pub fn to_reply(&self) -> Reply {
         match self {
             ConnectionError::Network(text) | ConnectionError::Tls(text) => Reply::local(451, "4.4.1", text),
+            ConnectionError::Bind(text) => Reply::local(451, "4.3.0", text),
             ConnectionError::Refused(reply) => reply.clone(),
         }
     }
@@ -187,7 +191,7 @@ impl Connection {
         if let Some(source) = source {
             socket.bind(SocketAddr::new(source, 0)).map_err(|e| {
                 tracing::warn!(%source, error = %e, "cannot bind a source address: is it configured on this host?");
-                ConnectionError::Network(format!("cannot bind the source address {source}: {e}"))
+                ConnectionError::Bind(format!("cannot bind the source address {source}: {e}"))
             })?;
         }
         let tcp = tokio::time::timeout(connect_timeout, socket.connect(addr))

@@ -1,4 +1,5 @@
-//! Destinations: one queue per recipient domain (and TLS requirement), drained by up to
+//! Destinations: one queue per recipient domain, region it is reached from (each with its
+//! own source addresses, so its own limits) and TLS requirement, drained by up to
 //! `connections` connection tasks, each carrying up to `messages_per_connection`
 //! messages, paced by the destination's rate (GCRA). A destination that refuses
 //! connections or answers `421` is backed off as a whole: its queued and arriving pieces
@@ -207,6 +208,12 @@ impl Destination {
                 drop(piece);
                 continue;
             }
+            if self.region.all_spent(shared.state.store()) {
+                // Every address has sent its day: the piece waits for its next attempt
+                // without taking a turn of the destination's rate or a lookup.
+                piece.complete_all(&self.spent(), None);
+                continue;
+            }
             self.pace().await;
             if shared.is_stopping() {
                 drop(piece);
@@ -331,9 +338,11 @@ impl Destination {
     /// (or IPv6's), waiting while every one holds all its connections.
     async fn bind(&self, shared: &Shared, ipv4: bool) -> Pick {
         loop {
-            match self.region.pick(shared.state.store(), ipv4) {
-                Pick::Busy if !shared.is_stopping() => self.region.freed().await,
-                other => return other,
+            if shared.is_stopping() {
+                return Pick::Busy;
+            }
+            if let Some(pick) = self.region.pick_or_wait(shared.state.store(), ipv4).await {
+                return pick;
             }
         }
     }
@@ -420,52 +429,81 @@ impl Destination {
             any_address = true;
             for address in addresses {
                 let ipv4 = address.is_ipv4();
-                if source.as_ref().is_none_or(|s| s.ip().is_ipv4() != ipv4) {
-                    source = None;
-                    match self.bind(shared, ipv4).await {
-                        Pick::System => {}
-                        Pick::Bound(lease) => source = Some(lease),
-                        Pick::Spent => {
-                            spent = true;
-                            continue;
-                        }
-                        Pick::Busy => return Err(Unready::Stopping),
-                        Pick::NoFamily => {
-                            last = Some(Reply::local(
-                                451,
-                                "4.4.4",
-                                &format!(
-                                    "region {} has no IPv{} source address to reach {host} [{}] from",
-                                    self.region.name(),
-                                    if ipv4 { 4 } else { 6 },
-                                    address.ip()
-                                ),
-                            ));
-                            continue;
+                // Another source address after one this host could not bind, at most one
+                // try per address of the region.
+                let mut binds = self.region.sources().len() + 1;
+                'bind: loop {
+                    binds -= 1;
+                    if source.as_ref().is_none_or(|s| s.ip().is_ipv4() != ipv4) {
+                        source = None;
+                        match self.bind(shared, ipv4).await {
+                            Pick::System => {}
+                            Pick::Bound(lease) => source = Some(lease),
+                            Pick::Spent => {
+                                spent = true;
+                                break 'bind;
+                            }
+                            Pick::Busy => return Err(Unready::Stopping),
+                            Pick::Unbindable => {
+                                last = Some(Reply::local(
+                                    451,
+                                    "4.3.0",
+                                    &format!(
+                                        "no source address of region {} can be bound on this host",
+                                        self.region.name()
+                                    ),
+                                ));
+                                break 'bind;
+                            }
+                            Pick::NoFamily => {
+                                last = Some(Reply::local(
+                                    451,
+                                    "4.4.4",
+                                    &format!(
+                                        "region {} has no IPv{} source address to reach {host} [{}] from",
+                                        self.region.name(),
+                                        if ipv4 { 4 } else { 6 },
+                                        address.ip()
+                                    ),
+                                ));
+                                break 'bind;
+                            }
                         }
                     }
-                }
-                let from = source.as_ref().map(SourceLease::ip);
-                tried = true;
-                match Connection::open(host, address, ehlo, &tls, login, timeouts, from).await {
-                    Ok(connection) => return Ok(Open::new(connection, source)),
-                    Err(ConnectionError::Tls(why)) if !self.tls_required => {
-                        // Opportunistic TLS: a receiver whose TLS is broken still gets its
-                        // mail, in plaintext, as it would without STARTTLS at all.
-                        tracing::info!(domain = %self.domain, %host, %address, %why, "STARTTLS failed; retrying in plaintext");
-                        let plain = TlsChoice {
-                            plaintext: true,
-                            ..tls.clone()
-                        };
-                        match Connection::open(host, address, ehlo, &plain, login, timeouts, from).await {
-                            Ok(connection) => return Ok(Open::new(connection, source)),
-                            Err(error) => last = Some(error.to_reply()),
+                    let from = source.as_ref().map(SourceLease::ip);
+                    tried = true;
+                    match Connection::open(host, address, ehlo, &tls, login, timeouts, from).await {
+                        Ok(connection) => return Ok(Open::new(connection, source)),
+                        Err(ConnectionError::Bind(why)) => {
+                            // This host's fault: pass the address over and take the next.
+                            if let Some(lease) = source.take() {
+                                lease.unbindable(shared.state.store().now());
+                            }
+                            last = Some(Reply::local(451, "4.3.0", &why));
+                            if binds == 0 {
+                                break 'bind;
+                            }
+                            continue 'bind;
+                        }
+                        Err(ConnectionError::Tls(why)) if !self.tls_required => {
+                            // Opportunistic TLS: a receiver whose TLS is broken still gets its
+                            // mail, in plaintext, as it would without STARTTLS at all.
+                            tracing::info!(domain = %self.domain, %host, %address, %why, "STARTTLS failed; retrying in plaintext");
+                            let plain = TlsChoice {
+                                plaintext: true,
+                                ..tls.clone()
+                            };
+                            match Connection::open(host, address, ehlo, &plain, login, timeouts, from).await {
+                                Ok(connection) => return Ok(Open::new(connection, source)),
+                                Err(error) => last = Some(error.to_reply()),
+                            }
+                        }
+                        Err(error) => {
+                            tracing::debug!(domain = %self.domain, %host, %address, %error, "MX attempt failed");
+                            last = Some(error.to_reply());
                         }
                     }
-                    Err(error) => {
-                        tracing::debug!(domain = %self.domain, %host, %address, %error, "MX attempt failed");
-                        last = Some(error.to_reply());
-                    }
+                    break 'bind;
                 }
             }
         }

@@ -87,6 +87,7 @@ impl Delivery {
     /// drives outbound sessions. The scheduler is woken between looks at the due index by
     /// [`crate::services::Services::wake_delivery`] and by messages finishing.
     pub fn start(state: Arc<Services>) -> anyhow::Result<Delivery> {
+        crate::regions::check_binds(state.config());
         let config = &state.config().delivery;
         let dns = Dns::new(&config.nameservers, true)?;
         let tls = TlsChoice {

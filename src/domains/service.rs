@@ -268,18 +268,12 @@ pub fn update(services: &Services, caller: &Caller, id: Id, change: DomainChange
     if let Some(tracking) = tracking {
         domain.tracking_subdomain = tracking;
     }
-    let moved = new_region.is_some_and(|name| name != domain.region);
-    if moved {
-        // Mail not yet in flight leaves from the new region; its SPF record names other
-        // addresses, so DNS is checked again now.
-        domain.region = change.region.unwrap_or_default();
-        domain.next_check_at = Some(services.store().now());
+    // Mail not yet in flight leaves from the new region (delivery reads it per attempt).
+    if let Some(region) = new_region {
+        domain.region = region;
     }
     // Webhooks hear of changes only: a change to what the domain already is is none.
     save(services, &domain, domain != before)?;
-    if moved {
-        services.verifier().wake();
-    }
     Ok(())
 }
 

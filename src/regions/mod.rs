@@ -13,8 +13,9 @@
 pub mod stats;
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use chrono::NaiveDate;
 use herald_queue::{Batch, Store, Table, Timestamp, decode_counter};
@@ -45,11 +46,11 @@ impl std::fmt::Debug for Regions {
     }
 }
 
-/// One region's addresses, and whose turn is next.
+/// One region's addresses, and whose turn is next in each family (IPv4, IPv6).
 pub struct RegionState {
     name: String,
     sources: Vec<Arc<Source>>,
-    next: AtomicUsize,
+    next: [AtomicUsize; 2],
     /// Notified when a connection from one of its addresses closes.
     freed: Notify,
 }
@@ -63,7 +64,13 @@ pub struct Source {
     warmup: Option<Warmup>,
     /// The UTC day counted and its messages; `None` until read from the store.
     sent: Mutex<Option<(u32, u64)>>,
+    /// When binding it last failed (milliseconds on the store's clock; 0: never): it is
+    /// passed over for [`UNBINDABLE_FOR`] after.
+    unbindable_since: AtomicU64,
 }
+
+/// How long an address this host could not bind is passed over.
+const UNBINDABLE_FOR: Duration = Duration::from_secs(60);
 
 /// What a connection of a region binds to.
 pub enum Pick {
@@ -77,6 +84,8 @@ pub enum Pick {
     Spent,
     /// The region has source addresses, none of that family.
     NoFamily,
+    /// Every address of that family failed to bind on this host a moment ago.
+    Unbindable,
 }
 
 /// A connection's hold on a source address; released when dropped.
@@ -128,13 +137,14 @@ impl RegionState {
                         .map(|rate| limits.pacer(&format!("source/{ip}"), rate)),
                     warmup: region.warmup_of(ip).cloned(),
                     sent: Mutex::new(None),
+                    unbindable_since: AtomicU64::new(0),
                 })
             })
             .collect();
         RegionState {
             name: region.name.clone(),
             sources,
-            next: AtomicUsize::new(0),
+            next: [AtomicUsize::new(0), AtomicUsize::new(0)],
             freed: Notify::new(),
         }
     }
@@ -160,11 +170,16 @@ impl RegionState {
                 Pick::NoFamily
             };
         }
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut busy = false;
+        let start = self.next[usize::from(!ipv4)].fetch_add(1, Ordering::Relaxed);
+        let (mut busy, mut spent) = (false, false);
+        let now = store.now();
         for k in 0..family.len() {
             let source = family[(start + k) % family.len()];
+            if source.is_unbindable(now) {
+                continue;
+            }
             if source.remaining(store) == Some(0) {
+                spent = true;
                 continue;
             }
             if source.open.fetch_add(1, Ordering::AcqRel) >= source.connections_max {
@@ -177,13 +192,35 @@ impl RegionState {
                 region: Arc::clone(self),
             });
         }
-        if busy { Pick::Busy } else { Pick::Spent }
+        if busy {
+            Pick::Busy
+        } else if spent {
+            Pick::Spent
+        } else {
+            Pick::Unbindable
+        }
     }
 
     /// Waits until a connection from one of its addresses closes (or a second passes,
-    /// as a day can also turn).
-    pub async fn freed(&self) {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.freed.notified()).await;
+    /// as a day can also turn), having taken `pick`'s answer: registered before it, a
+    /// release in between is not missed.
+    pub async fn pick_or_wait(self: &Arc<Self>, store: &Store, ipv4: bool) -> Option<Pick> {
+        let freed = self.freed.notified();
+        tokio::pin!(freed);
+        freed.as_mut().enable();
+        match self.pick(store, ipv4) {
+            Pick::Busy => {
+                let _ = tokio::time::timeout(Duration::from_secs(1), freed).await;
+                None
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Whether every address has used its day's limit (none is unlimited or has any
+    /// left): its mail waits, without a lookup or a connection.
+    pub fn all_spent(&self, store: &Store) -> bool {
+        !self.sources.is_empty() && self.sources.iter().all(|s| s.remaining(store) == Some(0))
     }
 }
 
@@ -206,6 +243,16 @@ impl Source {
     /// Its warm-up schedule, if it has one.
     pub fn warmup(&self) -> Option<&Warmup> {
         self.warmup.as_ref()
+    }
+
+    /// Passes it over for a while: this host could not bind it.
+    pub fn mark_unbindable(&self, now: Timestamp) {
+        self.unbindable_since.store(now.as_millis().max(1), Ordering::Release);
+    }
+
+    fn is_unbindable(&self, now: Timestamp) -> bool {
+        let since = self.unbindable_since.load(Ordering::Acquire);
+        since != 0 && now.saturating_since(Timestamp::from_millis(since)) < UNBINDABLE_FOR
     }
 
     /// Messages sent from it today (UTC).
@@ -242,16 +289,16 @@ impl Source {
         let mut held = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = match &mut *held {
             Some((held_day, sent)) if *held_day == day => sent,
-            other => {
-                let stored = store
-                    .get_raw(Table::COUNTERS, &key(self.ip, day))
-                    .map(|found| found.map_or(0, |bytes| decode_counter(&bytes)))
-                    .unwrap_or_else(|error| {
-                        tracing::warn!(source = %self.ip, %error, "cannot read a source address's count; counting from 0");
-                        0
-                    });
-                &mut other.insert((day, stored)).1
-            }
+            other => match store.get_raw(Table::COUNTERS, &key(self.ip, day)) {
+                Ok(found) => &mut other.insert((day, found.map_or(0, |bytes| decode_counter(&bytes)))).1,
+                Err(error) => {
+                    // Not kept: the next look reads it again, so a passing error does not
+                    // let the address pass its limit for the rest of the day.
+                    tracing::warn!(source = %self.ip, %error, "cannot read a source address's count");
+                    let mut unread = self.warmup.as_ref().map_or(0, |_| u64::MAX);
+                    return f(&mut unread);
+                }
+            },
         };
         f(entry)
     }
@@ -261,6 +308,11 @@ impl SourceLease {
     /// The address bound to.
     pub fn ip(&self) -> IpAddr {
         self.source.ip
+    }
+
+    /// Passes its address over for a while: this host could not bind it.
+    pub fn unbindable(&self, now: Timestamp) {
+        self.source.mark_unbindable(now);
     }
 
     /// The region's name.
@@ -286,6 +338,24 @@ impl Drop for SourceLease {
     fn drop(&mut self) {
         self.source.open.fetch_sub(1, Ordering::AcqRel);
         self.region.freed.notify_waiters();
+    }
+}
+
+/// Says, at start, which configured source addresses this host cannot bind (an address
+/// not on any interface): delivery passes them over, and the operator should know.
+pub fn check_binds(config: &Config) {
+    for (i, region) in config.regions.iter().enumerate() {
+        for (j, &ip) in region.source_addresses.iter().enumerate() {
+            if let Err(error) = std::net::TcpListener::bind((ip, 0)) {
+                tracing::error!(
+                    key = %format!("regions[{i}].source_addresses[{j}]"),
+                    address = %ip,
+                    %error,
+                    "this host cannot bind a source address; mail from region {} leaves from its others",
+                    region.name
+                );
+            }
+        }
     }
 }
 

@@ -135,6 +135,11 @@ impl Services {
         }
     }
 
+    /// Whether `team` is the operator's, which sees what the host as a whole does.
+    pub fn is_operator_team(&self, team: Id) -> bool {
+        self.auth.operator_team() == team
+    }
+
     /// The regions' source addresses.
     pub fn regions(&self) -> &crate::regions::Regions {
         &self.regions
