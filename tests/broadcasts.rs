@@ -540,3 +540,118 @@ async fn broadcasts_due_together_take_turns() {
     );
     assert!(running.shutdown().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcasts_outcomes_and_clicked_links_count_peoples_clicks() {
+    use herald::accounts::{Caller, Permission};
+    use herald::broadcasts::service as broadcasts;
+
+    let sink = Sink::start(SinkOptions::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = Arc::new(ManualClock::new(Timestamp::from_system_time(
+        std::time::SystemTime::now(),
+    )));
+    let extra = format!(
+        "[delivery]\nenabled = true\nrelay = \"{}\"\nretry_intervals = [\"1s\"]\n[tracking]\nscheme = \"http\"\n",
+        sink.addr()
+    );
+    let running = util::start_with_clock(config(dir.path(), &extra), Some(OPERATOR_KEY), clock.clone()).await;
+    let addr = running.http_addr;
+    let domain = created(
+        addr,
+        "/domains",
+        json!({ "name": "shop.test", "click_tracking": true, "tracking_subdomain": "links" }),
+    )
+    .await;
+    let verified = api(
+        addr,
+        Method::POST,
+        &format!("/domains/{domain}/verify"),
+        Some(json!({ "skip_dns": true })),
+    )
+    .await;
+    assert_eq!(verified.status, StatusCode::OK, "{}", verified.text());
+    let segment = created(addr, "/segments", json!({ "name": "Three" })).await;
+    for name in ["ann", "bob", "cid"] {
+        created(
+            addr,
+            "/contacts",
+            json!({ "email": format!("{name}@example.net"), "segments": [{ "id": segment }] }),
+        )
+        .await;
+    }
+    let html = "<p><a href=\"https://shop.test/sale\">Sale</a> <a href=\"https://shop.test/new\">New</a></p>";
+    let id = created(
+        addr,
+        "/broadcasts",
+        json!({ "segment_id": segment, "from": "news@shop.test", "subject": "Sale", "html": html, "send": true }),
+    )
+    .await;
+    until(addr, &id, "sent").await;
+    let received = sink.wait_for(3, WAIT).await;
+    let links = |n: usize| -> Vec<String> {
+        let message = MessageParser::default().parse(&received[n].data).expect("MIME");
+        let body = message.body_html(0).expect("html").into_owned();
+        body.split("href=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .filter(|link| link.contains("/t/c/"))
+            .map(str::to_owned)
+            .collect()
+    };
+    // Past the first seconds, when a click is a link scanner's: these are people's.
+    clock.advance(Duration::from_secs(11));
+    let agent = "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) AppleWebKit/605.1.15";
+    let click = |link: String| async move {
+        let path = link
+            .split_once("links.shop.test")
+            .map_or(link.as_str(), |(_, p)| p)
+            .to_owned();
+        let clicked = util::call_with_headers(
+            addr,
+            Method::GET,
+            &path,
+            None,
+            &[("host", "links.shop.test"), ("user-agent", agent)],
+            bytes::Bytes::new(),
+        )
+        .await;
+        assert_eq!(clicked.status, StatusCode::FOUND, "{}", clicked.text());
+    };
+    let (first, second) = (links(0), links(1));
+    click(first[0].clone()).await;
+    click(first[0].clone()).await;
+    click(first[1].clone()).await;
+    click(second[0].clone()).await;
+
+    let team = api(addr, Method::GET, "/teams", None).await.json()["data"][0]["id"]
+        .as_str()
+        .expect("the operator's team")
+        .parse()
+        .expect("an id");
+    let caller = Caller {
+        team_id: team,
+        key_id: team,
+        permission: Permission::FullAccess,
+        domain_id: None,
+        operator: true,
+    };
+    let counted = util::eventually(WAIT, "the clicks to be recorded", || {
+        let found = broadcasts::outcomes(&running.state, &caller, &id).expect("outcomes");
+        async move { (found.clicked == 2).then_some(found) }
+    })
+    .await;
+    assert_eq!((counted.delivered, counted.opened, counted.bounced), (3, 2, 0));
+    let clicked = broadcasts::clicked_links(&running.state, &caller, &id).expect("links");
+    let clicked: Vec<(String, u64, u64)> = clicked
+        .into_iter()
+        .map(|l| (l.url, l.clicks, l.unique_clicks))
+        .collect();
+    assert_eq!(
+        clicked,
+        vec![
+            ("https://shop.test/sale".to_owned(), 3, 2),
+            ("https://shop.test/new".to_owned(), 1, 1),
+        ]
+    );
+}
