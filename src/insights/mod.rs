@@ -52,9 +52,6 @@ const SHORTENERS: &[&str] = &[
     "s.id",
 ];
 
-/// Second-level labels under which names are registered (`example.co.uk`).
-const SECOND_LEVEL: &[&str] = &["co", "com", "org", "net", "ac", "gov", "edu", "ne", "or"];
-
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -141,18 +138,13 @@ impl Report {
     }
 }
 
-/// The registrable domain of `name`, approximately (the last two labels, three under a
-/// known second level such as `co.uk`).
+/// The registrable (organisational) domain of `name` by the Public Suffix List, as
+/// DMARC alignment reads it: `example.co.uk` for `mail.example.co.uk`, and
+/// `shop.github.io` for `www.shop.github.io`. A name that is itself a public suffix, or
+/// not a domain at all, is its own.
 pub fn organizational(name: &str) -> String {
-    let labels: Vec<&str> = name.split('.').filter(|l| !l.is_empty()).collect();
-    let keep =
-        if labels.len() >= 3 && labels[labels.len() - 1].len() == 2 && SECOND_LEVEL.contains(&labels[labels.len() - 2])
-        {
-            3
-        } else {
-            2
-        };
-    labels[labels.len().saturating_sub(keep)..].join(".")
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    psl::domain_str(&name).map_or_else(|| name.clone(), str::to_owned)
 }
 
 /// The team's domain that sends for `name` (itself or its closest parent).
@@ -696,5 +688,25 @@ fn certificate_check(config: &crate::config::Config) -> Check {
                 "Renew or replace [tls] cert with a certificate for {hostname} from a public CA."
             )),
         ),
+    }
+}
+
+#[cfg(test)]
+mod organizational_tests {
+    use super::organizational;
+
+    #[test]
+    fn the_organisational_domain_follows_the_public_suffix_list() {
+        for (name, org) in [
+            ("mail.example.co.uk", "example.co.uk"),
+            ("a.b.example.com", "example.com"),
+            ("Example.COM.", "example.com"),
+            ("www.shop.github.io", "shop.github.io"),
+            ("news.example.com.au", "example.com.au"),
+            ("x.y.example.kawasaki.jp", "y.example.kawasaki.jp"),
+            ("co.uk", "co.uk"),
+        ] {
+            assert_eq!(organizational(name), org, "{name}");
+        }
     }
 }
