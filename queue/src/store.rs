@@ -387,6 +387,9 @@ const EXPIRING: &[Table] = &[
     Table::WEBHOOK_ATTEMPTS,
     Table::WEBHOOK_EXPIRY,
     Table::COUNTER_EXPIRY,
+    Table::IMPORT_EXPIRY,
+    Table::CONTACT_IMPORTS,
+    Table::IMPORT_ERRORS,
 ];
 
 fn table_options(name: &str) -> Options {

@@ -141,6 +141,9 @@ impl Table {
     /// Request logs to expire: a due index of `(request time, team and log id)`. Replaces
     /// [`Table::LOG_EXPIRY`], whose entries are moved here at start.
     pub const LOG_DUE: Table = Table::new("log_due");
+    /// Finished contact imports to expire: a due index of `(time finished, team and
+    /// import id)`.
+    pub const IMPORT_EXPIRY: Table = Table::new("import_expiry");
 
     /// Every table this build knows. The store creates the missing ones at open.
     pub const ALL: &'static [Table] = &[
@@ -196,6 +199,7 @@ impl Table {
         Table::SESSIONS,
         Table::INVITATIONS,
         Table::EMAILS_BY_STATUS,
+        Table::IMPORT_EXPIRY,
     ];
 }
 

@@ -203,6 +203,7 @@ pub struct RawRetention {
     pub webhook_messages: Option<String>,
     pub request_logs: Option<String>,
     pub metrics: Option<String>,
+    pub imports: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -20,6 +20,9 @@ pub struct RetentionConfig {
     pub request_logs: Option<Duration>,
     /// The aggregated counters of the Metrics page, counted from their period.
     pub metrics: Option<Duration>,
+    /// Finished contact imports with their refused rows, counted from when they
+    /// finished.
+    pub imports: Option<Duration>,
 }
 
 impl RetentionConfig {
@@ -32,6 +35,7 @@ impl RetentionConfig {
             self.webhook_messages,
             self.request_logs,
             self.metrics,
+            self.imports,
         ]
         .into_iter()
         .flatten()
@@ -67,6 +71,7 @@ impl Validator<'_> {
             webhook_messages: self.period("retention.webhook_messages", raw.webhook_messages.as_deref(), "30d")?,
             request_logs,
             metrics: self.period("retention.metrics", raw.metrics.as_deref(), "400d")?,
+            imports: self.period("retention.imports", raw.imports.as_deref(), "30d")?,
         })
     }
 
@@ -95,5 +100,6 @@ pub(super) fn render(config: &RetentionConfig) -> RawRetention {
         webhook_messages: show(config.webhook_messages),
         request_logs: show(config.request_logs),
         metrics: show(config.metrics),
+        imports: show(config.imports),
     }
 }

@@ -150,11 +150,15 @@ impl RocksContacts {
         batch.put(team_id.as_bytes(), &ContactCount { contacts })
     }
 
-    /// Stages `import` with its place in [`Table::IMPORT_QUEUE`]: there while unfinished.
+    /// Stages `import` with its place in [`Table::IMPORT_QUEUE`]: there while unfinished;
+    /// once finished, its expiry (`[retention] imports`) is armed.
     fn stage_import(batch: &mut Batch, import: &ContactImport) -> Result<(), Error> {
         let queued = [import.id.as_bytes().as_slice(), import.team_id.as_bytes()].concat();
         if import.status.is_final() {
             batch.delete_raw(Table::IMPORT_QUEUE, queued);
+            if let Some(finished) = import.completed_at {
+                super::imports::retention::arm(batch, import, finished);
+            }
         } else {
             batch.put_raw(Table::IMPORT_QUEUE, queued, Vec::new());
         }

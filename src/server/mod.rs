@@ -291,6 +291,14 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         retention.webhook_messages,
         controller.handle(),
     ));
+    crate::contacts::imports::retention::arm_finished(state.store())
+        .context("cannot arm the expiry of finished contact imports")?;
+    tasks.spawn(crate::retention::run(
+        state.store().clone(),
+        crate::contacts::imports::retention::Imports,
+        retention.imports,
+        controller.handle(),
+    ));
     let delivery = if state.config().delivery.enabled {
         Some(Delivery::start(Arc::clone(&state.services)).context("cannot start delivery")?)
     } else {
