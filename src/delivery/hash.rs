@@ -39,23 +39,23 @@ impl HashImpl for BufferedSha256 {
     fn hasher() -> Buffered {
         Buffered {
             context: digest::Context::new(&digest::SHA256),
-            pending: Box::new([0; BLOCK]),
-            len: 0,
+            // Not zeroed: a zeroed block per hasher (two per message) cost more than the
+            // hashing of a small message.
+            pending: Vec::with_capacity(BLOCK),
         }
     }
 }
 
-/// A SHA-256 in progress and the bytes not yet given to it.
+/// A SHA-256 in progress and the bytes not yet given to it (at most [`BLOCK`]).
 pub struct Buffered {
     context: digest::Context,
-    pending: Box<[u8; BLOCK]>,
-    len: usize,
+    pending: Vec<u8>,
 }
 
 impl Buffered {
     fn flush(&mut self) {
-        self.context.update(&self.pending[..self.len]);
-        self.len = 0;
+        self.context.update(&self.pending);
+        self.pending.clear();
     }
 }
 
@@ -65,15 +65,8 @@ impl Writer for Buffered {
     #[inline]
     fn write(&mut self, data: &[u8]) {
         match *data {
-            [byte] if self.len < BLOCK => {
-                self.pending[self.len] = byte;
-                self.len += 1;
-            }
-            [first, second] if self.len + 2 <= BLOCK => {
-                self.pending[self.len] = first;
-                self.pending[self.len + 1] = second;
-                self.len += 2;
-            }
+            [byte] if self.pending.len() < BLOCK => self.pending.push(byte),
+            [first, second] if self.pending.len() + 2 <= BLOCK => self.pending.extend_from_slice(&[first, second]),
             _ => self.write_slice(data),
         }
     }
@@ -81,14 +74,13 @@ impl Writer for Buffered {
 
 impl Buffered {
     fn write_slice(&mut self, data: &[u8]) {
-        if self.len + data.len() > BLOCK {
+        if self.pending.len() + data.len() > BLOCK {
             self.flush();
         }
         if data.len() >= BLOCK {
             self.context.update(data);
         } else {
-            self.pending[self.len..self.len + data.len()].copy_from_slice(data);
-            self.len += data.len();
+            self.pending.extend_from_slice(data);
         }
     }
 }
