@@ -276,7 +276,10 @@ fn the_command_line_manages_domains_keys_and_teams_through_the_api() {
         &["domains", "add", "example.test", "--dkim-algorithm", "ed25519"],
     );
     assert!(ok, "{err}");
-    assert!(out.contains("added example.test"), "{out}");
+    assert!(
+        out.contains("added example.test") && out.contains("in us-east-1"),
+        "{out}"
+    );
     assert!(
         out.contains("herald._domainkey.example.test") && out.contains("k=ed25519"),
         "{out}"
@@ -292,9 +295,18 @@ fn the_command_line_manages_domains_keys_and_teams_through_the_api() {
     let (_, out, _) = admin(dir, &url, None, &["domains", "list"]);
     assert!(
         out.lines()
-            .any(|l| l.contains("verified") && l.contains("example.test")),
+            .any(|l| l.contains("verified") && l.contains("us-east-1") && l.contains("example.test")),
         "{out}"
     );
+    // A region this server does not run is refused with the ones it does.
+    let (ok, _, err) = admin(
+        dir,
+        &url,
+        None,
+        &["domains", "add", "eu.example.test", "--region", "eu-west-1"],
+    );
+    assert!(!ok, "{err}");
+    assert!(err.contains("us-east-1") && err.contains("eu-west-1"), "{err}");
 
     let (ok, out, err) = admin(
         dir,

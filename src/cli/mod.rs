@@ -23,6 +23,9 @@ pub enum DomainsCommand {
         /// DKIM key algorithm: rsa or ed25519 (default: [domains] dkim_algorithm).
         #[arg(long)]
         dkim_algorithm: Option<String>,
+        /// The region its mail leaves from (default: [delivery] region).
+        #[arg(long)]
+        region: Option<String>,
     },
     /// List the team's domains.
     List,
@@ -151,16 +154,24 @@ pub async fn users(client: &Client, command: UsersCommand) -> anyhow::Result<()>
 /// Runs a `domains` command.
 pub async fn domains(client: &Client, command: DomainsCommand) -> anyhow::Result<()> {
     match command {
-        DomainsCommand::Add { name, dkim_algorithm } => {
+        DomainsCommand::Add {
+            name,
+            dkim_algorithm,
+            region,
+        } => {
             let mut body = json!({ "name": name });
             if let Some(algorithm) = dkim_algorithm {
                 body["dkim_algorithm"] = json!(algorithm);
             }
+            if let Some(region) = region {
+                body["region"] = json!(region);
+            }
             let domain = client.call(Method::POST, "/domains", Some(&body)).await?;
             println!(
-                "added {} ({}), status {}",
+                "added {} ({}) in {}, status {}",
                 domain["name"].as_str().unwrap_or_default(),
                 domain["id"].as_str().unwrap_or_default(),
+                domain["region"].as_str().unwrap_or_default(),
                 domain["status"].as_str().unwrap_or_default()
             );
             println!(
@@ -171,12 +182,13 @@ pub async fn domains(client: &Client, command: DomainsCommand) -> anyhow::Result
         }
         DomainsCommand::List => {
             let list = client.call(Method::GET, "/domains", None).await?;
-            println!("{:<38} {:<20} {:<30}", "ID", "STATUS", "NAME");
+            println!("{:<38} {:<20} {:<16} {:<30}", "ID", "STATUS", "REGION", "NAME");
             for domain in items(&list) {
                 println!(
-                    "{:<38} {:<20} {:<30}",
+                    "{:<38} {:<20} {:<16} {:<30}",
                     text(domain, "id"),
                     text(domain, "status"),
+                    text(domain, "region"),
                     text(domain, "name")
                 );
             }
