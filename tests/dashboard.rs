@@ -8,7 +8,7 @@ mod util;
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::cookies::{Browser, add_users, csrf, sign_in};
+use util::cookies::{Browser, add_users, csrf, sign_in, signed_in};
 use util::{HttpResponse, OPERATOR_KEY, call, call_with_headers};
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -1259,17 +1259,9 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
         [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"127.0.0.3\"]\n";
     let running = util::start_api(dir.path(), regions).await;
     let addr = running.http_addr;
-    let added = call(
-        addr,
-        Method::POST,
-        "/users",
-        Some(OPERATOR_KEY),
-        Some(json!({ "email": "admin@example.com", "role": "admin", "password": PASSWORD })),
-    )
-    .await;
-    assert_eq!(added.status, StatusCode::CREATED);
+    add_users(addr, &[("admin@example.com", "admin")], PASSWORD).await;
     let id = util::verified_domain(addr, "regional.example.org").await;
-    let (mut admin, _) = sign_in(addr, "admin@example.com", PASSWORD).await;
+    let mut admin = signed_in(addr, "admin@example.com", PASSWORD).await;
     let location = format!("/dashboard/domains/{id}");
     let page = admin.get(addr, &location).await;
     let text = page.text();
@@ -1346,7 +1338,7 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
     )
     .await
     .json();
-    let (mut olga, _) = sign_in(addr, "olga@example.com", PASSWORD).await;
+    let mut olga = signed_in(addr, "olga@example.com", PASSWORD).await;
     let page = olga
         .get(
             addr,
@@ -1366,16 +1358,8 @@ async fn the_team_page_shows_its_plan_and_what_it_has_sent_against_it() {
     let plans = "[[plans]]\nname = \"free\"\nmonthly_emails = 3000\ndaily_emails = 100\n";
     let running = util::start_api(dir.path(), plans).await;
     let addr = running.http_addr;
-    let added = call(
-        addr,
-        Method::POST,
-        "/users",
-        Some(OPERATOR_KEY),
-        Some(json!({ "email": "owner@example.com", "role": "owner", "password": PASSWORD })),
-    )
-    .await;
-    assert_eq!(added.status, StatusCode::CREATED);
-    let (mut owner, _) = sign_in(addr, "owner@example.com", PASSWORD).await;
+    add_users(addr, &[("owner@example.com", "owner")], PASSWORD).await;
+    let mut owner = signed_in(addr, "owner@example.com", PASSWORD).await;
     let page = owner.get(addr, "/dashboard/team").await.text();
     assert!(
         page.contains("This team has no plan: its sending is unlimited."),

@@ -10,7 +10,7 @@ mod util;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herald::server::Running;
 use herald_queue::{ManualClock, Timestamp};
@@ -85,21 +85,9 @@ impl World {
         response.json()["id"].as_str().expect("id").to_owned()
     }
 
-    /// Waits until the email's `last_event` is `event`.
-    async fn wait_event(&self, id: &str, event: &str) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let email = self.call(Method::GET, &format!("/emails/{id}"), None).await.json();
-            if email["last_event"] == event {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "email {id} never reached {event}; last: {}",
-                email["last_event"]
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    /// Waits until the email's `last_event` is one of `events`; which one.
+    async fn wait_event(&self, id: &str, events: &[&str]) -> String {
+        settled(self.addr(), id, events).await
     }
 
     /// `GET /queue/stats`'s entry for source address `ip`.
@@ -111,6 +99,18 @@ impl World {
             .cloned()
             .unwrap_or_else(|| panic!("no source {ip} in {stats}"))
     }
+}
+
+/// Waits until the email `id`'s `last_event` is one of `events`; which one.
+async fn settled(addr: SocketAddr, id: &str, events: &[&str]) -> String {
+    util::eventually(WAIT, &format!("email {id} to reach one of {events:?}"), || async {
+        let email = call(addr, Method::GET, &format!("/emails/{id}"), Some(OPERATOR_KEY), None)
+            .await
+            .json();
+        let last = email["last_event"].as_str().unwrap_or_default().to_owned();
+        events.contains(&last.as_str()).then_some(last)
+    })
+    .await
 }
 
 /// Who each received message was sent to, from where and as whom.
@@ -236,19 +236,8 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
     world.sink.wait_for(2, WAIT).await;
     let mut delayed = Vec::new();
     for id in &ids {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let email = world.call(Method::GET, &format!("/emails/{id}"), None).await.json();
-            match email["last_event"].as_str() {
-                Some("delivered") => break,
-                Some("delivery_delayed") => {
-                    delayed.push(id.clone());
-                    break;
-                }
-                _ => {}
-            }
-            assert!(Instant::now() < deadline, "{email}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if world.wait_event(id, &["delivered", "delivery_delayed"]).await == "delivery_delayed" {
+            delayed.push(id.clone());
         }
     }
     assert_eq!(delayed.len(), 2, "two of four wait for tomorrow");
@@ -280,7 +269,7 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
     // The next UTC day the limit is ten: the two go out, from the same address.
     world.clock.advance(Duration::from_secs(12 * 3600 + 60));
     for id in &delayed {
-        world.wait_event(id, "delivered").await;
+        world.wait_event(id, &["delivered"]).await;
     }
     let received = world.sink.wait_for(4, WAIT).await;
     assert!(received.iter().all(|r| r.peer == ip(EU)), "{:?}", arrivals(&received));
@@ -322,21 +311,7 @@ async fn an_address_this_host_cannot_bind_is_passed_over() {
     let received = sink.wait_for(4, WAIT).await;
     assert!(received.iter().all(|r| r.peer == ip(US)), "{:?}", arrivals(&received));
     for id in &ids {
-        let deadline = Instant::now() + WAIT;
-        while call(
-            running.http_addr,
-            Method::GET,
-            &format!("/emails/{id}"),
-            Some(OPERATOR_KEY),
-            None,
-        )
-        .await
-        .json()["last_event"]
-            != "delivered"
-        {
-            assert!(Instant::now() < deadline, "{id} was never delivered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        settled(running.http_addr, id, &["delivered"]).await;
         let email_id: herald_queue::Id = id.parse().expect("id");
         let kinds: Vec<herald::emails::EmailState> = running
             .state

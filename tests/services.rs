@@ -198,35 +198,25 @@ fn a_record_lock_holds_off_other_changes_of_that_record_until_it_drops() {
 
 #[test]
 fn a_tracking_key_that_cannot_be_loaded_is_tried_again_a_minute_later() {
-    use herald::config::Config;
-    use herald::outbound::Outbound;
-    use herald::services::Services;
-    use herald_queue::{ManualClock, Spool, Store, StoreOptions, Timestamp};
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("data");
-    // The key's path is a directory: reading it fails, as a disk error would.
-    std::fs::create_dir_all(data.join("tracking.key")).expect("a directory in the key's place");
-    let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
-    let mut options = StoreOptions::new(dir.path().join("spool"));
-    options.min_free_space = 0;
-    options.clock = clock.clone();
-    let store = Store::open(options).expect("open the store");
-    let (spool, _) = Spool::open(store.clone()).expect("open the spool");
-    let config = Config::from_toml(
-        &format!("[server]\ndata_dir = {:?}\n", data.display().to_string()),
-        None,
-    )
-    .expect("config");
-    let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-    let services = Services::new(config, store.clone(), spool, store.next_id(), outbound);
+    let world = World::with_config(|dir| {
+        let data = dir.join("data");
+        // The key's path is a directory: reading it fails, as a disk error would.
+        std::fs::create_dir_all(data.join("tracking.key")).expect("a directory in the key's place");
+        herald::config::Config::from_toml(
+            &format!("[server]\ndata_dir = {:?}\n", data.display().to_string()),
+            None,
+        )
+        .expect("config")
+    });
+    let services = &world.services;
+    let key = services.config().server.data_dir.join("tracking.key");
 
     assert!(services.tracking_signer().is_none());
-    std::fs::remove_dir(data.join("tracking.key")).expect("mend it");
+    std::fs::remove_dir(&key).expect("mend it");
     assert!(services.tracking_signer().is_none(), "not tried again at once");
-    clock.advance(Duration::from_secs(61));
+    world.clock.advance(Duration::from_secs(61));
     let signer = services.tracking_signer().expect("loaded once a minute has passed");
     let tag = signer.tag(&[b"x"]);
     assert!(services.tracking_signer().expect("kept").verify_tag(&[b"x"], &tag));
-    assert!(data.join("tracking.key").is_file(), "made and kept");
+    assert!(key.is_file(), "made and kept");
 }

@@ -37,6 +37,19 @@ fn certificate(dir: &std::path::Path, host: &str) -> (std::path::PathBuf, std::p
 }
 
 /// The `List-Unsubscribe` URL of a delivered message, and the message's headers.
+/// RFC 8058's one-click `POST` to `path`, over HTTPS to the public host.
+async fn one_click(https: SocketAddr, path: &str) -> (HttpResponse, Vec<u8>) {
+    https_call(
+        https,
+        PUBLIC_HOST,
+        Method::POST,
+        path,
+        &[("content-type", "application/x-www-form-urlencoded")],
+        Bytes::from_static(b"List-Unsubscribe=One-Click"),
+    )
+    .await
+}
+
 fn unsubscribe_link(data: &[u8]) -> (String, String) {
     let message = MessageParser::default().parse(data).expect("MIME");
     let header = message
@@ -170,27 +183,11 @@ async fn get_never_unsubscribes_and_post_does_over_https() {
 
     // Forged and altered links are 404s, changing nothing.
     let forged = format!("{path}x");
-    let (refused, _) = https_call(
-        https,
-        PUBLIC_HOST,
-        Method::POST,
-        &forged,
-        &[("content-type", "application/x-www-form-urlencoded")],
-        Bytes::from_static(b"List-Unsubscribe=One-Click"),
-    )
-    .await;
+    let (refused, _) = one_click(https, &forged).await;
     assert_eq!(refused.status, StatusCode::NOT_FOUND);
 
     // RFC 8058's one-click POST: 200, empty, and out of the topic at once.
-    let (clicked, _) = https_call(
-        https,
-        PUBLIC_HOST,
-        Method::POST,
-        path,
-        &[("content-type", "application/x-www-form-urlencoded")],
-        Bytes::from_static(b"List-Unsubscribe=One-Click"),
-    )
-    .await;
+    let (clicked, _) = one_click(https, path).await;
     assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text());
     assert!(clicked.body.is_empty());
     assert_eq!(
@@ -271,26 +268,10 @@ async fn get_never_unsubscribes_and_post_does_over_https() {
     // One link may POST ten times a minute (two so far): the eleventh is a 429 that says
     // when to come back, and changes nothing. Another link is counted apart.
     for _ in 0..8 {
-        let (again, _) = https_call(
-            https,
-            PUBLIC_HOST,
-            Method::POST,
-            path,
-            &[("content-type", "application/x-www-form-urlencoded")],
-            Bytes::from_static(b"List-Unsubscribe=One-Click"),
-        )
-        .await;
+        let (again, _) = one_click(https, path).await;
         assert_eq!(again.status, StatusCode::OK);
     }
-    let (limited, _) = https_call(
-        https,
-        PUBLIC_HOST,
-        Method::POST,
-        path,
-        &[("content-type", "application/x-www-form-urlencoded")],
-        Bytes::from_static(b"List-Unsubscribe=One-Click"),
-    )
-    .await;
+    let (limited, _) = one_click(https, path).await;
     assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.text());
     assert!(limited.headers.contains_key("retry-after"));
     let (shown, _) = https_call(https, PUBLIC_HOST, Method::GET, path, &[], Bytes::new()).await;

@@ -258,23 +258,14 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                     }
                 }),
             )?;
-        } else if let Some(period) = over_quota(services, &mut batch, &mut shares, (team, allowance), now)? {
-            recipient.outcome = Outcome::Failed;
-            broadcast.counts.failed += 1;
-            let reason = period.failure_reason().to_owned();
-            skipped(
-                &mut batch,
-                services,
-                &broadcast,
-                &contact.email,
-                EventKind::EmailFailed,
-                json!({
-                    "failed": { "reason": reason }
-                }),
-            )?;
-            recipient.reason = Some(reason);
         } else {
-            match prepared.render(&broadcast, &contact) {
+            // Over the plan's quota, or a contact the content cannot be rendered for: the
+            // recipient fails with the reason.
+            let rendered = match over_quota(services, &mut batch, &mut shares, (team, allowance), now)? {
+                Some(period) => Err(period.failure_reason().to_owned()),
+                None => prepared.render(&broadcast, &contact),
+            };
+            match rendered {
                 Err(reason) => {
                     recipient.outcome = Outcome::Failed;
                     broadcast.counts.failed += 1;

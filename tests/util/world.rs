@@ -37,6 +37,11 @@ impl World {
 
     /// A fresh world with `example.test` verified for the operator's team.
     pub fn new() -> World {
+        World::with_config(|_| Config::defaults())
+    }
+
+    /// A fresh world as [`World::new`], on the config `make` gives for its directory.
+    pub fn with_config(make: impl FnOnce(&std::path::Path) -> Config) -> World {
         let dir = tempfile::tempdir().expect("tempdir");
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
         let mut options = StoreOptions::new(dir.path().join("spool"));
@@ -47,7 +52,7 @@ impl World {
         let team = store.next_id();
         // As `[webhooks] allow_private_endpoints` defaults: private endpoints are refused.
         let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-        let services = Services::new(Config::defaults(), store, spool, team, outbound);
+        let services = Services::new(make(dir.path()), store, spool, team, outbound);
         verified_domain(&services, team, "example.test");
         World {
             services,
