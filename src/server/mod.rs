@@ -291,8 +291,6 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         retention.webhook_messages,
         controller.handle(),
     ));
-    crate::contacts::imports::retention::arm_finished(state.store())
-        .context("cannot arm the expiry of finished contact imports")?;
     tasks.spawn(crate::retention::run(
         state.store().clone(),
         crate::contacts::imports::retention::Imports,
@@ -360,6 +358,7 @@ async fn open_store(
         }
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
         crate::counters::backfill::prepare(&store)?;
+        crate::contacts::imports::retention::arm_finished(&store)?;
         let indexed = crate::emails::by_status::build(&store)?;
         if indexed > 0 {
             tracing::info!(emails = indexed, "emails indexed by status for the dashboard");
