@@ -265,6 +265,8 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
         .json();
     let reply = queued.to_string();
     assert!(reply.contains("warm-up limit"), "{reply}");
+    // Held until the UTC day turns, not retried on the intervals meanwhile.
+    assert_eq!(queued["next_attempt_at"], "2026-11-21 00:00:00.000000+00", "{queued}");
 
     // The next UTC day the limit is ten: the two go out, from the same address.
     world.clock.advance(Duration::from_secs(12 * 3600 + 60));

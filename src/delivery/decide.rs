@@ -68,6 +68,17 @@ pub fn decide(outcome: &Outcome, attempts: u32, now: Timestamp, policy: RetryPol
     let reply = match outcome {
         Outcome::Suppressed(origin) => return Decision::Suppressed { origin: *origin },
         Outcome::Failed(reason) => return Decision::Failed { reason: reason.clone() },
+        Outcome::Held { reply, until } => {
+            if now >= policy.expiry {
+                return Decision::Expired {
+                    last_reply: reply.to_string(),
+                };
+            }
+            return Decision::Deferred {
+                next_attempt: (*until).max(now).min(policy.expiry),
+                first: attempts == 1,
+            };
+        }
         Outcome::Replied { reply, .. } => reply,
     };
     if reply.is_success() {
@@ -188,6 +199,16 @@ mod tests {
         }
     }
 
+    fn held(until: u64) -> Outcome {
+        Outcome::Held {
+            reply: Reply {
+                code: 451,
+                lines: vec!["4.4.5 warm-up".to_owned()],
+            },
+            until: Timestamp::from_millis(until),
+        }
+    }
+
     const INTERVALS: [Duration; 2] = [Duration::from_secs(60), Duration::from_secs(300)];
 
     fn policy(expiry: u64) -> RetryPolicy<'static> {
@@ -272,6 +293,34 @@ mod tests {
                 9_000_000,
                 Decision::Suppressed {
                     origin: Origin::Complaint,
+                },
+            ),
+            // Held back (a region's warm-up): its own time, not the intervals', never
+            // past the lifetime; at the lifetime it expires.
+            (
+                held(5_000_000),
+                1,
+                9_000_000,
+                Decision::Deferred {
+                    next_attempt: at(5_000_000),
+                    first: true,
+                },
+            ),
+            (
+                held(5_000_000),
+                2,
+                3_000_000,
+                Decision::Deferred {
+                    next_attempt: at(3_000_000),
+                    first: false,
+                },
+            ),
+            (
+                held(5_000_000),
+                2,
+                1_000_000,
+                Decision::Expired {
+                    last_reply: "451 4.4.5 warm-up".to_owned(),
                 },
             ),
         ];

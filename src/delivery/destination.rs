@@ -175,7 +175,7 @@ enum Unready {
     /// No route now (temporary: the destination is backed off) or ever.
     Route(NoRoute),
     /// Every source address of the region has used its day's warm-up limit.
-    Spent(Reply),
+    Spent,
     /// Delivery is stopping.
     Stopping,
 }
@@ -209,9 +209,9 @@ impl Destination {
                 continue;
             }
             if self.region.all_spent(shared.state.store()) {
-                // Every address has sent its day: the piece waits for its next attempt
+                // Every address has sent its day: the piece waits for the next UTC day
                 // without taking a turn of the destination's rate or a lookup.
-                piece.complete_all(&self.spent(), None);
+                self.hold(shared, piece);
                 continue;
             }
             self.pace().await;
@@ -225,8 +225,12 @@ impl Destination {
                     drop(piece);
                     continue;
                 }
-                Err(Unready::Route(NoRoute::Permanent(reply)) | Unready::Spent(reply)) => {
+                Err(Unready::Route(NoRoute::Permanent(reply))) => {
                     piece.complete_all(&reply, None);
+                    continue;
+                }
+                Err(Unready::Spent) => {
+                    self.hold(shared, piece);
                     continue;
                 }
                 Err(Unready::Route(NoRoute::Temporary(reply))) => {
@@ -319,19 +323,20 @@ impl Destination {
                 _ => return Ok(()),
             }
         }
-        Err(Unready::Spent(self.spent()))
+        Err(Unready::Spent)
     }
 
-    /// The deferral of a message whose region has no address left for today.
-    fn spent(&self) -> Reply {
-        Reply::local(
+    /// Holds `piece` until the next UTC day: its region has no address left for today.
+    fn hold(&self, shared: &Shared, piece: Piece) {
+        let reply = Reply::local(
             451,
             "4.4.5",
             &format!(
                 "every source address of region {} has sent its warm-up limit for today (UTC)",
                 self.region.name()
             ),
-        )
+        );
+        piece.hold_all(&reply, crate::regions::next_day(shared.state.store().now()));
     }
 
     /// A source address of the region for a connection to an address of `ipv4`'s family
@@ -508,7 +513,7 @@ impl Destination {
             }
         }
         if spent && !tried {
-            return Err(Unready::Spent(self.spent()));
+            return Err(Unready::Spent);
         }
         let reply = last.unwrap_or_else(|| Reply::local(451, "4.4.0", "no MX host could be tried"));
         if any_address || any_temporary || reply.is_transient() {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_channel::Sender;
-use herald_queue::{Id, Spool};
+use herald_queue::{Id, Spool, Timestamp};
 
 use super::reply::Reply;
 use super::schedule::Held;
@@ -41,6 +41,14 @@ pub enum Outcome {
         reply: Reply,
         /// Where, when a connection was made.
         via: Option<Via>,
+    },
+    /// herald held it back until `until` (its region's addresses have all sent their
+    /// day's warm-up limit): a deferral with its own time, nothing was attempted.
+    Held {
+        /// What the recipient is recorded with.
+        reply: Reply,
+        /// When it may be tried again.
+        until: Timestamp,
     },
     /// The address is on the team's suppression list; nothing was attempted.
     Suppressed(Origin),
@@ -210,6 +218,19 @@ impl Piece {
     pub fn complete_all(self, reply: &Reply, via: Option<&Via>) {
         let replies = vec![reply.clone(); self.indexes.len()];
         self.complete(replies, via);
+    }
+
+    /// Holds every recipient back until `until`, recorded with `reply`.
+    pub fn hold_all(self, reply: &Reply, until: Timestamp) {
+        for &index in &self.indexes {
+            self.job.record(
+                index,
+                Outcome::Held {
+                    reply: reply.clone(),
+                    until,
+                },
+            );
+        }
     }
 }
 

@@ -118,6 +118,12 @@ fn apply(
                 recipient.last_attempt_at = Some(now);
                 push_log(&mut logs, via.as_ref(), reply, &address);
             }
+            Outcome::Held { reply, .. } => {
+                recipient.attempts += 1;
+                recipient.last_response = Some(reply.to_string());
+                recipient.last_attempt_at = Some(now);
+                push_log(&mut logs, None, reply, &address);
+            }
             Outcome::Suppressed(_) => {}
         }
         let jitter = rand::rng().random_range(0.9..=1.1);
