@@ -255,7 +255,11 @@ impl Destination {
             let mut result = current.connection.send(&sender, &addresses, &message).await;
             if result.is_err() && current.sent > 0 && !current.connection.data_sent {
                 // A reused connection the server had closed in the meantime: nothing of
-                // this message went out, so one fresh connection gets it.
+                // this message went out, so one fresh connection gets it (and its
+                // address's day gets back the message it counted).
+                if let Some(source) = &current.source {
+                    source.give_back(shared.state.store());
+                }
                 open = None;
                 if self.ready(shared, &mut open).await.is_ok()
                     && let Some(fresh) = open.as_mut()

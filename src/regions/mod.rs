@@ -325,6 +325,11 @@ impl SourceLease {
         self.source.take(store)
     }
 
+    /// Gives back a message [`SourceLease::take`] counted that was not sent.
+    pub fn give_back(&self, store: &Store) {
+        self.source.with_today(store, |sent| *sent = sent.saturating_sub(1));
+    }
+
     /// Waits for the address's rate to allow one more message.
     pub async fn pace(&self) {
         let Some(pacer) = &self.source.pacer else { return };

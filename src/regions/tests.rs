@@ -125,3 +125,21 @@ fn every_address_spent_is_spent() {
     );
     assert_eq!(next_day(store.now()), Timestamp::from_millis(START + 12 * 3600 * 1000));
 }
+
+#[test]
+fn a_message_given_back_frees_its_place_in_the_day() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, _clock) = crate::testing::store(dir.path(), START);
+    let config = Config::from_toml(
+        "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\"]\n\
+         [[regions.warmup]]\naddress = \"127.0.0.2\"\nstart = \"2026-11-20\"\ndaily_limits = [1]\n",
+        None,
+    )
+    .expect("valid");
+    let regions = Regions::new(&config, &LocalDestinations::new(store.clock().clone()));
+    let lease = bound(regions.get(&config, "us-east-1").pick(&store, true));
+    assert!(lease.take(&store));
+    assert!(!lease.take(&store));
+    lease.give_back(&store);
+    assert!(lease.take(&store), "the unsent message's place is free again");
+}
