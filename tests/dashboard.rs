@@ -348,16 +348,7 @@ async fn invitations_set_a_password_once_and_failures_lock_out() {
     assert_eq!(locked.status, StatusCode::UNAUTHORIZED, "locked out");
 
     // A team's own key adds users to its team only.
-    let team = call(
-        addr,
-        Method::POST,
-        "/teams",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "Other" })),
-    )
-    .await
-    .json();
-    let key = team["api_key"]["token"].as_str().expect("key").to_owned();
+    let key = other_team(addr).await;
     let operator_team =
         call(addr, Method::GET, "/users", Some(OPERATOR_KEY), None).await.json()["data"][0]["team_id"].clone();
     let refused = call(
@@ -857,6 +848,20 @@ async fn the_emails_page_filters_pages_and_exports_csv() {
 }
 
 /// The value of the element with `id` (its text).
+/// A new team, "Other"; its full-access key.
+async fn other_team(addr: std::net::SocketAddr) -> String {
+    let team = call(
+        addr,
+        Method::POST,
+        "/teams",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Other" })),
+    )
+    .await
+    .json();
+    team["api_key"]["token"].as_str().expect("key").to_owned()
+}
+
 fn element_text(page: &HttpResponse, id: &str) -> String {
     let text = page.text();
     let marker = format!("id=\"{id}\">");
@@ -1310,16 +1315,7 @@ async fn a_domains_page_shows_its_regions_addresses_and_moves_it_to_another() {
 
     // Another team sees its region's addresses and warm-up, not the host's live counts
     // (they are every team's mail).
-    let team = call(
-        addr,
-        Method::POST,
-        "/teams",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "Other" })),
-    )
-    .await
-    .json();
-    let key = team["api_key"]["token"].as_str().expect("key").to_owned();
+    let key = other_team(addr).await;
     let user = call(
         addr,
         Method::POST,

@@ -36,14 +36,25 @@ impl World {
     /// herald with regions `us-east-1` (from [`US`]) and `eu-west-1` (from [`EU`], its
     /// own relay, and `eu` appended to its section), both reaching the sink.
     async fn start(eu: &str) -> World {
+        World::start_with("idle_timeout = \"2s\"\n", |relay| {
+            format!(
+                "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"{US}\"]\nehlo = \"mta-us.herald.test\"\n\
+                 [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"{EU}\"]\nehlo = \"mta-eu.herald.test\"\nrelay = \"{relay}\"\n{eu}"
+            )
+        })
+        .await
+    }
+
+    /// herald relaying to a sink, with `delivery` added to `[delivery]` and the
+    /// `[[regions]]` that `regions` writes for the sink's address.
+    async fn start_with(delivery: &str, regions: impl FnOnce(SocketAddr) -> String) -> World {
         let sink = Sink::start(SinkOptions::default());
         let relay = sink.addr();
         let dir = tempfile::tempdir().expect("tempdir");
         let extra = format!(
-            "[api]\nrate_limit = \"1000/s\"\n{}idle_timeout = \"2s\"\n\
-             [[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"{US}\"]\nehlo = \"mta-us.herald.test\"\n\
-             [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [\"{EU}\"]\nehlo = \"mta-eu.herald.test\"\nrelay = \"{relay}\"\n{eu}",
-            util::relay_to(relay)
+            "[api]\nrate_limit = \"1000/s\"\n{}{delivery}{}",
+            util::relay_to(relay),
+            regions(relay)
         );
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(START)));
         let config = util::config(dir.path(), &extra);
@@ -284,38 +295,25 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_this_host_cannot_bind_is_passed_over() {
     // 192.0.2.77 (TEST-NET-1) is on no interface here: binding it fails.
-    let sink = Sink::start(SinkOptions::default());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let extra = format!(
-        "[api]\nrate_limit = \"1000/s\"\n{}idle_timeout = \"1s\"\nconnections_per_destination = 1\nmessages_per_connection = 1\n\
-         [[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.77\", \"{US}\"]\n",
-        util::relay_to(sink.addr())
-    );
-    let running = util::start_with_key(util::config(dir.path(), &extra), Some(OPERATOR_KEY)).await;
-    util::verified_domain(running.http_addr, "bind.test").await;
+    let world = World::start_with(
+        "idle_timeout = \"1s\"\nconnections_per_destination = 1\nmessages_per_connection = 1\n",
+        |_| format!("[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.77\", \"{US}\"]\n"),
+    )
+    .await;
+    util::verified_domain(world.addr(), "bind.test").await;
     let mut ids = Vec::new();
     for n in 0..4 {
-        let body =
-            json!({ "from": "app@bind.test", "to": [format!("b{n}@example.net")], "subject": "hi", "text": "Hello." });
-        let sent = call(
-            running.http_addr,
-            Method::POST,
-            "/emails",
-            Some(OPERATOR_KEY),
-            Some(body),
-        )
-        .await;
-        assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
-        ids.push(sent.json()["id"].as_str().expect("id").to_owned());
+        ids.push(world.send("bind.test", &format!("b{n}@example.net")).await);
     }
     // Each message gets its own connection; none is deferred or backed off for the
     // address that cannot be bound.
-    let received = sink.wait_for(4, WAIT).await;
+    let received = world.sink.wait_for(4, WAIT).await;
     assert!(received.iter().all(|r| r.peer == ip(US)), "{:?}", arrivals(&received));
     for id in &ids {
-        settled(running.http_addr, id, &["delivered"]).await;
+        world.wait_event(id, &["delivered"]).await;
         let email_id: herald_queue::Id = id.parse().expect("id");
-        let kinds: Vec<herald::emails::EmailState> = running
+        let kinds: Vec<herald::emails::EmailState> = world
+            .running
             .state
             .store()
             .scan::<herald::emails::record::EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))

@@ -14,8 +14,16 @@ const CONFIG: &str = "[[regions]]\nname = \"us-east-1\"\n\
     [[regions.warmup]]\naddress = \"127.0.0.3\"\nstart = \"2026-11-20\"\ndaily_limits = [2, 3]\n\
     [[regions]]\nname = \"eu-west-1\"\n";
 
+/// One address, warming up with a limit of one message on its first day.
+const ONE_A_DAY: &str = "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\"]\n\
+    [[regions.warmup]]\naddress = \"127.0.0.2\"\nstart = \"2026-11-20\"\ndaily_limits = [1]\n";
+
 fn setup(store: &Store) -> (Config, Regions) {
-    let config = Config::from_toml(CONFIG, None).expect("valid");
+    setup_with(store, CONFIG)
+}
+
+fn setup_with(store: &Store, text: &str) -> (Config, Regions) {
+    let config = Config::from_toml(text, None).expect("valid");
     let regions = Regions::new(&config, &LocalDestinations::new(store.clock().clone()));
     (config, regions)
 }
@@ -41,12 +49,7 @@ fn addresses_of_the_family_take_turns_up_to_their_connections() {
     assert_eq!(bound(us.pick(&store, false)).ip().to_string(), "::1");
     let eu = regions.get(&config, "eu-west-1");
     assert!(matches!(eu.pick(&store, true), Pick::System));
-    let v4_only = Config::from_toml(
-        "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\"]\n",
-        None,
-    )
-    .expect("valid");
-    let only = Regions::new(&v4_only, &LocalDestinations::new(store.clock().clone()));
+    let (v4_only, only) = setup_with(&store, ONE_A_DAY);
     assert!(matches!(
         only.get(&v4_only, "us-east-1").pick(&store, false),
         Pick::NoFamily
@@ -101,13 +104,7 @@ fn a_warming_address_stops_at_its_daily_limit_and_grows_the_next_day() {
 fn every_address_spent_is_spent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, _clock) = crate::testing::store(dir.path(), START);
-    let config = Config::from_toml(
-        "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\"]\n\
-         [[regions.warmup]]\naddress = \"127.0.0.2\"\nstart = \"2026-11-20\"\ndaily_limits = [1]\n",
-        None,
-    )
-    .expect("valid");
-    let regions = Regions::new(&config, &LocalDestinations::new(store.clock().clone()));
+    let (config, regions) = setup_with(&store, ONE_A_DAY);
     let us = regions.get(&config, "us-east-1");
     let lease = bound(us.pick(&store, true));
     assert!(lease.take(&store));
@@ -130,13 +127,7 @@ fn every_address_spent_is_spent() {
 fn a_message_given_back_frees_its_place_in_the_day() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, _clock) = crate::testing::store(dir.path(), START);
-    let config = Config::from_toml(
-        "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"127.0.0.2\"]\n\
-         [[regions.warmup]]\naddress = \"127.0.0.2\"\nstart = \"2026-11-20\"\ndaily_limits = [1]\n",
-        None,
-    )
-    .expect("valid");
-    let regions = Regions::new(&config, &LocalDestinations::new(store.clock().clone()));
+    let (config, regions) = setup_with(&store, ONE_A_DAY);
     let lease = bound(regions.get(&config, "us-east-1").pick(&store, true));
     assert!(lease.take(&store));
     assert!(!lease.take(&store));
