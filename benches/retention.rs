@@ -158,6 +158,7 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             topic_id: None,
             attempts: Vec::new(),
             content_expired: false,
+            content_in_message: false,
             request_log_id: None,
         };
         let key = EmailRecord::key(team, id);

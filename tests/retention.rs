@@ -87,6 +87,27 @@ impl World {
         response.json()["id"].as_str().expect("id").to_owned()
     }
 
+    /// Submits a message with an HTML and a text part over SMTP (implicit TLS, AUTH);
+    /// answers its id.
+    async fn send_smtp(&self, to: &str) -> String {
+        let script = format!(
+            "EHLO client\r\nAUTH PLAIN {auth}\r\nMAIL FROM:<app@{SENDER_DOMAIN}>\r\nRCPT TO:<{to}>\r\nDATA\r\n\
+             From: App <app@{SENDER_DOMAIN}>\r\nTo: {to}\r\nSubject: over smtp\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n\
+             --b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{SMTP_TEXT}\r\n\
+             --b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{SMTP_HTML}\r\n--b1--\r\n.\r\nQUIT\r\n",
+            auth = util::auth_plain(OPERATOR_KEY)
+        );
+        let transcript = util::smtps_transcript(self.running.smtp[1].1, &script).await;
+        transcript
+            .split("250 2.0.0 OK ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no id in {transcript}"))
+            .trim_matches(|c| c == '<' || c == '>')
+            .to_owned()
+    }
+
     /// `GET /emails/{id}`: the status and the body.
     async fn email(&self, id: &str) -> (StatusCode, Value) {
         let response = self.call(Method::GET, &format!("/emails/{id}"), None).await;
@@ -148,6 +169,10 @@ impl World {
         util::eventually(WAIT, &what, || async { (self.keys(table, prefix) == 0).then_some(()) }).await;
     }
 }
+
+/// The bodies of [`World::send_smtp`]'s message.
+const SMTP_TEXT: &str = "Hello over SMTP";
+const SMTP_HTML: &str = "<p>Hello over SMTP</p>";
 
 fn id(text: &str) -> Id {
     text.parse().expect("an id")
@@ -266,6 +291,67 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
     assert_eq!(deferred["last_event"], "delivery_delayed");
     assert_eq!(deferred["html"], "<p>Hello</p>");
     assert!(world.keys(Table::EVENTS, id(&waiting).as_bytes()) > 0);
+    drop(world.sink);
+}
+
+#[tokio::test]
+async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content() {
+    let world = World::start("emails = \"1h\"\ncontent = \"10m\"").await;
+    let done = world.send_smtp("user@example.net").await;
+    let waiting = world.send_smtp("defer@example.net").await;
+    world
+        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
+        .await;
+    world
+        .wait_email(&waiting, "a deferral", |_, e| e["last_event"] == "delivery_delayed")
+        .await;
+
+    // The API shows the bodies the client wrote, read from the one stored copy: the
+    // record does not hold them; the message, delivered, stays for them.
+    let (_, email) = world.email(&done).await;
+    assert_eq!(email["html"], SMTP_HTML, "{email}");
+    assert_eq!(email["text"], SMTP_TEXT, "{email}");
+    assert_eq!(email["content_expired"], false);
+    let team = world.team_of(&done);
+    let store = world.running.state.store();
+    let record = store
+        .get_raw(
+            Table::EMAILS,
+            &[team.as_bytes().as_slice(), id(&done).as_bytes()].concat(),
+        )
+        .expect("read")
+        .expect("the record");
+    assert!(
+        !String::from_utf8_lossy(&record).contains(SMTP_TEXT),
+        "the record holds no body"
+    );
+    let retained = world.running.state.spool().retained(id(&done)).expect("read");
+    assert!(
+        retained.is_some_and(|raw| String::from_utf8_lossy(&raw).contains(SMTP_HTML)),
+        "the delivered message is kept for its record"
+    );
+
+    // Content retention takes the message with the bodies; mail in flight keeps both.
+    world.clock.advance(11 * MINUTE);
+    let expired = world
+        .wait_email(&done, "content expiry", |_, e| e["content_expired"] == true)
+        .await;
+    assert_eq!(expired["html"], Value::Null);
+    assert_eq!(expired["text"], Value::Null);
+    world.wait_gone(Table::MESSAGES, id(&done).as_bytes()).await;
+    let (_, deferred) = world.email(&waiting).await;
+    assert_eq!(deferred["html"], SMTP_HTML, "{deferred}");
+    assert_eq!(deferred["content_expired"], false);
+
+    // The record's own expiry leaves nothing; the deferred message is untouched.
+    world.clock.advance(50 * MINUTE);
+    world
+        .wait_email(&done, "record expiry", |status, _| status == StatusCode::NOT_FOUND)
+        .await;
+    assert_eq!(world.keys(Table::MESSAGES, id(&done).as_bytes()), 0);
+    assert_eq!(world.keys(Table::MESSAGES, id(&waiting).as_bytes()), 1);
+    let (_, deferred) = world.email(&waiting).await;
+    assert_eq!(deferred["text"], SMTP_TEXT, "{deferred}");
     drop(world.sink);
 }
 

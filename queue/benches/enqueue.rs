@@ -88,6 +88,7 @@ fn run(store: &Store, spool: &Spool, raw: &[u8], writers: usize, iters: u64) -> 
                         metadata: BTreeMap::new(),
                         not_before: None,
                         raw: raw.to_vec(),
+                        retain: false,
                     };
                     let admission = spool.enqueue(message, Batch::new()).wait().expect("enqueue");
                     assert!(matches!(admission, Admission::Accepted(_)), "{admission:?}");

@@ -27,6 +27,10 @@ pub struct Envelope {
     pub due: Timestamp,
     /// Size of the raw message in bytes.
     pub size: u64,
+    /// Whether the message's bytes stay in the store when it leaves the spool
+    /// ([`crate::NewMessage::retain`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retain: bool,
 }
 
 impl Envelope {
@@ -157,6 +161,7 @@ mod tests {
             first_due: Timestamp::from_millis(10),
             due: Timestamp::from_millis(10),
             size: 1,
+            retain: false,
         }
     }
 

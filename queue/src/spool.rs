@@ -52,6 +52,10 @@ pub struct NewMessage {
     pub not_before: Option<Timestamp>,
     /// The RFC 5322 message, as it will be sent.
     pub raw: Vec<u8>,
+    /// Whether the bytes stay in the store when the message leaves the spool, for the
+    /// caller to read with [`Spool::retained`] and remove with [`Spool::forget`]: one copy
+    /// of a message whose record would otherwise keep its content again.
+    pub retain: bool,
 }
 
 /// The outcome of an enqueue: accepted (durable) or refused for now.
@@ -251,6 +255,7 @@ impl Spool {
             first_due: due,
             due,
             size: message.raw.len() as u64,
+            retain: message.retain,
         };
         let mut batch = Batch::new();
         let key = message.id.as_bytes().to_vec();
@@ -319,6 +324,22 @@ impl Spool {
             });
         };
         Ok(Some((envelope, raw)))
+    }
+
+    /// The bytes of message `id`, spooled or retained after it left the spool
+    /// ([`NewMessage::retain`]); `None` when there are none.
+    pub fn retained(&self, id: Id) -> Result<Option<Vec<u8>>, Error> {
+        self.inner.store.get_raw(Table::MESSAGES, id.as_bytes())
+    }
+
+    /// Adds to `batch` the removal of the retained bytes of message `id`, unless it is
+    /// still spooled (its delivery needs them; they stay until it leaves the spool and are
+    /// removed by a later call). Nothing happens when there are none.
+    pub fn forget(store: &Store, id: Id, batch: &mut Batch) -> Result<(), Error> {
+        if store.get::<Envelope>(id.as_bytes())?.is_none() {
+            batch.delete_raw(Table::MESSAGES, id.as_bytes().to_vec());
+        }
+        Ok(())
     }
 
     /// Changes a message's envelope with `change`, which may add records (events) to the
@@ -422,7 +443,9 @@ impl Spool {
         change(&mut envelope, &mut batch)?;
         let updated = match envelope.next_due() {
             None => {
-                batch.delete_raw(Table::MESSAGES, key.clone());
+                if !envelope.retain {
+                    batch.delete_raw(Table::MESSAGES, key.clone());
+                }
                 batch.delete::<Envelope>(&key);
                 DUE.disarm(&mut batch, old_due, id.as_bytes());
                 Updated::Removed

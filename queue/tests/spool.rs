@@ -107,6 +107,49 @@ fn a_message_leaves_the_spool_only_when_every_recipient_is_final() {
     assert_eq!(spool.update(id, |_, _| Ok(())).expect("update"), Updated::Missing);
 }
 
+#[test]
+fn a_retained_message_outlives_its_envelope_until_forgotten() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, spool, _) = open(dir.path());
+    let mut msg = message(&store, 600);
+    msg.retain = true;
+    let id = msg.id;
+    assert_eq!(
+        spool.enqueue(msg, Batch::new()).wait().expect("enqueue"),
+        Admission::Accepted(id)
+    );
+
+    // Still spooled: forgetting it does nothing, delivery needs the bytes.
+    let mut batch = Batch::new();
+    Spool::forget(&store, id, &mut batch).expect("forget");
+    assert!(batch.is_empty(), "a spooled message is not forgotten");
+
+    let at = Timestamp::from_millis(1);
+    let updated = spool
+        .update(id, |envelope, _| {
+            for recipient in &mut envelope.recipients {
+                recipient.state = RecipientState::Delivered { at };
+            }
+            Ok(())
+        })
+        .expect("update");
+    assert_eq!(updated, Updated::Removed);
+    assert!(spool.load(id).expect("load").is_none(), "it left the spool");
+    assert_eq!(spool.depth(), 0);
+    assert_eq!(spool.retained(id).expect("read").map(|raw| raw.len()), Some(600));
+
+    let mut batch = Batch::new();
+    Spool::forget(&store, id, &mut batch).expect("forget");
+    store.commit(batch).wait().expect("commit");
+    assert!(spool.retained(id).expect("read").is_none());
+
+    // Reopened, the spool finds nothing to deliver.
+    drop(spool);
+    drop(store);
+    let (_, _, recovery) = open(dir.path());
+    assert_eq!(recovery.messages, 0);
+}
+
 trait NowPlus {
     fn now_plus(&self, by: Duration) -> Timestamp;
 }

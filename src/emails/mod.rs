@@ -5,6 +5,7 @@ pub mod accept;
 pub mod address;
 pub mod browse;
 pub mod by_status;
+pub mod content;
 pub mod idempotency;
 pub mod input;
 pub mod mime;

@@ -5,9 +5,10 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use herald_queue::{Batch, NewMessage};
-use mail_parser::{Address, MessageParser, PartType};
+use mail_parser::{Address, MessageParser};
 
 use super::address::Mailbox;
+use super::content::{html_body, text_body};
 use super::mime;
 use super::record::{EmailRecord, Source};
 use super::state::EmailState;
@@ -65,6 +66,9 @@ pub fn prepare(
     // Links and the open pixel are rewritten in what is sent (the record keeps the
     // message's own bodies, read from `parsed`).
     let tracked = crate::tracking::apply_raw(state, &domain, id, raw, &parsed);
+    // Bodies sent as they came are read back from the spooled message, kept for that;
+    // rewritten ones differ from what the record shows, which keeps its own copy.
+    let content_in_message = tracked.is_none();
     // The idempotency key is for herald, not for the recipients.
     let raw = without_field(tracked.as_deref().unwrap_or(raw), IDEMPOTENCY_HEADER);
     let mut message = Vec::with_capacity(added.len() + raw.len());
@@ -92,8 +96,8 @@ pub fn prepare(
         bcc,
         reply_to: list(parsed.reply_to()),
         subject: parsed.subject().unwrap_or_default().to_owned(),
-        html: html_body(&parsed),
-        text: text_body(&parsed),
+        html: if content_in_message { None } else { html_body(&parsed) },
+        text: if content_in_message { None } else { text_body(&parsed) },
         tags: Vec::new(),
         created_at: now,
         scheduled_at: None,
@@ -107,6 +111,7 @@ pub fn prepare(
         topic_id: None,
         attempts: Vec::new(),
         content_expired: false,
+        content_in_message,
         request_log_id: None,
     };
     let mut records = Batch::new();
@@ -132,27 +137,10 @@ pub fn prepare(
             metadata: BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]),
             not_before: None,
             raw: message,
+            retain: content_in_message,
         },
         records,
     })
-}
-
-/// The message's HTML body, when it has one. mail-parser would make one up from a
-/// text-only message; the record keeps what the sender wrote, not a conversion of it (the
-/// conversion cost as much to store as the message itself).
-fn html_body(message: &mail_parser::Message<'_>) -> Option<String> {
-    match &message.html_part(0)?.body {
-        PartType::Html(html) => Some(html.clone().into_owned()),
-        _ => None,
-    }
-}
-
-/// The message's plain-text body, when it has one (not a conversion of its HTML).
-fn text_body(message: &mail_parser::Message<'_>) -> Option<String> {
-    match &message.text_part(0)?.body {
-        PartType::Text(text) => Some(text.clone().into_owned()),
-        _ => None,
-    }
 }
 
 /// The header that makes an SMTP submission idempotent, as the API's `Idempotency-Key`.

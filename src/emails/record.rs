@@ -83,6 +83,11 @@ pub struct EmailRecord {
     /// until `[retention] emails`).
     #[serde(default)]
     pub content_expired: bool,
+    /// Whether `html` and `text` are not stored here but read from the sent message,
+    /// which the spool retains (an SMTP submission whose bodies went out unchanged; see
+    /// [`super::content`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_in_message: bool,
     /// The API request that created it (its request log's id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_log_id: Option<Id>,

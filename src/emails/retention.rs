@@ -42,6 +42,7 @@ pub fn erase(store: &Store, key: &[u8], batch: &mut Batch) -> Result<(), Error> 
     };
     batch.delete::<EmailRecord>(key);
     batch.delete::<EmailStatus>(key);
+    super::content::forget(store, id, batch)?;
     if let Some(team) = Id::from_slice(key) {
         super::by_status::erase(batch, team, id);
     }
@@ -68,7 +69,8 @@ impl Expiry for Records {
     }
 }
 
-/// `[retention] content`: `html` and `text` leave the record, which says so.
+/// `[retention] content`: `html` and `text` leave the record, which says so, and the
+/// message kept for them leaves the store.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Content {
     /// `[retention] emails`: a record whose own time is up as well is left to
@@ -81,6 +83,10 @@ impl Expiry for Content {
     const INDEX: DueIndex = CONTENT;
 
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+        // A message kept for the record's bodies goes, whatever became of the record.
+        if let Some(id) = email_of(&due.key) {
+            super::content::forget(store, id, batch)?;
+        }
         if self
             .emails
             .is_some_and(|emails| due.at.saturating_add(emails) <= store.now())
@@ -96,6 +102,7 @@ impl Expiry for Content {
         record.html = None;
         record.text = None;
         record.content_expired = true;
+        record.content_in_message = false;
         batch.put(&due.key, &record)
     }
 }
@@ -189,6 +196,7 @@ mod tests {
             metadata: BTreeMap::new(),
             not_before: None,
             raw: b"Subject: s\r\n\r\nhi\r\n".to_vec(),
+            retain: false,
         };
         spool.enqueue(message, batch).wait().expect("enqueued");
 

@@ -18,8 +18,16 @@ fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, (
     })
 }
 
-/// The caller's email `id` with its delivery status.
+/// The caller's email `id` with its delivery status and bodies.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
+    let mut record = load(services, caller, id)?;
+    super::content::fill(services.spool(), &mut record)?;
+    Ok(record)
+}
+
+/// The caller's email `id` with its delivery status, as stored: bodies kept in the
+/// message are not read (what a change writes back).
+fn load(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
     caller.require_full_access()?;
     let store = services.store();
     let key = EmailRecord::key(caller.team_id, id);
@@ -82,7 +90,7 @@ pub fn reschedule(
     let store = services.store();
     let at = schedule::parse(&text, store.now()).map_err(Error::invalid)?;
     let _guard = lock(services, caller.team_id, id);
-    let mut record = get(services, caller, id)?;
+    let mut record = load(services, caller, id)?;
     still_scheduled(services, &record, "rescheduled")?;
     match services.spool().reschedule(record.id, at)? {
         Updated::Kept { .. } => {}
@@ -103,7 +111,7 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     caller.require_full_access()?;
     let store = services.store();
     let _guard = lock(services, caller.team_id, id);
-    let mut record = get(services, caller, id)?;
+    let mut record = load(services, caller, id)?;
     still_scheduled(services, &record, "canceled")?;
     let now = store.now();
     let was = record.last_event;

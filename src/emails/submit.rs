@@ -139,6 +139,7 @@ pub fn prepare(
         topic_id: email.topic_id,
         attempts: Vec::new(),
         content_expired: false,
+        content_in_message: false,
         request_log_id: sender.request_log_id,
     };
     let mut records = Batch::new();
@@ -160,6 +161,7 @@ pub fn prepare(
         metadata,
         not_before: email.scheduled_at,
         raw,
+        retain: false,
     };
     Ok(Prepared { id, message, records })
 }

@@ -148,6 +148,7 @@ mod tests {
             first_due: Timestamp::from_millis(1),
             due: Timestamp::from_millis(due),
             size: 10,
+            retain: false,
         }
     }
 

@@ -42,6 +42,7 @@ pub fn message(store: &Store, size: usize) -> NewMessage {
         metadata: BTreeMap::from([("source".into(), "test".into())]),
         not_before: None,
         raw,
+        retain: false,
     }
 }
 
