@@ -4,7 +4,8 @@
 //! the caller adds), is handed to delivery when its entry in [`Spool::DUE`] falls due
 //! and [`Spool::try_claim`] gives it to one worker, changes state through
 //! [`Spool::update`], and leaves the spool in the same write that gives its last recipient
-//! a final outcome. Nothing here knows SMTP or HTTP.
+//! a final outcome; its bytes with it, unless it was spooled to be retained
+//! ([`NewMessage::retain`]). Nothing here knows SMTP or HTTP.
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;

@@ -396,8 +396,9 @@ fn table_options(name: &str) -> Options {
     let mut options = Options::default();
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
     if name == Table::MESSAGES.name() {
-        // Message bodies are large and short-lived: keep them in blob files so compaction
-        // moves small pointers instead of rewriting the bodies.
+        // Message bodies are large, and short-lived unless retained for their record: keep
+        // them in blob files so compaction moves small pointers instead of rewriting the
+        // bodies.
         options.set_write_buffer_size(64 * 1024 * 1024);
         options.set_enable_blob_files(true);
         options.set_min_blob_size(4096);
