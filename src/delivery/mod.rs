@@ -16,10 +16,10 @@
 //! per group of finished messages; the runtime's threads only drive sockets, each many
 //! sessions.
 
+mod canonical;
 mod client;
 pub mod decide;
 mod destination;
-mod hash;
 mod job;
 mod outcome;
 mod prepare;
