@@ -90,12 +90,32 @@ impl World {
     /// Submits a message with an HTML and a text part over SMTP (implicit TLS, AUTH);
     /// answers its id.
     async fn send_smtp(&self, to: &str) -> String {
+        let alternatives = format!(
+            "Content-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n\
+             --b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{SMTP_TEXT}\r\n\
+             --b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{SMTP_HTML}\r\n--b1--\r\n"
+        );
+        self.submit(to, &alternatives).await
+    }
+
+    /// As [`World::send_smtp`], with a file attached (`multipart/mixed`).
+    async fn send_smtp_attached(&self, to: &str) -> String {
+        let mixed = format!(
+            "Content-Type: multipart/mixed; boundary=\"m1\"\r\n\r\n\
+             --m1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{SMTP_TEXT}\r\n\
+             --m1\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"a.bin\"\r\n\
+             Content-Transfer-Encoding: base64\r\n\r\nQUJD\r\n--m1--\r\n"
+        );
+        self.submit(to, &mixed).await
+    }
+
+    /// Submits a message whose `Content-Type` and body are `content` over SMTP
+    /// (implicit TLS, AUTH); answers its id.
+    async fn submit(&self, to: &str, content: &str) -> String {
         let script = format!(
             "EHLO client\r\nAUTH PLAIN {auth}\r\nMAIL FROM:<app@{SENDER_DOMAIN}>\r\nRCPT TO:<{to}>\r\nDATA\r\n\
              From: App <app@{SENDER_DOMAIN}>\r\nTo: {to}\r\nSubject: over smtp\r\nMIME-Version: 1.0\r\n\
-             Content-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n\
-             --b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{SMTP_TEXT}\r\n\
-             --b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n{SMTP_HTML}\r\n--b1--\r\n.\r\nQUIT\r\n",
+             {content}.\r\nQUIT\r\n",
             auth = util::auth_plain(OPERATOR_KEY)
         );
         let transcript = util::smtps_transcript(self.running.smtp[1].1, &script).await;
@@ -331,6 +351,15 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
         "the delivered message is kept for its record"
     );
 
+    // A message with an attachment is not kept: its record keeps the text.
+    let attached = world.send_smtp_attached("user@example.net").await;
+    world
+        .wait_email(&attached, "delivery", |_, e| e["last_event"] == "delivered")
+        .await;
+    let (_, email) = world.email(&attached).await;
+    assert_eq!(email["text"], SMTP_TEXT, "{email}");
+    assert_eq!(world.keys(Table::MESSAGES, id(&attached).as_bytes()), 0);
+
     // Content retention takes the message with the bodies; mail in flight keeps both.
     world.clock.advance(11 * MINUTE);
     let expired = world
@@ -352,6 +381,22 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
     assert_eq!(world.keys(Table::MESSAGES, id(&waiting).as_bytes()), 1);
     let (_, deferred) = world.email(&waiting).await;
     assert_eq!(deferred["text"], SMTP_TEXT, "{deferred}");
+    drop(world.sink);
+}
+
+#[tokio::test]
+async fn a_message_kept_for_content_that_outlives_the_record_goes_with_the_record() {
+    let world = World::start("emails = \"1h\"\ncontent = \"0\"").await;
+    let done = world.send_smtp("user@example.net").await;
+    world
+        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
+        .await;
+    assert_eq!(world.keys(Table::MESSAGES, id(&done).as_bytes()), 1);
+    world.clock.advance(61 * MINUTE);
+    world
+        .wait_email(&done, "record expiry", |status, _| status == StatusCode::NOT_FOUND)
+        .await;
+    world.wait_gone(Table::MESSAGES, id(&done).as_bytes()).await;
     drop(world.sink);
 }
 

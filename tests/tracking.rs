@@ -276,5 +276,19 @@ async fn mail_submitted_over_smtp_is_tracked_too() {
     let clicked = visit(addr, "links.shop.test", &link, "Mozilla/5.0 (X11; Linux) Firefox/130.0").await;
     assert_eq!(clicked.status, StatusCode::FOUND, "{}", clicked.text());
     assert_eq!(clicked.headers["location"], "https://example.com/deal?x=1");
+    // The record shows the bodies the client wrote, not the rewritten ones sent.
+    let email_id = transcript
+        .split("250 2.0.0 OK ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an id")
+        .trim_matches(|c| c == '<' || c == '>');
+    let email = api(addr, Method::GET, &format!("/emails/{email_id}"), None)
+        .await
+        .json();
+    assert_eq!(
+        email["html"], "<html><body><a href=\"https://example.com/deal?x=1\">Deal</a></body></html>\r\n",
+        "{email}"
+    );
     assert!(running.shutdown().await);
 }

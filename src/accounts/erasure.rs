@@ -171,7 +171,7 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     if !emails.is_empty() {
         let mut batch = Batch::new();
         for (key, _) in &emails {
-            crate::emails::retention::erase(store, key, &mut batch)?;
+            crate::emails::retention::erase(store, key, true, &mut batch)?;
         }
         store.commit(batch).wait()?;
         return Ok(true);

@@ -16,6 +16,8 @@ pub fn fill(spool: &Spool, record: &mut EmailRecord) -> Result<(), Error> {
         return Ok(());
     }
     let Some(raw) = spool.retained(record.id)? else {
+        // Gone with retention: the bodies expired, whether or not the record says so yet.
+        record.content_expired = true;
         return Ok(());
     };
     if let Some(parsed) = MessageParser::default().parse(&raw) {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use herald_queue::{Batch, NewMessage};
-use mail_parser::{Address, MessageParser};
+use mail_parser::{Address, MessageParser, MimeHeaders};
 
 use super::address::Mailbox;
 use super::content::{html_body, text_body};
@@ -38,10 +38,11 @@ pub fn prepare(
     received: &str,
 ) -> Result<Prepared, RawError> {
     check_headers(raw).map_err(RawError::NotAMessage)?;
-    // One parse of what the client sent; the headers herald adds below are known.
-    let parsed = MessageParser::default()
-        .parse(raw)
-        .ok_or_else(|| RawError::NotAMessage("the data is not a message (no headers)".to_owned()))?;
+    // The header section of what the client sent (the headers herald adds below are
+    // known); the whole message is parsed only when its bodies are needed here.
+    let parser = MessageParser::default();
+    let not_a_message = || RawError::NotAMessage("the data is not a message (no headers)".to_owned());
+    let parsed = parser.parse_headers(raw).ok_or_else(not_a_message)?;
     let header_from = first_address(parsed.from())
         .ok_or_else(|| RawError::NotAMessage("the message has no From: header".to_owned()))?;
     let header_from = Mailbox::parse(&header_from).map_err(|e| RawError::NotAMessage(format!("From: {e}")))?;
@@ -63,12 +64,20 @@ pub fn prepare(
     if parsed.date().is_none() {
         added.push_str(&format!("Date: {}\r\n", rfc2822(now)));
     }
-    // Links and the open pixel are rewritten in what is sent (the record keeps the
-    // message's own bodies, read from `parsed`).
-    let tracked = crate::tracking::apply_raw(state, &domain, id, raw, &parsed);
-    // Bodies sent as they came are read back from the spooled message, kept for that;
-    // rewritten ones differ from what the record shows, which keeps its own copy.
-    let content_in_message = tracked.is_none();
+    // Bodies sent as they came, in a message that holds nothing else, are read back
+    // from the spooled message, kept for that. Rewritten ones (links and the open pixel
+    // are rewritten in what is sent) differ from what the record shows, and a message with
+    // attachments would keep them too: the record keeps its own copy of those bodies.
+    let plain = bodies_only(&parsed);
+    let whole = if plain && !crate::tracking::rewrites_raw(state, &domain) {
+        None
+    } else {
+        Some(parser.parse(raw).ok_or_else(not_a_message)?)
+    };
+    let tracked = whole
+        .as_ref()
+        .and_then(|whole| crate::tracking::apply_raw(state, &domain, id, raw, whole));
+    let content_in_message = plain && tracked.is_none();
     // The idempotency key is for herald, not for the recipients.
     let raw = without_field(tracked.as_deref().unwrap_or(raw), IDEMPOTENCY_HEADER);
     let mut message = Vec::with_capacity(added.len() + raw.len());
@@ -96,8 +105,8 @@ pub fn prepare(
         bcc,
         reply_to: list(parsed.reply_to()),
         subject: parsed.subject().unwrap_or_default().to_owned(),
-        html: if content_in_message { None } else { html_body(&parsed) },
-        text: if content_in_message { None } else { text_body(&parsed) },
+        html: whole.as_ref().filter(|_| !content_in_message).and_then(html_body),
+        text: whole.as_ref().filter(|_| !content_in_message).and_then(text_body),
         tags: Vec::new(),
         created_at: now,
         scheduled_at: None,
@@ -140,6 +149,18 @@ pub fn prepare(
             retain: content_in_message,
         },
         records,
+    })
+}
+
+/// Whether a message's top-level type says it holds only its bodies: text, or
+/// alternatives (`multipart/alternative`), nothing attached.
+fn bodies_only(message: &mail_parser::Message<'_>) -> bool {
+    message.content_type().is_none_or(|kind| {
+        kind.ctype().eq_ignore_ascii_case("text")
+            || (kind.ctype().eq_ignore_ascii_case("multipart")
+                && kind
+                    .subtype()
+                    .is_some_and(|sub| sub.eq_ignore_ascii_case("alternative")))
     })
 }
 

@@ -34,15 +34,18 @@ fn email_of(key: &[u8]) -> Option<Id> {
 }
 
 /// Adds to `batch` the deletion of the email whose record is under `key` (team, then
-/// email id): its record, its status and its timeline. Index entries left behind find
-/// nothing when they fall due.
-pub fn erase(store: &Store, key: &[u8], batch: &mut Batch) -> Result<(), Error> {
+/// email id): its record, its status and its timeline, and with `kept` the message kept
+/// for its bodies (see [`super::content`]), unless it is still queued. Index entries left
+/// behind find nothing when they fall due.
+pub fn erase(store: &Store, key: &[u8], kept: bool, batch: &mut Batch) -> Result<(), Error> {
     let Some(id) = email_of(key) else {
         return Ok(());
     };
     batch.delete::<EmailRecord>(key);
     batch.delete::<EmailStatus>(key);
-    super::content::forget(store, id, batch)?;
+    if kept {
+        super::content::forget(store, id, batch)?;
+    }
     if let Some(team) = Id::from_slice(key) {
         super::by_status::erase(batch, team, id);
     }
@@ -55,14 +58,19 @@ pub fn erase(store: &Store, key: &[u8], batch: &mut Batch) -> Result<(), Error> 
 /// `[retention] emails`: the record, its status and its timeline go; the content entry
 /// with them.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Records;
+pub struct Records {
+    /// Whether content may outlive the record (`[retention] content` off or longer), so
+    /// that a message kept for its bodies is still there: then it goes with the record.
+    /// Otherwise [`Content`] took it, and no lookup is spent on every expired email.
+    pub content_outlives: bool,
+}
 
 impl Expiry for Records {
     const KIND: &'static str = "emails";
     const INDEX: DueIndex = RECORDS;
 
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
-        erase(store, &due.key, batch)?;
+        erase(store, &due.key, self.content_outlives, batch)?;
         // Content shorter-lived than the record is gone already; longer-lived goes now.
         CONTENT.disarm(batch, due.at, &due.key);
         Ok(())
@@ -83,14 +91,15 @@ impl Expiry for Content {
     const INDEX: DueIndex = CONTENT;
 
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
-        // A message kept for the record's bodies goes, whatever became of the record.
-        if let Some(id) = email_of(&due.key) {
-            super::content::forget(store, id, batch)?;
-        }
         if self
             .emails
             .is_some_and(|emails| due.at.saturating_add(emails) <= store.now())
         {
+            // Late (a backlog): the record goes whole, and a message kept for its bodies
+            // goes now, since [`Records`] counts on this having taken it.
+            if let Some(id) = email_of(&due.key) {
+                super::content::forget(store, id, batch)?;
+            }
             return Ok(());
         }
         let Some(mut record) = store.get::<EmailRecord>(&due.key)? else {
@@ -98,6 +107,9 @@ impl Expiry for Content {
         };
         if record.content_expired {
             return Ok(());
+        }
+        if record.content_in_message {
+            super::content::forget(store, record.id, batch)?;
         }
         record.html = None;
         record.text = None;
@@ -124,7 +136,14 @@ pub async fn run(
         Err(error) => tracing::warn!(%error, "indexing older emails for retention failed"),
     }
     tokio::join!(
-        retention::run(store.clone(), Records, retention, shutdown.clone()),
+        retention::run(
+            store.clone(),
+            Records {
+                content_outlives: content.is_none_or(|content| retention.is_some_and(|emails| content > emails)),
+            },
+            retention,
+            shutdown.clone()
+        ),
         retention::run(store, Content { emails: retention }, content, shutdown),
     );
 }
