@@ -542,13 +542,7 @@ async fn mail_submitted_over_smtp_is_signed_and_delivered_too() {
         util::auth_plain(OPERATOR_KEY)
     );
     let transcript = util::smtps_transcript(implicit, &script).await;
-    let id = transcript
-        .split("250 2.0.0 OK ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no id in {transcript}"))
-        .trim_matches(|c| c == '<' || c == '>')
-        .to_owned();
+    let id = util::accepted_id(&transcript);
     let received = world.sink.wait_for(1, WAIT).await;
     assert_eq!(received[0].mail_from, format!("{id}@send.{SENDER_DOMAIN}"));
     assert!(received[0].text().starts_with("DKIM-Signature:"));

@@ -118,14 +118,7 @@ impl World {
              {content}.\r\nQUIT\r\n",
             auth = util::auth_plain(OPERATOR_KEY)
         );
-        let transcript = util::smtps_transcript(self.running.smtp[1].1, &script).await;
-        transcript
-            .split("250 2.0.0 OK ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no id in {transcript}"))
-            .trim_matches(|c| c == '<' || c == '>')
-            .to_owned()
+        util::accepted_id(&util::smtps_transcript(self.running.smtp[1].1, &script).await)
     }
 
     /// `GET /emails/{id}`: the status and the body.
@@ -142,6 +135,11 @@ impl World {
             check(status, &email).then_some(email)
         })
         .await
+    }
+
+    /// Waits until `GET /emails/{id}` answers `event` as its `last_event`.
+    async fn wait_last_event(&self, id: &str, event: &str) -> Value {
+        self.wait_email(id, event, |_, e| e["last_event"] == event).await
     }
 
     /// Keys in `table` starting with `prefix`.
@@ -217,12 +215,8 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
 
     let done = world.send("user@example.net").await;
     let waiting = world.send("defer@example.net").await;
-    world
-        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
-        .await;
-    world
-        .wait_email(&waiting, "a deferral", |_, e| e["last_event"] == "delivery_delayed")
-        .await;
+    world.wait_last_event(&done, "delivered").await;
+    world.wait_last_event(&waiting, "delivery_delayed").await;
     receiver.wait_for_len(1, WAIT).await;
     let events = world
         .call(Method::GET, &format!("/webhooks/{webhook_id}/events"), None)
@@ -319,12 +313,8 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
     let world = World::start("emails = \"1h\"\ncontent = \"10m\"").await;
     let done = world.send_smtp("user@example.net").await;
     let waiting = world.send_smtp("defer@example.net").await;
-    world
-        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
-        .await;
-    world
-        .wait_email(&waiting, "a deferral", |_, e| e["last_event"] == "delivery_delayed")
-        .await;
+    world.wait_last_event(&done, "delivered").await;
+    world.wait_last_event(&waiting, "delivery_delayed").await;
 
     // The API shows the bodies the client wrote, read from the one stored copy: the
     // record does not hold them; the message, delivered, stays for them.
@@ -353,9 +343,7 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
 
     // A message with an attachment is not kept: its record keeps the text.
     let attached = world.send_smtp_attached("user@example.net").await;
-    world
-        .wait_email(&attached, "delivery", |_, e| e["last_event"] == "delivered")
-        .await;
+    world.wait_last_event(&attached, "delivered").await;
     let (_, email) = world.email(&attached).await;
     assert_eq!(email["text"], SMTP_TEXT, "{email}");
     assert_eq!(world.keys(Table::MESSAGES, id(&attached).as_bytes()), 0);
@@ -388,9 +376,7 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
 async fn a_message_kept_for_content_that_outlives_the_record_goes_with_the_record() {
     let world = World::start("emails = \"1h\"\ncontent = \"0\"").await;
     let done = world.send_smtp("user@example.net").await;
-    world
-        .wait_email(&done, "delivery", |_, e| e["last_event"] == "delivered")
-        .await;
+    world.wait_last_event(&done, "delivered").await;
     assert_eq!(world.keys(Table::MESSAGES, id(&done).as_bytes()), 1);
     world.clock.advance(61 * MINUTE);
     world

@@ -277,12 +277,7 @@ async fn mail_submitted_over_smtp_is_tracked_too() {
     assert_eq!(clicked.status, StatusCode::FOUND, "{}", clicked.text());
     assert_eq!(clicked.headers["location"], "https://example.com/deal?x=1");
     // The record shows the bodies the client wrote, not the rewritten ones sent.
-    let email_id = transcript
-        .split("250 2.0.0 OK ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .expect("an id")
-        .trim_matches(|c| c == '<' || c == '>');
+    let email_id = util::accepted_id(&transcript);
     let email = api(addr, Method::GET, &format!("/emails/{email_id}"), None)
         .await
         .json();

@@ -265,6 +265,17 @@ pub async fn smtps_transcript(addr: SocketAddr, script: &str) -> String {
     String::from_utf8_lossy(&transcript).into_owned()
 }
 
+/// The email id of the first message a transcript's `250 2.0.0 OK <id>` accepted.
+pub fn accepted_id(transcript: &str) -> String {
+    transcript
+        .split("250 2.0.0 OK ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no id in {transcript}"))
+        .trim_matches(|c| c == '<' || c == '>')
+        .to_owned()
+}
+
 /// `AUTH PLAIN` initial response for `resend` and `key`.
 pub fn auth_plain(key: &str) -> String {
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("\0resend\0{key}"))
