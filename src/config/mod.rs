@@ -547,7 +547,7 @@ impl Validator<'_> {
             Some(text) => self.check("http.public_url", values::public_url(text))?,
             None => format!("http://{listen}"),
         };
-        Ok(Config {
+        let mut config = Config {
             file: self.file.map(Path::to_owned),
             http: HttpConfig {
                 listen,
@@ -641,7 +641,10 @@ impl Validator<'_> {
             regions,
             warnings,
             server,
-        })
+        };
+        let spf = config.spf_warnings();
+        config.warnings.extend(spf);
+        Ok(config)
     }
 
     fn server(&self, raw: raw::RawServer) -> Result<ServerConfig, ConfigError> {

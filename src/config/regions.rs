@@ -16,6 +16,9 @@ use super::{ConfigError, Relay, Secret, Validator};
 /// herald's regions take one of these names.
 pub const REGION_NAMES: &[&str] = &["us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1"];
 
+/// The longest character-string of a DNS TXT record (RFC 1035 3.3).
+const SPF_STRING_MAX: usize = 255;
+
 /// Connections one source address holds open at once when the region does not say.
 const CONNECTIONS_PER_ADDRESS: usize = 100;
 
@@ -77,6 +80,64 @@ impl super::Config {
     /// The configured regions' names, in the file's order.
     pub fn region_names(&self) -> Vec<&str> {
         self.regions.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The SPF mechanisms the return-path record of a domain in `region` must hold:
+    /// `[domains] spf`, then the region's source addresses (`ip4:`, `ip6:`), EHLO name and
+    /// smarthost (`a:`).
+    pub fn spf_mechanisms(&self, region: &Region) -> Vec<String> {
+        let mut mechanisms = vec![self.domains.spf.clone()];
+        let mut add = |mechanism: String| {
+            if !mechanisms.iter().any(|m| m.eq_ignore_ascii_case(&mechanism)) {
+                mechanisms.push(mechanism);
+            }
+        };
+        for address in &region.source_addresses {
+            add(match address {
+                IpAddr::V4(v4) => format!("ip4:{v4}"),
+                IpAddr::V6(v6) => format!("ip6:{v6}"),
+            });
+        }
+        if let Some(ehlo) = &region.ehlo {
+            add(format!("a:{ehlo}"));
+        }
+        if let Some(relay) = &region.relay {
+            add(match relay.host.parse::<IpAddr>() {
+                Ok(IpAddr::V4(v4)) => format!("ip4:{v4}"),
+                Ok(IpAddr::V6(v6)) => format!("ip6:{v6}"),
+                Err(_) => format!("a:{}", relay.host),
+            });
+        }
+        mechanisms
+    }
+
+    /// The SPF record's value for a domain in `region`.
+    pub fn spf_value(&self, region: &Region) -> String {
+        format!("v=spf1 {} ~all", self.spf_mechanisms(region).join(" "))
+    }
+
+    /// What the operator should know about the SPF records the configured regions ask
+    /// for: one longer than a DNS string (255 octets) must be published as several
+    /// strings of one TXT record, which some DNS consoles do not do by themselves, and a
+    /// domain whose record is published cut short fails SPF.
+    pub(super) fn spf_warnings(&self) -> Vec<String> {
+        self.regions
+            .iter()
+            .enumerate()
+            .filter(|(_, region)| !region.implicit)
+            .filter_map(|(index, region)| {
+                let value = self.spf_value(region);
+                (value.len() > SPF_STRING_MAX).then(|| {
+                    format!(
+                        "regions[{index}] ({}): the SPF record of its domains is {} characters, more than one \
+                         DNS string holds ({SPF_STRING_MAX}): publish it as several quoted strings in one TXT \
+                         record, or list fewer addresses (a CIDR range in `[domains] spf` covers many)",
+                        region.name,
+                        value.len()
+                    )
+                })
+            })
+            .collect()
     }
 
     /// The EHLO name mail from `region` uses.

@@ -518,3 +518,32 @@ fn the_shipped_config_and_its_regions_example_are_valid() {
     assert_eq!(config.region_names(), ["us-east-1", "eu-west-1"]);
     assert_eq!(config.regions[0].warmup[0].daily_limits[0], 50);
 }
+
+#[test]
+fn a_region_whose_spf_record_outgrows_one_dns_string_is_warned_about() {
+    let addresses: Vec<String> = (1..=12).map(|n| format!("\"2001:db8:ffff:ffff::{n}\"")).collect();
+    let few =
+        parse("[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.1\", \"192.0.2.2\"]\n").expect("valid");
+    assert!(few.warnings.is_empty(), "{:?}", few.warnings);
+    let many = parse(&format!(
+        "[[regions]]\nname = \"us-east-1\"\nsource_addresses = [\"192.0.2.1\"]\n\
+         [[regions]]\nname = \"eu-west-1\"\nsource_addresses = [{}]\n",
+        addresses.join(", ")
+    ))
+    .expect("valid: a long record is the operator's to publish");
+    assert_eq!(many.warnings.len(), 1, "{:?}", many.warnings);
+    let value = many.spf_value(&many.regions[1]);
+    assert!(value.len() > 255, "{value}");
+    assert!(
+        many.warnings[0].starts_with(&format!(
+            "regions[1] (eu-west-1): the SPF record of its domains is {} characters",
+            value.len()
+        )),
+        "{}",
+        many.warnings[0]
+    );
+    assert!(
+        many.to_toml().contains("# warning: regions[1]"),
+        "herald config shows it"
+    );
+}

@@ -81,38 +81,15 @@ impl Domain {
         format!("_dmarc.{}", self.name)
     }
 
-    /// The SPF mechanisms its return-path record must hold: `[domains] spf`, then its
-    /// region's source addresses (`ip4:`, `ip6:`), EHLO name and smarthost (`a:`).
+    /// The SPF mechanisms its return-path record must hold: its region's
+    /// ([`Config::spf_mechanisms`]).
     pub fn spf_mechanisms(&self, config: &Config) -> Vec<String> {
-        let region = config.region(&self.region);
-        let mut mechanisms = vec![config.domains.spf.clone()];
-        let mut add = |mechanism: String| {
-            if !mechanisms.iter().any(|m| m.eq_ignore_ascii_case(&mechanism)) {
-                mechanisms.push(mechanism);
-            }
-        };
-        for address in &region.source_addresses {
-            add(match address {
-                std::net::IpAddr::V4(v4) => format!("ip4:{v4}"),
-                std::net::IpAddr::V6(v6) => format!("ip6:{v6}"),
-            });
-        }
-        if let Some(ehlo) = &region.ehlo {
-            add(format!("a:{ehlo}"));
-        }
-        if let Some(relay) = &region.relay {
-            add(match relay.host.parse::<std::net::IpAddr>() {
-                Ok(std::net::IpAddr::V4(v4)) => format!("ip4:{v4}"),
-                Ok(std::net::IpAddr::V6(v6)) => format!("ip6:{v6}"),
-                Err(_) => format!("a:{}", relay.host),
-            });
-        }
-        mechanisms
+        config.spf_mechanisms(config.region(&self.region))
     }
 
     /// The SPF record's value under `config`.
     pub fn spf_value(&self, config: &Config) -> String {
-        format!("v=spf1 {} ~all", self.spf_mechanisms(config).join(" "))
+        config.spf_value(config.region(&self.region))
     }
 
     /// The records to publish, in Resend's shape, with their statuses: only the kinds the
