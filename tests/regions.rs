@@ -276,11 +276,13 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
         .json();
     let reply = queued.to_string();
     assert!(reply.contains("warm-up limit"), "{reply}");
-    // Held until the UTC day turns, not retried on the intervals meanwhile.
-    assert_eq!(queued["next_attempt_at"], "2026-11-21 00:00:00.000000+00", "{queued}");
+    // Held until the first hour of the next UTC day, not retried on the intervals
+    // meanwhile.
+    let resumes = queued["next_attempt_at"].as_str().unwrap_or_default();
+    assert!(resumes.starts_with("2026-11-21 00:"), "{queued}");
 
     // The next UTC day the limit is ten: the two go out, from the same address.
-    world.clock.advance(Duration::from_secs(12 * 3600 + 60));
+    world.clock.advance(Duration::from_secs(13 * 3600 + 60));
     for id in &delayed {
         world.wait_event(id, &["delivered"]).await;
     }

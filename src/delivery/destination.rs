@@ -340,7 +340,8 @@ impl Destination {
                 self.region.name()
             ),
         );
-        piece.hold_all(&reply, crate::regions::next_day(shared.state.store().now()));
+        let until = crate::regions::resume_at(shared.state.store().now(), piece.job().id);
+        piece.hold_all(&reply, until);
     }
 
     /// A source address of the region for a connection to an address of `ipv4`'s family

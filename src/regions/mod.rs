@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use herald_queue::{Batch, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Batch, Id, Store, Table, Timestamp, decode_counter};
 use tokio::sync::Notify;
 
 use crate::config::{Config, Region, Warmup};
@@ -375,6 +375,20 @@ pub fn count(batch: &mut Batch, ip: IpAddr, at: Timestamp, n: u64) {
 /// When the UTC day after `now` starts: when spent warm-up limits grow again.
 pub fn next_day(now: Timestamp) -> Timestamp {
     Timestamp::from_millis((u64::from(day_of(now)) + 1) * DAY_MS)
+}
+
+/// The span of the next day's start over which held mail resumes.
+const RESUME_SPREAD_MS: u64 = 3_600_000;
+
+/// When message `id`, held at `now` because its region's addresses spent the day's
+/// warm-up, goes again: in the first hour of the next UTC day, at a point fixed by a
+/// hash of its id, so that a day's held mail does not all come due at midnight and meet
+/// the fresh limits in one burst.
+pub fn resume_at(now: Timestamp, id: Id) -> Timestamp {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(id.as_bytes(), &mut hasher);
+    let offset = std::hash::Hasher::finish(&hasher) % RESUME_SPREAD_MS;
+    next_day(now).saturating_add(Duration::from_millis(offset))
 }
 
 fn day_prefix(day: u32) -> Vec<u8> {

@@ -121,6 +121,16 @@ fn every_address_spent_is_spent() {
         })
     );
     assert_eq!(next_day(store.now()), Timestamp::from_millis(START + 12 * 3600 * 1000));
+    // Held mail resumes over the next day's first hour, each message at its own time.
+    let resumes: std::collections::BTreeSet<u64> = (0..50)
+        .map(|_| resume_at(store.now(), store.next_id()).as_millis())
+        .collect();
+    let midnight = next_day(store.now()).as_millis();
+    assert!(
+        resumes.iter().all(|at| (midnight..midnight + 3_600_000).contains(at)),
+        "{resumes:?}"
+    );
+    assert!(resumes.len() > 40, "spread, not bunched: {resumes:?}");
 }
 
 #[test]
