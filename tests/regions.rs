@@ -78,15 +78,19 @@ impl World {
     /// A verified domain `name` in `region`; its id.
     async fn domain(&self, name: &str, region: &str) -> String {
         let id = util::verified_domain(self.addr(), name).await;
-        let moved = self
-            .call(
-                Method::PATCH,
-                &format!("/domains/{id}"),
-                Some(json!({ "region": region })),
-            )
-            .await;
+        let moved = self.move_domain(&id, region).await;
         assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
         id
+    }
+
+    /// `PATCH /domains/{id}` to `region`.
+    async fn move_domain(&self, id: &str, region: &str) -> util::HttpResponse {
+        self.call(
+            Method::PATCH,
+            &format!("/domains/{id}"),
+            Some(json!({ "region": region })),
+        )
+        .await
     }
 
     async fn send(&self, domain: &str, to: &str) -> String {
@@ -168,13 +172,7 @@ async fn mail_leaves_from_its_domains_region_and_follows_a_region_change() {
 
     let us_id = world.domain("us.test", "us-east-1").await;
     let eu_id = world.domain("eu.test", "eu-west-1").await;
-    let moved = world
-        .call(
-            Method::PATCH,
-            &format!("/domains/{eu_id}"),
-            Some(json!({ "region": "mars-1" })),
-        )
-        .await;
+    let moved = world.move_domain(&eu_id, "mars-1").await;
     assert_eq!(moved.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", moved.text());
 
     // The domain answers its region, and its SPF record names the region's address, EHLO
@@ -208,13 +206,7 @@ async fn mail_leaves_from_its_domains_region_and_follows_a_region_change() {
     }
 
     // Moved to us-east-1: mail not yet in flight leaves from there.
-    let moved = world
-        .call(
-            Method::PATCH,
-            &format!("/domains/{eu_id}"),
-            Some(json!({ "region": "us-east-1" })),
-        )
-        .await;
+    let moved = world.move_domain(&eu_id, "us-east-1").await;
     assert_eq!(moved.status, StatusCode::OK, "{}", moved.text());
     let after = world.call(Method::GET, &format!("/domains/{eu_id}"), None).await.json();
     assert_eq!(after["region"], "us-east-1");

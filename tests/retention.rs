@@ -137,6 +137,16 @@ impl World {
         .await
     }
 
+    /// Waits until `id`'s content has expired; answers the record, whose bodies are null.
+    async fn wait_content_expired(&self, id: &str) -> Value {
+        let expired = self
+            .wait_email(id, "content expiry", |_, e| e["content_expired"] == true)
+            .await;
+        assert_eq!(expired["html"], Value::Null, "{expired}");
+        assert_eq!(expired["text"], Value::Null, "{expired}");
+        expired
+    }
+
     /// Waits until `GET /emails/{id}` answers `event` as its `last_event`.
     async fn wait_last_event(&self, id: &str, event: &str) -> Value {
         self.wait_email(id, event, |_, e| e["last_event"] == event).await
@@ -240,11 +250,7 @@ async fn records_content_events_webhook_messages_and_logs_leave_on_time_and_mail
 
     // Content first: the record stays and says why its bodies are null.
     world.clock.advance(11 * MINUTE);
-    let expired = world
-        .wait_email(&done, "content expiry", |_, e| e["content_expired"] == true)
-        .await;
-    assert_eq!(expired["html"], Value::Null);
-    assert_eq!(expired["text"], Value::Null);
+    let expired = world.wait_content_expired(&done).await;
     assert_eq!(expired["subject"], "hello", "the record stays");
     let (_, deferred) = world.email(&waiting).await;
     assert_eq!(deferred["text"], "Hello", "mail in flight keeps its content");
@@ -350,11 +356,7 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
 
     // Content retention takes the message with the bodies; mail in flight keeps both.
     world.clock.advance(11 * MINUTE);
-    let expired = world
-        .wait_email(&done, "content expiry", |_, e| e["content_expired"] == true)
-        .await;
-    assert_eq!(expired["html"], Value::Null);
-    assert_eq!(expired["text"], Value::Null);
+    world.wait_content_expired(&done).await;
     world.wait_gone(Table::MESSAGES, id(&done).as_bytes()).await;
     let (_, deferred) = world.email(&waiting).await;
     assert_eq!(deferred["html"], SMTP_HTML, "{deferred}");
