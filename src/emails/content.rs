@@ -1,10 +1,10 @@
-//! An email's bodies (`html`, `text`) as its record shows them. An SMTP submission whose
-//! bodies go out unchanged (no tracking rewrote them) keeps them only in the message the
-//! spool retains ([`herald_queue::NewMessage::retain`]): storing them in the record too
-//! wrote every such message twice, and at 100 KB that second copy cost as much CPU as
-//! the rest of its acceptance.
+//! An email's bodies (`html`, `text`) as its record shows them. An SMTP submission that
+//! holds only its bodies and sends them unchanged (no tracking rewrote them) keeps them
+//! only in the message the spool retains ([`herald_queue::NewMessage::retain`]), removed
+//! by retention with [`Spool::forget`]: storing them in the record too wrote every such
+//! message twice, which at 100 KB cost 10-20 % of its CPU.
 
-use herald_queue::{Batch, Error, Id, Spool, Store};
+use herald_queue::{Error, Spool};
 use mail_parser::{MessageParser, PartType};
 
 use super::record::EmailRecord;
@@ -25,12 +25,6 @@ pub fn fill(spool: &Spool, record: &mut EmailRecord) -> Result<(), Error> {
         record.text = text_body(&parsed);
     }
     Ok(())
-}
-
-/// Adds to `batch` the removal of email `id`'s retained message, once it has left the
-/// spool (retention of the content or of the record).
-pub fn forget(store: &Store, id: Id, batch: &mut Batch) -> Result<(), Error> {
-    Spool::forget(store, id, batch)
 }
 
 /// The message's HTML body, when it has one. mail-parser would make one up from a

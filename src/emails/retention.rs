@@ -44,7 +44,7 @@ pub fn erase(store: &Store, key: &[u8], kept: bool, batch: &mut Batch) -> Result
     batch.delete::<EmailRecord>(key);
     batch.delete::<EmailStatus>(key);
     if kept {
-        super::content::forget(store, id, batch)?;
+        Spool::forget(store, id, batch)?;
     }
     if let Some(team) = Id::from_slice(key) {
         super::by_status::erase(batch, team, id);
@@ -98,7 +98,7 @@ impl Expiry for Content {
             // Late (a backlog): the record goes whole, and a message kept for its bodies
             // goes now, since [`Records`] counts on this having taken it.
             if let Some(id) = email_of(&due.key) {
-                super::content::forget(store, id, batch)?;
+                Spool::forget(store, id, batch)?;
             }
             return Ok(());
         }
@@ -109,7 +109,7 @@ impl Expiry for Content {
             return Ok(());
         }
         if record.content_in_message {
-            super::content::forget(store, record.id, batch)?;
+            Spool::forget(store, record.id, batch)?;
         }
         record.html = None;
         record.text = None;
