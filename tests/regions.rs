@@ -29,7 +29,9 @@ struct World {
     sink: Sink,
     running: Running,
     clock: Arc<ManualClock>,
-    _dir: tempfile::TempDir,
+    /// What [`World::restart`] starts herald with again.
+    extra: String,
+    dir: tempfile::TempDir,
 }
 
 impl World {
@@ -63,7 +65,30 @@ impl World {
             sink,
             running,
             clock,
-            _dir: dir,
+            extra,
+            dir,
+        }
+    }
+
+    /// Stops herald and starts it again over the same data, clock and sink: what it
+    /// knows afterwards it read from the store.
+    async fn restart(self) -> World {
+        let World {
+            sink,
+            running,
+            clock,
+            extra,
+            dir,
+        } = self;
+        assert!(running.shutdown().await, "a clean stop");
+        let config = util::config(dir.path(), &extra);
+        let running = util::start_with_clock(config, None, clock.clone()).await;
+        World {
+            sink,
+            running,
+            clock,
+            extra,
+            dir,
         }
     }
 
@@ -94,7 +119,12 @@ impl World {
     }
 
     async fn send(&self, domain: &str, to: &str) -> String {
-        let body = json!({ "from": format!("App <app@{domain}>"), "to": [to], "subject": "hello", "text": "Hello." });
+        self.send_to(domain, &[to]).await
+    }
+
+    /// Sends one email from `domain` to every address of `to`; its id.
+    async fn send_to(&self, domain: &str, to: &[&str]) -> String {
+        let body = json!({ "from": format!("App <app@{domain}>"), "to": to, "subject": "hello", "text": "Hello." });
         let response = self.call(Method::POST, "/emails", Some(body)).await;
         assert_eq!(response.status, StatusCode::OK, "{}", response.text());
         response.json()["id"].as_str().expect("id").to_owned()
@@ -284,6 +314,24 @@ async fn a_warming_address_defers_the_excess_until_the_next_utc_day() {
     assert_eq!(source["sent_today"], 2);
     assert_eq!(source["daily_limit"], 10);
     assert_eq!(source["warmup"], json!({ "day": 2, "days": 2 }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_transaction_counts_against_the_stored_day() {
+    let world =
+        World::start("[[regions.warmup]]\naddress = \"127.0.0.3\"\nstart = \"2026-11-20\"\ndaily_limits = [10]\n")
+            .await;
+    world.domain("warm.test", "eu-west-1").await;
+    // Two recipient domains: two transactions, over the same relay, address and TLS.
+    let id = world
+        .send_to("warm.test", &["one@one.example", "two@two.example"])
+        .await;
+    world.wait_event(&id, &["delivered"]).await;
+    world.sink.wait_for(2, WAIT).await;
+    assert_eq!(world.source(EU).await["sent_today"], 2);
+    // After a restart the day's count is the stored one, which counted both.
+    let world = world.restart().await;
+    assert_eq!(world.source(EU).await["sent_today"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

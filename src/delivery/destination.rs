@@ -9,7 +9,7 @@
 //! destination has its own.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -159,9 +159,12 @@ impl Open {
         }
     }
 
-    /// Where a message sent over it goes.
+    /// Where the next transaction over it goes.
     fn via(&self) -> Via {
+        /// Transactions started in this process.
+        static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
         Via {
+            transaction: TRANSACTIONS.fetch_add(1, Ordering::Relaxed),
             host: self.connection.host.clone(),
             ip: Some(self.connection.ip),
             source: self.source.as_ref().map(SourceLease::ip),

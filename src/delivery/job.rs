@@ -21,6 +21,10 @@ use crate::suppressions::Origin;
 /// Where an attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Via {
+    /// Which SMTP transaction it was, unique in this process: two pieces of one message
+    /// sent over the same host and address are two transactions, and each counts
+    /// against its source address's day.
+    pub transaction: u64,
     /// The MX host (or relay).
     pub host: String,
     /// The address connected to.

@@ -146,13 +146,14 @@ fn apply(
         }
     }
     // Each transaction made from a source address counts against its day (warm-up):
-    // one per connection the attempt went over, however its recipients were answered.
-    let mut counted: Vec<&Via> = Vec::new();
+    // one per transaction the attempt made (each piece of the message is one, even
+    // over the same connection), however its recipients were answered.
+    let mut counted: Vec<u64> = Vec::new();
     for via in logs.iter().filter_map(|(via, _, _)| via.as_ref()) {
         if let Some(source) = via.source
-            && !counted.contains(&via)
+            && !counted.contains(&via.transaction)
         {
-            counted.push(via);
+            counted.push(via.transaction);
             crate::regions::count(batch, source, now, 1);
         }
     }
