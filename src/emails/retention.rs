@@ -102,8 +102,19 @@ impl Expiry for Content {
             }
             return Ok(());
         }
-        let Some(mut record) = store.get::<EmailRecord>(&due.key)? else {
-            return Ok(());
+        let mut record = match store.get::<EmailRecord>(&due.key) {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(()),
+            Err(error) => {
+                // The content's time is up whatever the record says: a message kept for
+                // its bodies goes (nothing happens to one still queued), and the record
+                // that cannot be read is left as it is, for `[retention] emails`.
+                tracing::error!(key = ?due.key, %error, "cannot read an email record to expire its content");
+                if let Some(id) = email_of(&due.key) {
+                    Spool::forget(store, id, batch)?;
+                }
+                return Ok(());
+            }
         };
         if record.content_expired {
             return Ok(());
@@ -242,5 +253,36 @@ mod tests {
             1
         );
         assert_eq!(index_unindexed(&store, &spool).expect("again"), 0, "done once");
+    }
+
+    #[test]
+    fn content_expiry_removes_the_kept_message_of_a_record_it_cannot_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let (spool, _) = Spool::open(store.clone()).expect("spool");
+        let (team, id) = (store.next_id(), store.next_id());
+        let key = EmailRecord::key(team, id);
+        let mut batch = Batch::new();
+        // A delivered message kept for its bodies, and a record that does not decode.
+        batch.put_raw(
+            Table::MESSAGES,
+            id.as_bytes().to_vec(),
+            b"Subject: s\r\n\r\nhi\r\n".to_vec(),
+        );
+        batch.put_raw(Table::EMAILS, key.clone(), b"{not a record".to_vec());
+        store.commit(batch).wait().expect("written");
+        assert!(spool.retained(id).expect("read").is_some());
+
+        let due = Due {
+            at: Timestamp::from_millis(1),
+            key: key.clone(),
+        };
+        retention::expire_now(&store, &Content { emails: None }, &[&due]).expect("expired");
+        assert_eq!(spool.retained(id).expect("read"), None, "the kept message is gone");
+        assert_eq!(
+            store.get_raw(Table::EMAILS, &key).expect("read").as_deref(),
+            Some(&b"{not a record"[..]),
+            "the record is left as it was"
+        );
     }
 }
