@@ -159,6 +159,8 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             attempts: Vec::new(),
             content_expired: false,
             content_in_message: false,
+            text_derived: false,
+            line_feeds: false,
             request_log_id: None,
         };
         let key = EmailRecord::key(team, id);

@@ -81,7 +81,16 @@ impl World {
     }
 
     async fn send(&self, to: &str) -> String {
-        let body = json!({ "from": format!("App <app@{SENDER_DOMAIN}>"), "to": to, "subject": "hello", "html": "<p>Hello</p>", "text": "Hello" });
+        self.send_bodies(to, json!({ "html": "<p>Hello</p>", "text": "Hello" }))
+            .await
+    }
+
+    /// Sends an email to `to` through the API with the `html` and `text` of `bodies`.
+    async fn send_bodies(&self, to: &str, bodies: Value) -> String {
+        let mut body = json!({ "from": format!("App <app@{SENDER_DOMAIN}>"), "to": to, "subject": "hello" });
+        body.as_object_mut()
+            .expect("an object")
+            .extend(bodies.as_object().expect("bodies").clone());
         let response = self.call(Method::POST, "/emails", Some(body)).await;
         assert_eq!(response.status, StatusCode::OK, "{}", response.text());
         response.json()["id"].as_str().expect("id").to_owned()
@@ -371,6 +380,70 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
     assert_eq!(world.keys(Table::MESSAGES, id(&waiting).as_bytes()), 1);
     let (_, deferred) = world.email(&waiting).await;
     assert_eq!(deferred["text"], SMTP_TEXT, "{deferred}");
+    drop(world.sink);
+}
+
+/// The record of email `email_id` as stored.
+fn stored_record(world: &World, email_id: &str) -> String {
+    let team = world.team_of(email_id);
+    let key = [team.as_bytes().as_slice(), id(email_id).as_bytes()].concat();
+    let record = world
+        .running
+        .state
+        .store()
+        .get_raw(Table::EMAILS, &key)
+        .expect("read")
+        .expect("the record");
+    String::from_utf8_lossy(&record).into_owned()
+}
+
+#[tokio::test]
+async fn an_api_email_whose_message_gives_back_its_bodies_is_stored_once() {
+    let world = World::start("emails = \"1h\"\ncontent = \"10m\"").await;
+    // Line feeds (the message carries CRLF), non-ASCII, and no text: the message's text
+    // part is made from the html, and the email shows none, as it was given.
+    let html = "<p>Grüße aus Köln,\n10 € — “quoted”</p>\n<p>Second paragraph</p>\n";
+    let once = world.send_bodies("user@example.net", json!({ "html": html })).await;
+    // Text with CRLF beside ASCII html with line feeds (both sent as 7bit, with CRLF):
+    // not both can be read back, so the record keeps them.
+    let ascii_html = "<p>Hello</p>\n<p>Second paragraph</p>\n";
+    let mixed_text = "Second\r\nline\r\n";
+    let mixed = world
+        .send_bodies("user@example.net", json!({ "html": ascii_html, "text": mixed_text }))
+        .await;
+    world.wait_last_event(&once, "delivered").await;
+    world.wait_last_event(&mixed, "delivered").await;
+
+    let (_, email) = world.email(&once).await;
+    assert_eq!(email["html"], html, "{email}");
+    assert_eq!(email["text"], Value::Null, "{email}");
+    assert!(
+        !stored_record(&world, &once).contains("Second paragraph"),
+        "the record holds no body"
+    );
+    assert_eq!(
+        world.keys(Table::MESSAGES, id(&once).as_bytes()),
+        1,
+        "the message is kept"
+    );
+
+    let (_, email) = world.email(&mixed).await;
+    assert_eq!(
+        (&email["html"], &email["text"]),
+        (&json!(ascii_html), &json!(mixed_text)),
+        "{email}"
+    );
+    assert!(
+        stored_record(&world, &mixed).contains("Second paragraph"),
+        "the record keeps them"
+    );
+    assert_eq!(world.keys(Table::MESSAGES, id(&mixed).as_bytes()), 0, "not kept");
+
+    // Content retention takes the kept message with the bodies.
+    world.clock.advance(11 * MINUTE);
+    let expired = world.wait_content_expired(&once).await;
+    assert_eq!(expired["html"], Value::Null, "{expired}");
+    world.wait_gone(Table::MESSAGES, id(&once).as_bytes()).await;
     drop(world.sink);
 }
 

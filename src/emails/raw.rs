@@ -121,6 +121,8 @@ pub fn prepare(
         attempts: Vec::new(),
         content_expired: false,
         content_in_message,
+        text_derived: false,
+        line_feeds: false,
         request_log_id: None,
     };
     let mut records = Batch::new();

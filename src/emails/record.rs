@@ -88,6 +88,14 @@ pub struct EmailRecord {
     /// [`super::content`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content_in_message: bool,
+    /// With `content_in_message`: the message's text part was made from its html (the
+    /// sender gave no text), so `text` reads as none, as it was given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text_derived: bool,
+    /// With `content_in_message`: the bodies were given with bare line feeds, which the
+    /// message carries as CRLF, and read with line feeds again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub line_feeds: bool,
     /// The API request that created it (its request log's id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_log_id: Option<Id>,

@@ -112,6 +112,13 @@ pub fn prepare(
     let tracked = crate::tracking::apply(state, domain, id, &linked);
     let raw = mime::build(tracked.as_ref().unwrap_or(&linked), id, hostname, now)
         .map_err(|e| SendError::Internal(format!("cannot build the message: {e}")))?;
+    // Bodies the built message gives back exactly are kept only there (see
+    // `super::content`); attachments would keep the whole message for as long as the
+    // record, so those keep their bodies here.
+    let reading = (tracked.is_none() && email.attachments.is_empty())
+        .then(|| super::content::holds(&raw, email.html.as_deref(), email.text.as_deref()))
+        .flatten();
+    let in_message = reading.is_some();
     let (kind, last_event) = match email.scheduled_at {
         Some(_) => (EventKind::EmailScheduled, EmailState::Scheduled),
         None => (EventKind::EmailSent, EmailState::Sent),
@@ -126,8 +133,8 @@ pub fn prepare(
         bcc: email.bcc.iter().map(|m| m.address.clone()).collect(),
         reply_to: email.reply_to.iter().map(|m| m.address.clone()).collect(),
         subject: email.subject.clone(),
-        html: email.html.clone(),
-        text: email.text.clone(),
+        html: email.html.clone().filter(|_| !in_message),
+        text: email.text.clone().filter(|_| !in_message),
         tags: email.tags.clone(),
         created_at: now,
         scheduled_at: email.scheduled_at,
@@ -139,7 +146,9 @@ pub fn prepare(
         topic_id: email.topic_id,
         attempts: Vec::new(),
         content_expired: false,
-        content_in_message: false,
+        content_in_message: in_message,
+        text_derived: reading.is_some_and(|r| r.text_derived),
+        line_feeds: reading.is_some_and(|r| r.line_feeds),
         request_log_id: sender.request_log_id,
     };
     let mut records = Batch::new();
@@ -161,7 +170,7 @@ pub fn prepare(
         metadata,
         not_before: email.scheduled_at,
         raw,
-        retain: false,
+        retain: in_message,
     };
     Ok(Prepared { id, message, records })
 }
