@@ -209,12 +209,13 @@ fn report_floor(case: &Case, dir: &std::path::Path, herald_cpu_ms: f64) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let total = ms(floor.per_message(case.per_connection));
     println!(
-        "{:<22} floor CPU ms/msg {total:.3} (DKIM {:.3}, TLS handshake {:.3} per connection, records {:.3}, fsyncs {:.3}); \
+        "{:<22} floor CPU ms/msg {total:.3} (DKIM {:.3}, TLS handshake {:.3} per connection, records {:.3}, writes {:.3}, fsyncs {:.3}); \
          herald-tls less direct {herald_cpu_ms:.3} = {:.2}x the floor",
         case.name(),
         ms(floor.dkim),
         ms(floor.handshake),
         ms(floor.records),
+        ms(floor.write),
         ms(floor.fsync),
         herald_cpu_ms / total
     );
