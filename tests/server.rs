@@ -296,3 +296,33 @@ async fn shutdown_closes_the_listeners() {
     assert!(TcpStream::connect(http_addr).await.is_err());
     assert!(TcpStream::connect(smtp_addr).await.is_err());
 }
+
+#[tokio::test]
+async fn a_store_written_by_a_newer_build_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start(config(dir.path(), "")).await;
+    // What a newer build leaves: a store format this build does not know.
+    let newer = herald::server::format::FORMAT + 1;
+    let mut batch = herald_queue::Batch::new();
+    batch.put_raw(
+        herald_queue::Table::META,
+        b"store.format".to_vec(),
+        newer.to_string().into_bytes(),
+    );
+    running.state.store().commit(batch).await.expect("written");
+    assert!(running.shutdown().await, "a clean stop");
+
+    let refused = herald::server::start(herald::server::Options {
+        config: config(dir.path(), ""),
+        clock: Arc::new(herald_queue::SystemClock),
+        bootstrap_api_key: None,
+    })
+    .await
+    .err()
+    .expect("a newer store is refused");
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains(&format!("store format {newer}")) && message.contains("newer herald"),
+        "{message}"
+    );
+}

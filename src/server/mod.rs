@@ -6,6 +6,7 @@
 //! to finish, then the store closes after its commit thread has written what is queued.
 
 mod data_dir;
+pub mod format;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -348,6 +349,7 @@ async fn open_store(
     store_options.commit.queue_max = config.spool.commit_queue_max;
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let store = Store::open(store_options)?;
+        format::check(&store)?;
         let (spool, recovery) = Spool::open(store.clone())?;
         if recovery.messages > 0 {
             tracing::info!(
