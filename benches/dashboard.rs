@@ -98,9 +98,10 @@ async fn run(emails: usize) {
                 api_key_id: None,
                 opened: false,
                 clicked: false,
+                broadcast_id: None,
             };
             batch.put(EmailRecord::key(team, id), &status).expect("encode");
-            herald::emails::by_status::put(&mut batch, team, id, last_event);
+            herald::emails::by_status::put(&mut batch, team, id, None, last_event);
             if batch.len() >= 40_000 {
                 store.commit(std::mem::take(&mut batch)).wait().expect("commit");
             }

@@ -161,6 +161,7 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             content_in_message: false,
             text_derived: false,
             line_feeds: false,
+            broadcast_id: None,
             request_log_id: None,
         };
         let key = EmailRecord::key(team, id);

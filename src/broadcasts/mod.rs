@@ -19,6 +19,7 @@
 //! [`Table::BROADCAST_QUEUE`]: herald_queue::Table::BROADCAST_QUEUE
 //! [`Table::BROADCAST_RECIPIENTS`]: herald_queue::Table::BROADCAST_RECIPIENTS
 
+pub mod counts;
 pub mod personalise;
 pub mod service;
 pub mod store;
@@ -128,6 +129,11 @@ pub struct Broadcast {
     /// What became of its contacts.
     #[serde(default)]
     pub counts: Counts,
+    /// Whether its emails are counted by status as they move ([`counts`]): so for every
+    /// broadcast created since that began; the outcomes of older ones are read from every
+    /// email.
+    #[serde(default)]
+    pub counted: bool,
 }
 
 impl Broadcast {

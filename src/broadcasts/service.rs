@@ -191,6 +191,7 @@ pub fn create(
         finished_at: None,
         cursor: None,
         counts: Counts::default(),
+        counted: true,
     };
     let name = fields.name.clone().filter(|n| !n.trim().is_empty());
     apply(services, &mut broadcast, fields)?;
@@ -305,6 +306,7 @@ pub fn duplicate(services: &Services, caller: &Caller, id: &str) -> Result<Id, E
         finished_at: None,
         cursor: None,
         counts: Counts::default(),
+        counted: true,
         ..original
     };
     store::put(store, &copy)?;
@@ -407,7 +409,7 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     record.last_event = EmailState::Canceled;
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
         batch.add(canceled_key(team_id, broadcast_id), 1);
-        crate::emails::by_status::moved(batch, team_id, id, was, EmailState::Canceled);
+        crate::emails::by_status::moved(batch, team_id, id, record.broadcast_id, was, EmailState::Canceled);
         batch.put(&key, &record)?;
         batch.put(&key, &record.status())?;
         crate::emails::retention::arm_final(batch, team_id, id, now);
@@ -516,7 +518,7 @@ pub fn recipients(
     }
 }
 
-/// A broadcast's emails by how far they got, from one pass over its recipients.
+/// A broadcast's emails by how far they got.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcomes {
     /// Delivered (or opened, or clicked).
@@ -531,10 +533,23 @@ pub struct Outcomes {
     pub complained: u64,
 }
 
-/// The outcomes of the caller's broadcast `id`'s emails, each email's latest state read
-/// once (not once per kind, as listing each kind would).
+/// The outcomes of the caller's broadcast `id`'s emails: from its counts by status
+/// ([`super::counts`]), or for a broadcast from before them, each email's latest state
+/// read once (not once per kind, as listing each kind would).
 pub fn outcomes(services: &Services, caller: &Caller, id: &str) -> Result<Outcomes, Error> {
     let broadcast = get(services, caller, id)?;
+    if broadcast.counted {
+        let now = super::counts::read(services.store(), broadcast.team_id, broadcast.id)?;
+        let count = |states: &[EmailState]| states.iter().map(|s| now.get(s).copied().unwrap_or(0)).sum();
+        use EmailState::{Bounced, Clicked, Complained, Delivered, Opened};
+        return Ok(Outcomes {
+            delivered: count(&[Delivered, Opened, Clicked]),
+            opened: count(&[Opened, Clicked]),
+            clicked: count(&[Clicked]),
+            bounced: count(&[Bounced]),
+            complained: count(&[Complained]),
+        });
+    }
     let mut outcomes = Outcomes::default();
     each_state(services, &broadcast, |_, status| {
         use EmailState::{Bounced, Clicked, Complained, Delivered, Opened};

@@ -226,7 +226,7 @@ fn event(
     // `last_event` back from it.
     let engaged = matches!(record.last_event, EmailState::Opened | EmailState::Clicked);
     if !(kind == EmailState::Delivered && engaged) {
-        crate::emails::by_status::moved(batch, job.team_id, job.id, record.last_event, kind);
+        crate::emails::by_status::moved(batch, job.team_id, job.id, record.broadcast_id, record.last_event, kind);
         record.last_event = kind;
     }
     let timeline = EmailEvent {

@@ -28,12 +28,18 @@ const STATES: [EmailState; 11] = [
     EmailState::Canceled,
 ];
 
-fn code(state: EmailState) -> u8 {
+/// The one-byte code of `state` in keys.
+pub(crate) fn code(state: EmailState) -> u8 {
     STATES
         .iter()
         .position(|s| *s == state)
         .and_then(|p| u8::try_from(p).ok())
         .unwrap_or(u8::MAX)
+}
+
+/// The status of a key's code.
+pub(crate) fn state_of(code: u8) -> Option<EmailState> {
+    STATES.get(usize::from(code)).copied()
 }
 
 fn prefix(team_id: Id, state: EmailState) -> Vec<u8> {
@@ -49,16 +55,23 @@ fn key(team_id: Id, state: EmailState, id: Id) -> Vec<u8> {
     key
 }
 
-/// Adds, in `batch`, the entry of a new email.
-pub fn put(batch: &mut Batch, team_id: Id, id: Id, state: EmailState) {
+/// Adds, in `batch`, the entry of a new email, one of `broadcast`'s when given (which
+/// counts it, [`crate::broadcasts::counts`]).
+pub fn put(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, state: EmailState) {
     batch.put_raw(TABLE, key(team_id, state, id), Vec::new());
+    if let Some(broadcast) = broadcast {
+        crate::broadcasts::counts::entered(batch, team_id, broadcast, state);
+    }
 }
 
-/// Moves, in `batch`, an email's entry from `from` to `to`.
-pub fn moved(batch: &mut Batch, team_id: Id, id: Id, from: EmailState, to: EmailState) {
+/// Moves, in `batch`, an email's entry from `from` to `to` (and its broadcast's count).
+pub fn moved(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, from: EmailState, to: EmailState) {
     if from != to {
         batch.delete_raw(TABLE, key(team_id, from, id));
-        put(batch, team_id, id, to);
+        batch.put_raw(TABLE, key(team_id, to, id), Vec::new());
+        if let Some(broadcast) = broadcast {
+            crate::broadcasts::counts::moved(batch, team_id, broadcast, from, to);
+        }
     }
 }
 
@@ -104,7 +117,7 @@ pub fn page(
 /// build with the index, before anything is served); answers how many.
 pub fn build(store: &Store) -> Result<usize, Error> {
     super::record::once_over_statuses(store, INDEXED, |batch, status| {
-        put(batch, status.team_id, status.id, status.last_event);
+        put(batch, status.team_id, status.id, None, status.last_event);
         Ok(true)
     })
 }
@@ -120,10 +133,10 @@ mod tests {
         let team = store.next_id();
         let (a, b) = (store.next_id(), store.next_id());
         let mut batch = Batch::new();
-        put(&mut batch, team, a, EmailState::Sent);
-        put(&mut batch, team, b, EmailState::Sent);
-        moved(&mut batch, team, a, EmailState::Sent, EmailState::Delivered);
-        moved(&mut batch, team, a, EmailState::Delivered, EmailState::Opened);
+        put(&mut batch, team, a, None, EmailState::Sent);
+        put(&mut batch, team, b, None, EmailState::Sent);
+        moved(&mut batch, team, a, None, EmailState::Sent, EmailState::Delivered);
+        moved(&mut batch, team, a, None, EmailState::Delivered, EmailState::Opened);
         store.commit(batch).wait().expect("commit");
         assert_eq!(page(&store, team, EmailState::Sent, None, 10).expect("page"), vec![b]);
         assert_eq!(page(&store, team, EmailState::Opened, None, 10).expect("page"), vec![a]);
@@ -133,7 +146,7 @@ mod tests {
                 .is_empty()
         );
         let mut batch = Batch::new();
-        put(&mut batch, team, store.next_id(), EmailState::Sent);
+        put(&mut batch, team, store.next_id(), None, EmailState::Sent);
         store.commit(batch).wait().expect("commit");
         let newest_first = page(&store, team, EmailState::Sent, None, 10).expect("page");
         assert_eq!(newest_first.len(), 2);

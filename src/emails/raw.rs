@@ -123,6 +123,7 @@ pub fn prepare(
         content_in_message,
         text_derived: false,
         line_feeds: false,
+        broadcast_id: None,
         request_log_id: None,
     };
     let mut records = Batch::new();
@@ -132,7 +133,7 @@ pub fn prepare(
     records
         .put(EmailRecord::key(sender.team_id, id), &record.status())
         .map_err(SendError::from)?;
-    super::by_status::put(&mut records, sender.team_id, id, EmailState::Sent);
+    super::by_status::put(&mut records, sender.team_id, id, None, EmailState::Sent);
     append_event(&mut records, store, &record, EmailState::Sent, now).map_err(SendError::from)?;
     crate::events::push(&mut records, store, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)

@@ -96,6 +96,9 @@ pub struct EmailRecord {
     /// message carries as CRLF, and read with line feeds again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub line_feeds: bool,
+    /// The broadcast it is one of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast_id: Option<Id>,
     /// The API request that created it (its request log's id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_log_id: Option<Id>,
@@ -192,6 +195,7 @@ impl EmailRecord {
             api_key_id: self.api_key_id,
             opened: false,
             clicked: false,
+            broadcast_id: self.broadcast_id,
         }
     }
 
@@ -240,6 +244,10 @@ pub struct EmailStatus {
     /// Whether a person has clicked a link in it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clicked: bool,
+    /// The broadcast it is one of (stored since broadcasts count their emails by
+    /// status; see [`crate::broadcasts::counts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast_id: Option<Id>,
 }
 
 impl EmailStatus {

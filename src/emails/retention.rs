@@ -202,6 +202,7 @@ mod tests {
             api_key_id: None,
             opened: false,
             clicked: false,
+            broadcast_id: None,
         }
     }
 

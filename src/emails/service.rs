@@ -119,7 +119,14 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     let outcome = services.spool().cancel(record.id, |_, batch| {
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
         batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
-        super::by_status::moved(batch, record.team_id, record.id, was, EmailState::Canceled);
+        super::by_status::moved(
+            batch,
+            record.team_id,
+            record.id,
+            record.broadcast_id,
+            was,
+            EmailState::Canceled,
+        );
         super::retention::arm_final(batch, record.team_id, record.id, now);
         submit::append_event(batch, store, &record, EmailState::Canceled, now)
     })?;

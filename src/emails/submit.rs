@@ -149,12 +149,13 @@ pub fn prepare(
         content_in_message: in_message,
         text_derived: reading.is_some_and(|r| r.text_derived),
         line_feeds: reading.is_some_and(|r| r.line_feeds),
+        broadcast_id: email.broadcast_id,
         request_log_id: sender.request_log_id,
     };
     let mut records = Batch::new();
     records.put(EmailRecord::key(sender.team_id, id), &record)?;
     records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
-    super::by_status::put(&mut records, sender.team_id, id, last_event);
+    super::by_status::put(&mut records, sender.team_id, id, email.broadcast_id, last_event);
     append_event(&mut records, store, &record, last_event, now)?;
     crate::events::push(&mut records, store, sender.team_id, kind, || record.event_data(now))?;
     let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);

@@ -324,7 +324,14 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
                 | EmailState::Complained
         );
         if !(state == EmailState::DeliveryDelayed && later) {
-            crate::emails::by_status::moved(&mut batch, status.team_id, status.id, status.last_event, state);
+            crate::emails::by_status::moved(
+                &mut batch,
+                status.team_id,
+                status.id,
+                status.broadcast_id,
+                status.last_event,
+                state,
+            );
             status.last_event = state;
         }
         let mut data = extra.clone();

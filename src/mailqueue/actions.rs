@@ -188,6 +188,7 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
                 batch,
                 status.team_id,
                 status.id,
+                status.broadcast_id,
                 status.last_event,
                 EmailState::Canceled,
             );

@@ -196,7 +196,14 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
         });
     }
     let mut batch = Batch::new();
-    crate::emails::by_status::moved(&mut batch, team_id, email_id, status.last_event, kind);
+    crate::emails::by_status::moved(
+        &mut batch,
+        team_id,
+        email_id,
+        status.broadcast_id,
+        status.last_event,
+        kind,
+    );
     status.last_event = kind;
     // A person's first open or click of the email is its unique one.
     let first = !machine

@@ -1,0 +1,104 @@
+//! Each broadcast's emails by their current status, counted as they move: the status
+//! index ([`crate::emails::by_status`]) adds one to the status an email enters and one to
+//! the one it leaves, in the batch that moves it, so the broadcast's outcomes are a few
+//! counters to read instead of a pass over every recipient. Retention does not take
+//! them back: a broadcast's outcomes outlive its emails' records. They leave with the
+//! team.
+//!
+//! Keys in [`Table::COUNTERS`]: the team id, a mark of their own (teams' metrics are 1,
+//! quotas 2, source addresses 3), the broadcast id, whether entered (0) or left (1), and
+//! the status's code.
+
+use std::collections::BTreeMap;
+
+use herald_queue::{Batch, Error, Id, Scan, Store, Table, decode_counter};
+
+use crate::emails::EmailState;
+use crate::emails::by_status;
+
+/// The byte after the team id that marks these keys.
+const MARK: u8 = 4;
+
+fn prefix(team_id: Id, broadcast: Id) -> Vec<u8> {
+    let mut key = Vec::with_capacity(35);
+    key.extend_from_slice(team_id.as_bytes());
+    key.push(MARK);
+    key.extend_from_slice(broadcast.as_bytes());
+    key
+}
+
+fn key(team_id: Id, broadcast: Id, left: bool, state: EmailState) -> Vec<u8> {
+    let mut key = prefix(team_id, broadcast);
+    key.push(u8::from(left));
+    key.push(by_status::code(state));
+    key
+}
+
+/// Counts, in `batch`, a new email of `broadcast` in `state`.
+pub fn entered(batch: &mut Batch, team_id: Id, broadcast: Id, state: EmailState) {
+    batch.add(key(team_id, broadcast, false, state), 1);
+}
+
+/// Counts, in `batch`, an email of `broadcast` moving from `from` to `to`.
+pub fn moved(batch: &mut Batch, team_id: Id, broadcast: Id, from: EmailState, to: EmailState) {
+    if from != to {
+        batch.add(key(team_id, broadcast, true, from), 1);
+        entered(batch, team_id, broadcast, to);
+    }
+}
+
+/// How many of `broadcast`'s emails are in each status now (statuses with none left out).
+pub fn read(store: &Store, team_id: Id, broadcast: Id) -> Result<BTreeMap<EmailState, u64>, Error> {
+    let prefix = prefix(team_id, broadcast);
+    let mut entered = BTreeMap::new();
+    let mut left = BTreeMap::new();
+    for (key, value) in store.scan_raw(Table::COUNTERS, Scan::prefix(&prefix))? {
+        let (Some(&direction), Some(&code)) = (key.get(prefix.len()), key.get(prefix.len() + 1)) else {
+            continue;
+        };
+        let Some(state) = by_status::state_of(code) else {
+            continue;
+        };
+        let counts = if direction == 0 { &mut entered } else { &mut left };
+        *counts.entry(state).or_insert(0) += decode_counter(&value);
+    }
+    Ok(entered
+        .into_iter()
+        .map(|(state, n)| (state, n.saturating_sub(left.get(&state).copied().unwrap_or(0))))
+        .filter(|(_, n)| *n > 0)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_counted_in_the_status_they_are_in_now() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let (team, broadcast, other) = (store.next_id(), store.next_id(), store.next_id());
+        let mut batch = Batch::new();
+        for _ in 0..3 {
+            entered(&mut batch, team, broadcast, EmailState::Sent);
+        }
+        entered(&mut batch, team, other, EmailState::Sent);
+        moved(&mut batch, team, broadcast, EmailState::Sent, EmailState::Delivered);
+        moved(&mut batch, team, broadcast, EmailState::Sent, EmailState::Delivered);
+        moved(&mut batch, team, broadcast, EmailState::Delivered, EmailState::Opened);
+        moved(&mut batch, team, broadcast, EmailState::Opened, EmailState::Opened);
+        store.commit(batch).wait().expect("written");
+        assert_eq!(
+            read(&store, team, broadcast).expect("read"),
+            BTreeMap::from([
+                (EmailState::Sent, 1),
+                (EmailState::Delivered, 1),
+                (EmailState::Opened, 1)
+            ])
+        );
+        assert_eq!(
+            read(&store, team, other).expect("read"),
+            BTreeMap::from([(EmailState::Sent, 1)])
+        );
+    }
+}
