@@ -15,7 +15,9 @@ const KEY: &[u8] = b"store.format";
 /// 1. Emails may keep their bodies only in the message the spool retains after delivery
 ///    (`content_in_message`, `text_derived` and `line_feeds` on the record,
 ///    `retain` on the envelope).
-pub const FORMAT: u32 = 1;
+/// 2. Broadcasts count their emails by status as they move (`counted` on the broadcast,
+///    [`crate::broadcasts::counts`]): a build that does not would leave them wrong.
+pub const FORMAT: u32 = 2;
 
 /// Refuses a store written by a newer build (naming both formats), and otherwise records
 /// [`FORMAT`] in it, durably, before anything else writes.
