@@ -59,8 +59,19 @@ impl World {
             regions(relay)
         );
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(START)));
+        World::run(sink, clock, extra, dir, Some(OPERATOR_KEY)).await
+    }
+
+    /// herald over `dir` with `extra` in its configuration, bootstrapping `key` when given.
+    async fn run(
+        sink: Sink,
+        clock: Arc<ManualClock>,
+        extra: String,
+        dir: tempfile::TempDir,
+        key: Option<&str>,
+    ) -> World {
         let config = util::config(dir.path(), &extra);
-        let running = util::start_with_clock(config, Some(OPERATOR_KEY), clock.clone()).await;
+        let running = util::start_with_clock(config, key, clock.clone()).await;
         World {
             sink,
             running,
@@ -81,15 +92,7 @@ impl World {
             dir,
         } = self;
         assert!(running.shutdown().await, "a clean stop");
-        let config = util::config(dir.path(), &extra);
-        let running = util::start_with_clock(config, None, clock.clone()).await;
-        World {
-            sink,
-            running,
-            clock,
-            extra,
-            dir,
-        }
+        World::run(sink, clock, extra, dir, None).await
     }
 
     fn addr(&self) -> SocketAddr {

@@ -126,6 +126,8 @@ impl Expiry for Content {
         record.text = None;
         record.content_expired = true;
         record.content_in_message = false;
+        record.text_derived = false;
+        record.line_feeds = false;
         batch.put(&due.key, &record)
     }
 }
