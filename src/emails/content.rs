@@ -48,8 +48,8 @@ fn read(raw: &[u8], reading: Reading) -> Option<(Option<String>, Option<String>)
 }
 
 /// How a record reads its bodies from its message (its `text_derived` and
-/// `line_feeds`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `line_feeds`). The default reads them as the message has them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reading {
     /// The message's text part was made from its html (the sender gave no text): the
     /// text reads as none.
@@ -59,8 +59,11 @@ pub struct Reading {
     pub line_feeds: bool,
 }
 
-/// The html and text parts [`fill`] reads from a message, as the message has them.
-fn bodies<'x>(message: &'x mail_parser::Message<'_>, reading: Reading) -> (Option<&'x str>, Option<&'x str>) {
+/// The html and text parts [`fill`] reads from a message, as the message has them. Only
+/// parts the sender wrote: mail-parser would make an html part up from a text-only
+/// message, and the record keeps what was written, not a conversion of it (which cost as
+/// much to store as the message itself).
+pub fn bodies<'x>(message: &'x mail_parser::Message<'_>, reading: Reading) -> (Option<&'x str>, Option<&'x str>) {
     let html = match message.html_part(0).map(|part| &part.body) {
         Some(PartType::Html(html)) => Some(html.as_ref()),
         _ => None,
@@ -107,24 +110,6 @@ fn same_with_line_feeds(read: &str, given: &str) -> bool {
         given = &given[at + 1..];
     }
     read == given
-}
-
-/// The message's HTML body, when it has one. mail-parser would make one up from a
-/// text-only message; the record keeps what the sender wrote, not a conversion of it (the
-/// conversion cost as much to store as the message itself).
-pub fn html_body(message: &mail_parser::Message<'_>) -> Option<String> {
-    match &message.html_part(0)?.body {
-        PartType::Html(html) => Some(html.clone().into_owned()),
-        _ => None,
-    }
-}
-
-/// The message's plain-text body, when it has one (not a conversion of its HTML).
-pub fn text_body(message: &mail_parser::Message<'_>) -> Option<String> {
-    match &message.text_part(0)?.body {
-        PartType::Text(text) => Some(text.clone().into_owned()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

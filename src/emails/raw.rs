@@ -8,7 +8,7 @@ use herald_queue::{Batch, NewMessage};
 use mail_parser::{Address, MessageParser, MimeHeaders};
 
 use super::address::Mailbox;
-use super::content::{html_body, text_body};
+use super::content::{Reading, bodies};
 use super::mime;
 use super::record::{EmailRecord, Source};
 use super::state::EmailState;
@@ -95,6 +95,11 @@ pub fn prepare(
         .filter(|r| !to.contains(r) && !cc.contains(r))
         .cloned()
         .collect();
+    // The bodies the record keeps: none when the kept message holds them.
+    let kept = whole
+        .as_ref()
+        .filter(|_| !content_in_message)
+        .map_or((None, None), |whole| bodies(whole, Reading::default()));
     let record = EmailRecord {
         id,
         team_id: sender.team_id,
@@ -105,8 +110,8 @@ pub fn prepare(
         bcc,
         reply_to: list(parsed.reply_to()),
         subject: parsed.subject().unwrap_or_default().to_owned(),
-        html: whole.as_ref().filter(|_| !content_in_message).and_then(html_body),
-        text: whole.as_ref().filter(|_| !content_in_message).and_then(text_body),
+        html: kept.0.map(str::to_owned),
+        text: kept.1.map(str::to_owned),
         tags: Vec::new(),
         created_at: now,
         scheduled_at: None,
