@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 
 use crate::batch::{Batch, Op};
 use crate::error::{Error, Refusal};
+use crate::generation::Generations;
 use crate::mailbox::Mailbox;
 
 /// Limits of the commit queue.
@@ -65,13 +66,13 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    pub(crate) fn start(db: Arc<DB>, limits: CommitLimits) -> std::io::Result<Self> {
+    pub(crate) fn start(db: Arc<DB>, limits: CommitLimits, generations: Arc<Generations>) -> std::io::Result<Self> {
         let queue = Arc::new(Mailbox::new(limits.queue_max));
         let thread = {
             let queue = Arc::clone(&queue);
             std::thread::Builder::new()
                 .name("herald-commit".into())
-                .spawn(move || run(&db, &queue, limits))?
+                .spawn(move || run(&db, &queue, limits, &generations))?
         };
         Ok(Committer {
             queue,
@@ -113,7 +114,7 @@ impl Drop for AbandonOnExit<'_> {
     }
 }
 
-fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits) {
+fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits, generations: &Generations) {
     let _abandon = AbandonOnExit(queue);
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
@@ -131,6 +132,9 @@ fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits) {
     }) {
         let started = Instant::now();
         let result = write_group(db, &group, &sync);
+        // Before anyone hears of the write, so that a caller reading after its commit
+        // never trusts what it derived before.
+        generations.advance(group.iter().flat_map(|request| request.batch.ops.iter()));
         metrics::histogram!("herald_spool_commit_seconds").record(started.elapsed().as_secs_f64());
         metrics::histogram!("herald_spool_commit_group_size").record(group.len() as f64);
         if let Err(error) = &result {

@@ -36,6 +36,7 @@ mod disk;
 mod due;
 mod envelope;
 mod error;
+mod generation;
 mod id;
 mod mailbox;
 mod spool;

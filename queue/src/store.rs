@@ -6,10 +6,12 @@ use std::sync::Arc;
 use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, ReadOptions};
 
 use crate::batch::Batch;
+use crate::cache::Memo;
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::commit::{Commit, CommitLimits, Committer, Pending};
 use crate::disk::DiskGuard;
 use crate::error::{Error, Refusal};
+use crate::generation::Generations;
 use crate::id::{Id, IdGenerator};
 use crate::table::{self, Record, Table};
 
@@ -94,6 +96,10 @@ pub struct TableSize {
     pub keys: u64,
 }
 
+/// Prefix answers [`Store::has_prefix`] keeps at most (about one per team and table
+/// asked); past it, they are forgotten and read again.
+const PREFIX_MEMO_MAX: usize = 65_536;
+
 /// A handle to the store. Cloning is cheap; the database closes when the last handle is
 /// dropped, after the commit thread has written everything queued.
 #[derive(Clone)]
@@ -107,6 +113,8 @@ struct Inner {
     committer: Committer,
     db: Arc<DB>,
     disk: DiskGuard,
+    generations: Arc<Generations>,
+    prefixes: Memo<(Table, Vec<u8>), bool>,
     clock: SharedClock,
     ids: IdGenerator,
     path: PathBuf,
@@ -131,15 +139,21 @@ impl Store {
         })?;
         let db = open_db(&path)?;
         let db = Arc::new(db);
-        let committer = Committer::start(Arc::clone(&db), options.commit).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let generations = Arc::new(Generations::new());
+        let committer =
+            Committer::start(Arc::clone(&db), options.commit, Arc::clone(&generations)).map_err(|source| {
+                Error::Io {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         Ok(Store {
             inner: Arc::new(Inner {
                 committer,
                 db,
                 disk: DiskGuard::new(path.clone(), options.min_free_space),
+                generations,
+                prefixes: Memo::new(PREFIX_MEMO_MAX),
                 clock: options.clock,
                 ids: IdGenerator::default(),
                 path,
@@ -234,6 +248,32 @@ impl Store {
     pub fn get_raw(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
         let cf = self.cf(table)?;
         Ok(self.inner.db.get_cf(cf, key)?)
+    }
+
+    /// `table`'s write generation: it changes after every committed write that touches
+    /// the table (see `generation.rs`). Load it before reading what is to be kept, and
+    /// keep what was read only while it has not changed.
+    pub fn generation(&self, table: Table) -> u64 {
+        self.inner.generations.of(table)
+    }
+
+    /// Whether any record of `table` has a key starting with `prefix`. The answer is kept
+    /// until the table next changes, so asking on every message costs no read.
+    pub fn has_prefix(&self, table: Table, prefix: &[u8]) -> Result<bool, Error> {
+        self.inner
+            .prefixes
+            .get_or_try(self, table, (table, prefix.to_vec()), || {
+                let first = self.scan_raw(
+                    table,
+                    Scan {
+                        prefix,
+                        after: None,
+                        reverse: false,
+                        limit: 1,
+                    },
+                )?;
+                Ok(!first.is_empty())
+            })
     }
 
     /// Records of type `R` in the range `scan` describes, with their keys.

@@ -54,6 +54,10 @@ pub struct RocksAccounts {
     /// Decoded key records beside the bytes they came from: authentication reads a key
     /// on every request, and only the decoding is worth keeping.
     keys: RecordCache<ApiKey>,
+    /// Token digests to their keys, read on every authentication too.
+    digests: RecordCache<ApiKeyDigest>,
+    /// Teams, read on every message (its plan).
+    teams: RecordCache<Team>,
 }
 
 impl RocksAccounts {
@@ -62,6 +66,8 @@ impl RocksAccounts {
         RocksAccounts {
             store,
             keys: RecordCache::new(KEY_CACHE_MAX),
+            digests: RecordCache::new(KEY_CACHE_MAX),
+            teams: RecordCache::new(KEY_CACHE_MAX),
         }
     }
 }
@@ -100,7 +106,10 @@ impl AccountStore for RocksAccounts {
     }
 
     fn team(&self, id: Id) -> Result<Option<Team>, Error> {
-        self.store.get::<Team>(id.as_bytes())
+        Ok(self
+            .teams
+            .get(&self.store, id.as_bytes())?
+            .map(|team| Team::clone(&team)))
     }
 
     fn put_team(&self, team: &Team) -> Result<(), Error> {
@@ -116,7 +125,7 @@ impl AccountStore for RocksAccounts {
     }
 
     fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Arc<ApiKey>>, Error> {
-        let Some(found) = self.store.get::<ApiKeyDigest>(digest)? else {
+        let Some(found) = self.digests.get(&self.store, digest)? else {
             return Ok(None);
         };
         self.keys.get(&self.store, &key_location(found.team_id, found.key_id))

@@ -56,6 +56,7 @@ pub trait DomainStore: Send + Sync + std::fmt::Debug {
 pub struct RocksDomains {
     store: Store,
     cache: RecordCache<Domain>,
+    names: RecordCache<DomainName>,
 }
 
 impl RocksDomains {
@@ -64,6 +65,7 @@ impl RocksDomains {
         RocksDomains {
             store,
             cache: RecordCache::new(DOMAIN_CACHE_MAX),
+            names: RecordCache::new(DOMAIN_CACHE_MAX),
         }
     }
 }
@@ -179,7 +181,7 @@ impl DomainStore for RocksDomains {
     }
 
     fn by_name(&self, team_id: Id, name: &str) -> Result<Option<Arc<Domain>>, Error> {
-        match self.store.get::<DomainName>(name_key(team_id, name))? {
+        match self.names.get(&self.store, &name_key(team_id, name))? {
             Some(found) => self.cached(team_id, found.domain_id),
             None => Ok(None),
         }
