@@ -549,3 +549,42 @@ async fn mail_submitted_over_smtp_is_signed_and_delivered_too() {
     assert!(received[0].text().contains("Subject: over smtp"));
     world.wait_event(&id, "delivered").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_outcome_waits_for_the_emails_lock() {
+    // An open, a click or a bounce by mail changes the email's record under its lock; the
+    // outcome of its delivery, written from another thread, must take the same lock, or
+    // it writes over what they wrote (and a broadcast counts the email twice).
+    let world = World::start(SinkOptions::default(), "").await;
+    let id = world.send(&["deferonce@example.net"]).await;
+    world.wait_event(&id, "delivery_delayed").await;
+    let teams = call(world.running.http_addr, Method::GET, "/teams", Some(OPERATOR_KEY), None).await;
+    let team: herald_queue::Id = teams.json()["data"][0]["id"]
+        .as_str()
+        .expect("the operator's team")
+        .parse()
+        .expect("an id");
+    let email: herald_queue::Id = id.parse().expect("an id");
+
+    // Hold the email's lock, on a thread of its own, across the retry.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let state = Arc::clone(&world.running.state);
+    let holder = std::thread::spawn(move || {
+        let _guard = herald::emails::lock(&state, team, email);
+        locked_tx.send(()).expect("the test waits");
+        let _ = release_rx.recv();
+    });
+    locked_rx.recv().expect("locked");
+    world.sink.wait_for(1, WAIT).await;
+    // The sink has the message; its outcome waits for the lock meanwhile.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        world.email(&id).await["last_event"],
+        "delivery_delayed",
+        "the outcome was written while the email was locked"
+    );
+    release_tx.send(()).expect("the holder waits");
+    holder.join().expect("the holder");
+    world.wait_event(&id, "delivered").await;
+}

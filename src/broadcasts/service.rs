@@ -399,6 +399,7 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     let spool = services.spool();
     let store = services.store();
     let key = EmailRecord::key(team_id, id);
+    let _guard = crate::emails::lock(services, team_id, id);
     let Some(mut record) = store.get::<EmailRecord>(&key)? else {
         spool.release(id);
         return Ok(false);

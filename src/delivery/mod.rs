@@ -238,12 +238,7 @@ fn write_outcomes(shared: &Arc<Shared>, finished: &Receiver<Finished>) {
             }
         }
         if !group.is_empty() {
-            outcome::write(
-                shared.state.store(),
-                shared.state.spool(),
-                &shared.state.config().delivery,
-                group,
-            );
+            outcome::write(&shared.state, group);
             // The jobs dropped with the group released their runner claims, which wakes
             // the scheduler.
         }

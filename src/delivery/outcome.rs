@@ -22,6 +22,7 @@ use crate::config::DeliveryConfig;
 use crate::emails::EmailState;
 use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus};
 use crate::events::EventKind;
+use crate::services::Services;
 use crate::suppressions::{self, Origin, Suppression};
 
 /// Messages whose outcomes are written in one commit at most: bounds one write's size
@@ -30,7 +31,8 @@ pub const GROUP_MAX: usize = 512;
 
 /// Writes the outcomes of `jobs` in one durable write, and releases their claims (their
 /// runner claims as the jobs drop). Blocks until durable.
-pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig, jobs: Vec<Arc<MessageJob>>) {
+pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
+    let (store, spool, config) = (services.store(), services.spool(), &services.config().delivery);
     let mut pending: Vec<(Arc<MessageJob>, Vec<Option<Outcome>>)> = Vec::with_capacity(jobs.len());
     for job in jobs {
         let results = job.take_results();
@@ -48,11 +50,16 @@ pub fn write(store: &Store, spool: &herald_queue::Spool, config: &DeliveryConfig
             return;
         }
         let mut suppressed = HashSet::new();
+        // Each email's record is read and rewritten below: under its lock, taken before
+        // the spool's (as every other change of an email takes them), so that an open,
+        // a click or a bounce by mail landing meanwhile is neither lost nor counted twice.
+        let locked = crate::emails::lock_many(services, pending.iter().map(|(job, _)| (job.team_id, job.id)));
         let written = spool.update_many(
             &pending,
             |(job, _)| job.id,
             |(job, results), envelope, batch| apply(store, config, job, results, &mut suppressed, envelope, batch),
         );
+        drop(locked);
         let mut failed = Vec::new();
         for (item, result) in pending.into_iter().zip(written) {
             match result {

@@ -23,3 +23,33 @@ pub use record::{EmailEvent, EmailRecord, Source};
 pub use state::EmailState;
 pub use submit::{Prepared, SendError, Sender};
 pub use validate::{Email, Invalid, validate};
+
+use crate::services::{RecordName, Services};
+
+/// The name every change of an email's record and status locks ([`lock`]).
+const LOCKED: &str = "emails";
+
+/// Locks the email `id` of `team_id` for a read-modify-write of its record and status.
+/// Every such change takes it: the API's, opens and clicks, bounces and complaints by
+/// mail, the queue's operator actions, a broadcast's cancel, and delivery outcomes
+/// ([`lock_many`]), so none of them writes over another's `last_event` (or counts its
+/// move twice).
+pub fn lock(services: &Services, team_id: herald_queue::Id, id: herald_queue::Id) -> std::sync::MutexGuard<'_, ()> {
+    let key = EmailRecord::key(team_id, id);
+    services.lock_record(RecordName {
+        table: LOCKED,
+        key: &key,
+    })
+}
+
+/// Locks many emails at once, as [`lock`] does each (see [`Services::lock_records`]).
+pub fn lock_many(
+    services: &Services,
+    emails: impl IntoIterator<Item = (herald_queue::Id, herald_queue::Id)>,
+) -> Vec<std::sync::MutexGuard<'_, ()>> {
+    let keys: Vec<Vec<u8>> = emails
+        .into_iter()
+        .map(|(team_id, id)| EmailRecord::key(team_id, id))
+        .collect();
+    services.lock_records(keys.iter().map(|key| RecordName { table: LOCKED, key }))
+}

@@ -7,16 +7,9 @@ use super::record::EmailStatus;
 use super::{EmailRecord, EmailState, schedule, submit};
 use crate::accounts::Caller;
 use crate::services::page::PageRequest;
-use crate::services::{Error, RecordName, Services};
+use crate::services::{Error, Services};
 
-/// Locks the email `id` of `team_id` for a change of its record.
-fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, ()> {
-    let key = EmailRecord::key(team_id, id);
-    services.lock_record(RecordName {
-        table: "emails",
-        key: &key,
-    })
-}
+use super::lock;
 
 /// The caller's email `id` with its delivery status and bodies.
 pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {

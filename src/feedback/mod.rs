@@ -30,7 +30,7 @@ use crate::delivery::reply::Reply as SmtpReply;
 use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
 use crate::events::EventKind;
-use crate::services::{Error, RecordName, Services};
+use crate::services::{Error, Services};
 use crate::suppressions::{self, Origin, Suppression};
 use report::{Action, Report};
 
@@ -304,10 +304,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
     }
     let store = services.store();
     let key = EmailRecord::key(status.team_id, status.id);
-    let _guard = services.lock_record(RecordName {
-        table: "email_status",
-        key: &key,
-    });
+    let _guard = crate::emails::lock(services, status.team_id, status.id);
     // Read again under the lock: a concurrent open or delivery may have moved it.
     let mut status = store.get::<EmailStatus>(&key)?.unwrap_or(status);
     let now: Timestamp = store.now();

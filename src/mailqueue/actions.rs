@@ -151,10 +151,17 @@ impl Deleted {
 /// writes), and the email's last event becomes `canceled`. Refused while a delivery
 /// attempt holds the message, whose outcome would otherwise contradict the record.
 pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueError> {
-    load(state, scope, id)?;
+    let loaded = load(state, scope, id)?;
     if !state.spool().try_claim(id) {
         return Err(QueueError::InFlight(id));
     }
+    // The email's record changes with its envelope: under the email's lock, so that an
+    // open or a bounce by mail arriving meanwhile is not written over.
+    let _guard = loaded
+        .team
+        .parse::<Id>()
+        .ok()
+        .map(|team| crate::emails::lock(state, team, id));
     let store = state.store();
     let now = store.now();
     let mut canceled = 0;

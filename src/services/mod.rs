@@ -330,9 +330,28 @@ impl Services {
     /// until the guard drops; changes of other records do not (unless they share a
     /// stripe). A change takes one record lock at a time, so they cannot deadlock.
     pub fn lock_record(&self, record: RecordName<'_>) -> MutexGuard<'_, ()> {
+        self.records[self.stripe(record)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks many records at once, for a change that writes them all in one commit
+    /// (delivery outcomes): every stripe once, in ascending order. Other changes hold one
+    /// stripe at a time, or take their records' stripe before any spool stripe as this
+    /// caller does, so the order rules out a deadlock.
+    pub fn lock_records<'a>(&self, records: impl IntoIterator<Item = RecordName<'a>>) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = records.into_iter().map(|record| self.stripe(record)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            .map(|stripe| self.records[stripe].lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+
+    fn stripe(&self, record: RecordName<'_>) -> usize {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         std::hash::Hash::hash(&(record.table, record.key), &mut hasher);
-        let stripe = std::hash::Hasher::finish(&hasher) as usize % self.records.len();
-        self.records[stripe].lock().unwrap_or_else(PoisonError::into_inner)
+        std::hash::Hasher::finish(&hasher) as usize % self.records.len()
     }
 }

@@ -172,10 +172,7 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     };
     let store = services.store();
     let key = EmailRecord::key(team_id, email_id);
-    let _guard = services.lock_record(crate::services::RecordName {
-        table: "email_status",
-        key: &key,
-    });
+    let _guard = crate::emails::lock(services, team_id, email_id);
     let Some(mut status) = store.get::<EmailStatus>(&key)? else {
         return Ok(());
     };
