@@ -61,6 +61,7 @@ pub mod emails;
 pub mod events;
 pub mod feedback;
 pub mod http;
+pub mod images;
 pub mod insights;
 pub mod limits;
 pub mod mailqueue;

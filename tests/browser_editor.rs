@@ -431,3 +431,103 @@ async fn a_broadcast_is_built_by_dragging_blocks_and_sent() {
     drop(driver);
     assert!(running.shutdown().await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_uploaded_in_the_asset_manager_is_placed_and_served() {
+    // herald's public address must be where the browser reaches it: a port chosen first.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = util::config(dir.path(), "");
+    config.http.listen = format!("127.0.0.1:{port}").parse().expect("an address");
+    config.http.public_url = format!("http://127.0.0.1:{port}");
+    let running = util::start_with_key(config, Some(OPERATOR_KEY)).await;
+    let addr = running.http_addr;
+    let base = format!("http://{addr}");
+    util::cookies::add_users(addr, &[("mia@example.com", "admin")], PASSWORD).await;
+    let template = call(
+        addr,
+        Method::POST,
+        "/templates",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Newsletter", "html": "<p>x</p>" })),
+    )
+    .await
+    .json()["id"]
+        .as_str()
+        .expect("template")
+        .to_owned();
+    let file = dir.path().join("checks.png");
+    std::fs::write(&file, include_bytes!("util/images/checks.png")).expect("the image file");
+
+    let driver = Driver::start();
+    let client = connect(&driver).await;
+    sign_in(&client, &base, "mia@example.com").await;
+    client
+        .goto(&format!("{base}/dashboard/templates/{template}/design"))
+        .await
+        .expect("the template editor");
+    editor_loaded(&client).await;
+    // A dropped image opens the asset manager; the file goes in through its uploader.
+    drag(&client, "Image", "Write your message", "mj-image", 1).await;
+    wait_for_text(&client, ".gjs-mdl-container", "Select Image").await;
+    client
+        .find(Locator::Css(".gjs-am-file-uploader input[type=file]"))
+        .await
+        .expect("the uploader")
+        .send_keys(&file.display().to_string())
+        .await
+        .expect("choose the file");
+    wait_for_text(&client, "#design-status", "Uploaded checks.png").await;
+    until(
+        &client,
+        "return [...document.querySelectorAll('.gjs-am-asset-image')].some(a => a.textContent.includes('checks.png'))",
+        "the upload listed",
+    )
+    .await;
+    shot(&client, "30-editor-image-uploaded").await;
+    // Picking it places it in the design, and the canvas shows it from herald.
+    click(
+        &client,
+        Locator::XPath("//*[contains(@class,'gjs-am-asset-image')][contains(.,'checks.png')]//*[contains(@class,'gjs-am-preview')]"),
+    )
+    .await;
+    until(
+        &client,
+        "const i = heraldEditor.getWrapper().findType('mj-image')[0]; return !!i && (i.getAttributes().src || '').includes('/images/')",
+        "the image placed",
+    )
+    .await;
+    click(&client, Locator::Css(".gjs-mdl-btn-close")).await;
+    until(
+        &client,
+        "const img = document.querySelector('.gjs-frame').contentDocument.querySelector('img[src*=\"/images/\"]'); return !!img && img.complete && img.naturalWidth === 160",
+        "the image drawn in the canvas",
+    )
+    .await;
+    shot(&client, "31-editor-image-placed").await;
+    click(&client, Locator::Id("design-save")).await;
+    wait_for_text(&client, "#design-status", "Saved").await;
+    let stored = call(
+        addr,
+        Method::GET,
+        &format!("/templates/{template}"),
+        Some(OPERATOR_KEY),
+        None,
+    )
+    .await
+    .json();
+    let html = stored["html"].as_str().expect("html");
+    let public = format!("http://127.0.0.1:{port}/images/");
+    assert!(
+        html.contains(&public),
+        "the design points at herald's public address: {html}"
+    );
+
+    client.close().await.expect("close the browser");
+    drop(driver);
+    assert!(running.shutdown().await);
+}

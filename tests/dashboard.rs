@@ -1395,3 +1395,177 @@ async fn the_team_page_shows_its_plan_and_what_it_has_sent_against_it() {
         "{page}"
     );
 }
+
+/// A 160×48 PNG of orange and blue squares.
+const CHECKS_PNG: &[u8] = include_bytes!("util/images/checks.png");
+
+/// `POST /dashboard/images` as the editor sends it: the body is the image.
+async fn upload_image(
+    addr: std::net::SocketAddr,
+    browser: &Browser,
+    csrf: &str,
+    name: &str,
+    bytes: &[u8],
+) -> HttpResponse {
+    let cookie = browser.cookie_header();
+    let mut headers = vec![
+        ("cookie", cookie.as_str()),
+        ("content-type", "image/png"),
+        ("x-file-name", name),
+    ];
+    if !csrf.is_empty() {
+        headers.push(("x-csrf-token", csrf));
+    }
+    call_with_headers(
+        addr,
+        Method::POST,
+        "/dashboard/images",
+        None,
+        &headers,
+        Bytes::copy_from_slice(bytes),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    add_users(
+        addr,
+        &[("mia@example.com", "admin"), ("max@example.com", "member")],
+        PASSWORD,
+    )
+    .await;
+    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
+    let token = csrf(&mia.get(addr, "/dashboard/templates").await);
+    // A member may not change designs, nor add their images.
+    let (mut max, _) = sign_in(addr, "max@example.com", PASSWORD).await;
+    let max_token = csrf(&max.get(addr, "/dashboard/templates").await);
+    let refused = upload_image(addr, &max, &max_token, "logo.png", CHECKS_PNG).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .expect("message")
+            .contains("ask an owner or admin")
+    );
+
+    // An admin uploads; the answer is what the asset manager adds.
+    let uploaded = upload_image(addr, &mia, &token, "logo%20one.png", CHECKS_PNG).await;
+    assert_eq!(uploaded.status, StatusCode::CREATED, "{}", uploaded.text());
+    let asset = uploaded.json()["data"][0].clone();
+    assert_eq!(asset["name"], "logo one.png");
+    assert_eq!(asset["type"], "image");
+    let src = asset["src"].as_str().expect("src").to_owned();
+    let public_url = running.state.config().http.public_url.clone();
+    let path = src.strip_prefix(&public_url).expect("under public_url").to_owned();
+    assert!(path.starts_with("/images/") && path.ends_with(".png"), "{src}");
+
+    // Anyone gets it, without a session or a key, cacheable for good.
+    let served = call_with_headers(addr, Method::GET, &path, None, &[], Bytes::new()).await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_eq!(served.body.as_ref(), CHECKS_PNG);
+    assert_eq!(served.headers["content-type"], "image/png");
+    assert_eq!(served.headers["x-content-type-options"], "nosniff");
+    assert!(
+        served.headers["cache-control"]
+            .to_str()
+            .expect("ascii")
+            .contains("immutable")
+    );
+    let head = call_with_headers(addr, Method::HEAD, &path, None, &[], Bytes::new()).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert!(head.body.is_empty());
+    // Another extension, or one character changed, names nothing.
+    let as_gif = path.replace(".png", ".gif");
+    assert_eq!(
+        call_with_headers(addr, Method::GET, &as_gif, None, &[], Bytes::new())
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    let token_at = "/images/".len();
+    let flipped = if &path[token_at..=token_at] == "A" { "B" } else { "A" };
+    let altered = format!("{}{flipped}{}", &path[..token_at], &path[token_at + 1..]);
+    assert_eq!(
+        call_with_headers(addr, Method::GET, &altered, None, &[], Bytes::new())
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+
+    // The editor lists the team's images.
+    let created = call(
+        addr,
+        Method::POST,
+        "/templates",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "With a logo", "html": "<p>Hi</p>" })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let template = created.json()["id"].as_str().expect("id").to_owned();
+    let editor = mia.get(addr, &format!("/dashboard/templates/{template}/design")).await;
+    assert_eq!(editor.status, StatusCode::OK);
+    assert!(editor.text().contains(&path), "the asset manager lists the upload");
+    let policy = editor.headers["content-security-policy"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(
+        policy.contains(&format!("img-src 'self' data: https: {public_url}")),
+        "{policy}"
+    );
+
+    // What is refused, and why.
+    let svg = upload_image(
+        addr,
+        &mia,
+        &token,
+        "x.svg",
+        b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>",
+    )
+    .await;
+    assert_eq!(svg.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        svg.json()["message"]
+            .as_str()
+            .expect("message")
+            .contains("PNG, JPEG, GIF and WebP")
+    );
+    let empty = upload_image(addr, &mia, &token, "x.png", b"").await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let too_large = vec![0x89; herald::images::IMAGE_BYTES_MAX + 1];
+    let large = upload_image(addr, &mia, &token, "x.png", &too_large).await;
+    assert_eq!(large.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", large.text());
+    let forged = upload_image(addr, &mia, "", "x.png", CHECKS_PNG).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "no token, no upload");
+    let stranger = upload_image(addr, &Browser::default(), &token, "x.png", CHECKS_PNG).await;
+    assert_eq!(stranger.status, StatusCode::SEE_OTHER, "no session, no upload");
+
+    // Another team has none of them.
+    let other = call(
+        addr,
+        Method::POST,
+        "/teams",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Other" })),
+    )
+    .await
+    .json();
+    let other_team: herald_queue::Id = other["id"].as_str().expect("the team's id").parse().expect("an id");
+    let caller = herald::accounts::Caller {
+        team_id: other_team,
+        key_id: other_team,
+        permission: herald::accounts::Permission::FullAccess,
+        domain_id: None,
+        operator: false,
+    };
+    assert!(
+        herald::images::list(&running.state, &caller, 10)
+            .expect("list")
+            .is_empty()
+    );
+}

@@ -639,8 +639,36 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         (got.json()["status"] == "completed").then_some(())
     })
     .await;
+    // And an image for its designs, as the editor uploads them.
+    let designer = herald::accounts::Caller {
+        team_id,
+        key_id: team_id,
+        permission: herald::accounts::Permission::FullAccess,
+        domain_id: None,
+        operator: false,
+    };
+    let state = Arc::clone(&world.running.state);
+    let image = tokio::task::spawn_blocking(move || {
+        herald::images::upload(&state, &designer, "logo.gif", b"GIF89a\x01\x00\x01\x00")
+    })
+    .await
+    .expect("the upload ran")
+    .expect("an image kept");
+    let image_path = image.url("");
+    let served = util::call_with_headers(
+        world.running.http_addr,
+        Method::GET,
+        &image_path,
+        None,
+        &[],
+        bytes::Bytes::new(),
+    )
+    .await;
+    assert_eq!(served.status, StatusCode::OK, "{image_path}");
     let prefix = team_id.as_bytes().to_vec();
     for table in [
+        Table::IMAGES,
+        Table::IMAGE_BYTES,
         Table::API_KEYS,
         Table::DOMAINS,
         Table::EMAILS,
@@ -709,9 +737,21 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
         Table::CONTACT_PROPERTIES,
         Table::CONTACT_IMPORTS,
         Table::IMPORT_ERRORS,
+        Table::IMAGES,
+        Table::IMAGE_BYTES,
     ] {
         world.wait_gone(table, &prefix).await;
     }
+    let served = util::call_with_headers(
+        world.running.http_addr,
+        Method::GET,
+        &image_path,
+        None,
+        &[],
+        bytes::Bytes::new(),
+    )
+    .await;
+    assert_eq!(served.status, StatusCode::NOT_FOUND, "the image left with the team");
     assert_eq!(world.keys(Table::EVENTS, email.as_bytes()), 0, "the timeline is gone");
     assert_eq!(world.running.state.spool().depth(), 0, "queued mail left the queue");
     assert_eq!(

@@ -39,7 +39,17 @@
     storageManager: false,
     telemetry: false,
     cssIcons: "",
-    assetManager: { upload: false, assets: [] },
+    // The team's images; a file dropped or chosen in the asset manager is uploaded to
+    // herald, which serves it from its public address.
+    assetManager: {
+      assets: JSON.parse(root.getAttribute("data-images") || "[]"),
+      upload: root.getAttribute("data-upload"),
+      multiUpload: true,
+      uploadFile: function (event) {
+        var files = (event.dataTransfer || event.target).files || [];
+        Array.prototype.forEach.call(files, upload);
+      },
+    },
     plugins: [
       function (ed) {
         mjml(ed, {
@@ -238,6 +248,40 @@
       picked.selectedIndex = 0;
     },
   });
+
+  // One image to herald: the body is the file, the form's token rides in a header.
+  function upload(file) {
+    say("Uploading " + file.name + "…");
+    fetch(root.getAttribute("data-upload"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": file.type || "application/octet-stream",
+        "X-CSRF-Token": root.getAttribute("data-csrf"),
+        "X-File-Name": encodeURIComponent(file.name),
+      },
+      body: file,
+    })
+      .then(function (response) {
+        return response.text().then(function (body) {
+          var answer;
+          try {
+            answer = JSON.parse(body);
+          } catch (notJson) {
+            answer = { message: body || "Not uploaded (" + response.status + ")." };
+          }
+          if (response.ok) {
+            editor.AssetManager.add(answer.data);
+            say("Uploaded " + file.name + ": pick it to place it.", "good");
+          } else {
+            say(file.name + ": " + answer.message, "bad");
+          }
+        });
+      })
+      .catch(function () {
+        say("Not uploaded: herald did not answer. Try again.", "bad");
+      });
+  }
 
   // Saving: the MJML to herald, which answers with what it made or where it failed.
   function save() {

@@ -435,10 +435,10 @@ const EXPIRING: &[Table] = &[
 fn table_options(name: &str) -> Options {
     let mut options = Options::default();
     options.set_compression_type(rocksdb::DBCompressionType::Lz4);
-    if name == Table::MESSAGES.name() {
+    if name == Table::MESSAGES.name() || name == Table::IMAGE_BYTES.name() {
         // Message bodies are large, and short-lived unless retained for their record: keep
         // them in blob files so compaction moves small pointers instead of rewriting the
-        // bodies.
+        // bodies. Images are large too.
         options.set_write_buffer_size(64 * 1024 * 1024);
         options.set_enable_blob_files(true);
         options.set_min_blob_size(4096);

@@ -131,6 +131,11 @@ impl Table {
     pub const SESSIONS: Table = Table::new("sessions");
     /// Invitations by the SHA-256 of their token.
     pub const INVITATIONS: Table = Table::new("invitations");
+    /// Design images by team and image id: what each is (name, format, size).
+    pub const IMAGES: Table = Table::new("images");
+    /// Design images' bytes by team and the random half of their address, after a byte
+    /// naming the format.
+    pub const IMAGE_BYTES: Table = Table::new("image_bytes");
     /// Emails by team, current status and id: empty values, for the Emails page's filter.
     pub const EMAILS_BY_STATUS: Table = Table::new("emails_by_status");
     /// Counters by key (the daily counts of the Metrics page): little-endian `u64`
@@ -198,6 +203,8 @@ impl Table {
         Table::USER_EMAILS,
         Table::SESSIONS,
         Table::INVITATIONS,
+        Table::IMAGES,
+        Table::IMAGE_BYTES,
         Table::EMAILS_BY_STATUS,
         Table::IMPORT_EXPIRY,
     ];

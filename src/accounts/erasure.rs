@@ -54,6 +54,8 @@ const BY_TEAM: &[Table] = &[
     Table::WEBHOOK_ATTEMPTS,
     Table::LOGS,
     Table::IDEMPOTENCY,
+    Table::IMAGES,
+    Table::IMAGE_BYTES,
 ];
 
 /// Runs until shutdown: erases every team marked deleted, a batch at a time.

@@ -4,8 +4,12 @@
 //! server compiles and sanitises it ([`crate::design`]) and stores both through the
 //! broadcasts or templates service, answering JSON: what it made, or the fault with its
 //! line and column. The page's Content-Security-Policy, unlike every other page's, allows
-//! inline styles (GrapesJS styles its canvas inline) and images from `https:` (the ones a
-//! design uses); scripts stay same-origin files.
+//! inline styles (GrapesJS styles its canvas inline) and images from `https:` and
+//! `[http] public_url` (the ones a design uses); scripts stay same-origin files.
+//!
+//! Images are uploaded from the editor's asset manager ([`upload_image`]: the body is the
+//! image, the form's token in `X-CSRF-Token`) and served from `public_url`
+//! ([`crate::images`]); the page lists the team's newest ones.
 
 use askama::Template as _;
 use bytes::Bytes;
@@ -18,11 +22,18 @@ use super::{Ctx, Signed, html, pages, text};
 use crate::broadcasts::Status;
 use crate::broadcasts::service::{self as broadcasts, Fields};
 use crate::design::{self, DesignError};
+use crate::images;
 use crate::services::Error;
 use crate::templates::service::{self as templates, TemplateChange};
 
-/// The editor page's Content-Security-Policy.
-const CSP_EDITOR: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; font-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The editor page's Content-Security-Policy, but for `img-src`'s `public_url`.
+const CSP_EDITOR: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The same with images from `https:` only, should `public_url` not fit in a header.
+const CSP_EDITOR_HTTPS: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self' data:; connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; img-src 'self' data: https:";
+
+/// Images the editor's asset manager lists at most: the team's newest.
+const IMAGES_LISTED: usize = 200;
 
 /// What a design belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,12 +98,70 @@ pub fn page(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Respons
         mjml: mjml.unwrap_or_default(),
         merge_tags_json: serde_json::to_string(&merge_tags).unwrap_or_else(|_| "[]".into()),
         merge_tags,
+        images_json: images_json(ctx, &caller),
     };
     let mut response = html(StatusCode::OK, page.render());
+    let public_url = &ctx.state.config().http.public_url;
+    let policy = HeaderValue::from_str(&format!("{CSP_EDITOR}; img-src 'self' data: https: {public_url}"))
+        .unwrap_or_else(|_| HeaderValue::from_static(CSP_EDITOR_HTTPS));
+    response.headers_mut().insert(CONTENT_SECURITY_POLICY, policy);
     response
-        .headers_mut()
-        .insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP_EDITOR));
-    response
+}
+
+/// The team's newest images, as the asset manager lists them.
+fn images_json(ctx: &Ctx<'_>, caller: &crate::accounts::Caller) -> String {
+    let public_url = &ctx.state.config().http.public_url;
+    let images = images::list(ctx.state, caller, IMAGES_LISTED).unwrap_or_else(|error| {
+        tracing::warn!(%error, "cannot list the team's images");
+        Vec::new()
+    });
+    let listed: Vec<_> = images.iter().map(|image| asset(image, public_url)).collect();
+    serde_json::Value::Array(listed).to_string()
+}
+
+fn asset(image: &images::Image, public_url: &str) -> serde_json::Value {
+    json!({ "src": image.url(public_url), "name": image.name, "type": "image" })
+}
+
+/// `POST /dashboard/images`: the body is an image; keeps it for the team and answers
+/// the asset manager's JSON (`{"data": [{"src": ...}]}`), or the refusal's message.
+pub fn upload_image(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
+    // Who may save a design may add its images.
+    if signed.user.role < crate::users::Role::Admin {
+        return answer(
+            StatusCode::FORBIDDEN,
+            &json!({ "message": "Your role may not upload images; ask an owner or admin" }),
+        );
+    }
+    let name = ctx
+        .request
+        .headers
+        .get("x-file-name")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            form_urlencoded::parse(format!("n={v}").as_bytes())
+                .next()
+                .map(|(_, name)| name.into_owned())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    match images::upload(ctx.state, &signed.caller(), &name, &ctx.request.body) {
+        Ok(image) => answer(
+            StatusCode::CREATED,
+            &json!({ "data": [asset(&image, &ctx.state.config().http.public_url)] }),
+        ),
+        Err(Error::Store(error)) => {
+            tracing::error!(%error, "an image could not be kept");
+            answer(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({ "message": "Not uploaded: something went wrong on herald's side" }),
+            )
+        }
+        Err(error) => answer(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &json!({ "message": error.to_string() }),
+        ),
+    }
 }
 
 /// `POST .../{id}/design` with `mjml`: compiles, sanitises and stores the design.

@@ -77,8 +77,17 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
         return asset(file).map(BodyExt::boxed_unsync);
     }
     let import = method == Method::POST && path == "/dashboard/contacts/import";
-    if import && !may_upload(state, &request).await {
-        // Only a signed-in owner or admin's browser gets to stream a file to disk.
+    let image = method == Method::POST && path == "/dashboard/images";
+    // Only a signed-in owner or admin's browser gets to stream a file to disk, and only a
+    // signed-in user's to send an image's megabytes (a member is then told why not).
+    let allowed = match (import, image) {
+        (true, _) => session_role(state, &request)
+            .await
+            .is_some_and(|role| role >= users::Role::Admin),
+        (_, true) => session_role(state, &request).await.is_some(),
+        _ => true,
+    };
+    if !allowed {
         return redirect("/dashboard/login").map(BodyExt::boxed_unsync);
     }
     let read = if import {
@@ -86,6 +95,8 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     } else {
         let max = if method == Method::POST && path.ends_with("/design") {
             DESIGN_FORM_MAX
+        } else if image {
+            crate::images::IMAGE_BYTES_MAX
         } else {
             FORM_MAX
         };
@@ -135,9 +146,9 @@ pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpA
     response
 }
 
-/// Whether the request's session is an owner's or admin's past the second factor: checked
-/// before an upload is read, as the API checks its key first.
-async fn may_upload(state: &Arc<AppState>, request: &Request<Incoming>) -> bool {
+/// The role of the request's session, past the second factor: checked before an upload
+/// is read, as the API checks its key first.
+async fn session_role(state: &Arc<AppState>, request: &Request<Incoming>) -> Option<users::Role> {
     let token = request
         .headers()
         .get_all(hyper::header::COOKIE)
@@ -148,16 +159,18 @@ async fn may_upload(state: &Arc<AppState>, request: &Request<Incoming>) -> bool 
             let (key, value) = pair.trim().split_once('=')?;
             (key == SESSION_COOKIE).then(|| value.to_owned())
         });
-    let Some(token) = token else { return false };
+    let token = token?;
     let state = Arc::clone(state);
     tokio::task::spawn_blocking(move || {
         sessions::find(state.store(), &token)
             .ok()
             .flatten()
-            .is_some_and(|(session, user)| session.mfa_passed && user.role >= users::Role::Admin)
+            .filter(|(session, _)| session.mfa_passed)
+            .map(|(_, user)| user.role)
     })
     .await
-    .unwrap_or(false)
+    .ok()
+    .flatten()
 }
 
 /// The signed-in user past the second factor, or the page to send the browser to.
@@ -266,12 +279,22 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 Ok(signed) => signed,
                 Err(to) => return redirect(to),
             };
-            if method == Method::POST && !csrf_ok(ctx.form("csrf").as_deref(), &signed.session.csrf) {
+            // Forms carry the token in a field; the editor's image upload, whose body is
+            // the image, in a header.
+            let given = ctx.form("csrf").or_else(|| {
+                ctx.request
+                    .headers
+                    .get("x-csrf-token")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            });
+            if method == Method::POST && !csrf_ok(given.as_deref(), &signed.session.csrf) {
                 return text(StatusCode::FORBIDDEN, "The form expired; reload the page and try again");
             }
             match (method, path) {
                 (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
                 (&Method::GET, "/dashboard/emails") => emails::list(ctx, &signed),
+                (&Method::POST, "/dashboard/images") => design::upload_image(ctx, &signed),
                 (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
                 (&Method::GET, "/dashboard/metrics") => metrics_page::page(ctx, &signed),
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") && path.ends_with("/insights") => {

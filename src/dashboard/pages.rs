@@ -761,6 +761,8 @@ pub struct DesignPage<'a> {
     pub merge_tags: Vec<String>,
     /// The same, as JSON, for the text toolbar's menu.
     pub merge_tags_json: String,
+    /// The team's newest images, as JSON, for the asset manager.
+    pub images_json: String,
 }
 
 /// One of a template's versions.

@@ -14,6 +14,46 @@ use super::response::ApiError;
 use crate::server::AppState;
 use crate::unsubscribe::{self, Choice, Unsubscribe, page};
 
+/// A design image (`/images/{token}.{ext}`), answered without a key to whoever opens an
+/// email that shows it: its bytes with their media type, cached for a year (an image's
+/// address never shows other bytes), or a 404.
+pub async fn image(state: &Arc<AppState>, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let file = request.uri().path()[crate::images::PATH.len()..].to_owned();
+    let head = request.method() == Method::HEAD;
+    let services = Arc::clone(state);
+    let found = tokio::task::spawn_blocking(move || crate::images::public(&services, &file)).await;
+    let (format, bytes) = match found {
+        Ok(Ok(Some(found))) => found,
+        Ok(Ok(None)) => return ApiError::not_found("No such image").into_response(),
+        Ok(Err(error)) => {
+            tracing::error!(%error, "cannot read an image");
+            return ApiError::unavailable("The image cannot be read now; try again later").into_response();
+        }
+        Err(_) => return ApiError::unavailable("The image cannot be read now; try again later").into_response(),
+    };
+    let length = bytes.len();
+    let mut response = Response::new(Full::new(if head { Bytes::new() } else { Bytes::from(bytes) }));
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(format.media_type()),
+    );
+    headers.insert(hyper::header::CONTENT_LENGTH, hyper::header::HeaderValue::from(length));
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    headers.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        hyper::header::HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        hyper::header::HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+    response
+}
+
 /// A tracking URL (`/t/o/...` or `/t/c/...`), answered without a key: a signature this
 /// node made, on a verified tracking host of the team it names (the `Host`), records the
 /// open or click and answers the pixel or the redirect. Anything else is a 404: a forged

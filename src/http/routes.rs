@@ -55,6 +55,9 @@ async fn respond(
         (&Method::GET | &Method::HEAD, path) if path.starts_with("/t/") => {
             ("tracking", public::tracking(state, &request, peer).await)
         }
+        (&Method::GET | &Method::HEAD, path) if path.starts_with(crate::images::PATH) => {
+            ("images", public::image(state, &request).await)
+        }
         (&Method::GET | &Method::HEAD | &Method::POST, path) if path.starts_with(crate::unsubscribe::PATH) => {
             ("unsubscribe", public::unsubscribe(state, request).await)
         }
