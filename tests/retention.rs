@@ -655,16 +655,20 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
     .expect("the upload ran")
     .expect("an image kept");
     let image_path = image.url("");
-    let served = util::call_with_headers(
-        world.running.http_addr,
-        Method::GET,
-        &image_path,
-        None,
-        &[],
-        bytes::Bytes::new(),
-    )
-    .await;
-    assert_eq!(served.status, StatusCode::OK, "{image_path}");
+    let image_status = || async {
+        util::call_with_headers(
+            world.running.http_addr,
+            Method::GET,
+            &image_path,
+            None,
+            &[],
+            bytes::Bytes::new(),
+        )
+        .await
+        .status
+    };
+    let served = image_status().await;
+    assert_eq!(served, StatusCode::OK, "{image_path}");
     let prefix = team_id.as_bytes().to_vec();
     for table in [
         Table::IMAGES,
@@ -742,16 +746,11 @@ async fn deleting_a_team_erases_everything_it_kept_but_its_suppression_list() {
     ] {
         world.wait_gone(table, &prefix).await;
     }
-    let served = util::call_with_headers(
-        world.running.http_addr,
-        Method::GET,
-        &image_path,
-        None,
-        &[],
-        bytes::Bytes::new(),
-    )
-    .await;
-    assert_eq!(served.status, StatusCode::NOT_FOUND, "the image left with the team");
+    assert_eq!(
+        image_status().await,
+        StatusCode::NOT_FOUND,
+        "the image left with the team"
+    );
     assert_eq!(world.keys(Table::EVENTS, email.as_bytes()), 0, "the timeline is gone");
     assert_eq!(world.running.state.spool().depth(), 0, "queued mail left the queue");
     assert_eq!(

@@ -249,6 +249,18 @@
     },
   });
 
+  // herald's JSON answer; a refusal before the request was read (a role, an expired
+  // form) is text, which becomes the message.
+  function answerOf(response, failed) {
+    return response.text().then(function (body) {
+      try {
+        return JSON.parse(body);
+      } catch (notJson) {
+        return { message: body || failed + " (" + response.status + ")." };
+      }
+    });
+  }
+
   // One image to herald: the body is the file, the form's token rides in a header.
   function upload(file) {
     say("Uploading " + file.name + "…");
@@ -263,13 +275,7 @@
       body: file,
     })
       .then(function (response) {
-        return response.text().then(function (body) {
-          var answer;
-          try {
-            answer = JSON.parse(body);
-          } catch (notJson) {
-            answer = { message: body || "Not uploaded (" + response.status + ")." };
-          }
+        return answerOf(response, "Not uploaded").then(function (answer) {
           if (response.ok) {
             editor.AssetManager.add(answer.data);
             say("Uploaded " + file.name + ": pick it to place it.", "good");
@@ -296,14 +302,7 @@
       body: body.toString(),
     })
       .then(function (response) {
-        return response.text().then(function (body) {
-          var answer;
-          try {
-            answer = JSON.parse(body);
-          } catch (notJson) {
-            // A refusal before the design was read (a role, an expired form) is text.
-            answer = { message: body || "Not saved (" + response.status + ")." };
-          }
+        return answerOf(response, "Not saved").then(function (answer) {
           if (response.ok) {
             say("Saved: " + answer.html_bytes + " bytes of HTML.", "good");
             return true;

@@ -280,14 +280,14 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 Err(to) => return redirect(to),
             };
             // Forms carry the token in a field; the editor's image upload, whose body is
-            // the image, in a header.
-            let given = ctx.form("csrf").or_else(|| {
-                ctx.request
-                    .headers
-                    .get("x-csrf-token")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            });
+            // the image (not parsed as a form), in a header.
+            let given = ctx
+                .request
+                .headers
+                .get("x-csrf-token")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .or_else(|| ctx.form("csrf"));
             if method == Method::POST && !csrf_ok(given.as_deref(), &signed.session.csrf) {
                 return text(StatusCode::FORBIDDEN, "The form expired; reload the page and try again");
             }

@@ -32,7 +32,7 @@ pub async fn image(state: &Arc<AppState>, request: &Request<Incoming>) -> Respon
         Err(_) => return ApiError::unavailable("The image cannot be read now; try again later").into_response(),
     };
     let length = bytes.len();
-    let mut response = Response::new(Full::new(if head { Bytes::new() } else { Bytes::from(bytes) }));
+    let mut response = Response::new(Full::new(if head { Bytes::new() } else { bytes }));
     let headers = response.headers_mut();
     headers.insert(
         hyper::header::CONTENT_TYPE,

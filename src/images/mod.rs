@@ -226,7 +226,7 @@ pub fn list(services: &Services, caller: &Caller, limit: usize) -> Result<Vec<Im
 /// # Errors
 ///
 /// What the store returns.
-pub fn public(services: &Services, file: &str) -> Result<Option<(Format, Vec<u8>)>, Error> {
+pub fn public(services: &Services, file: &str) -> Result<Option<(Format, bytes::Bytes)>, Error> {
     let Some((token, extension)) = file.split_once('.') else {
         return Ok(None);
     };
@@ -236,7 +236,7 @@ pub fn public(services: &Services, file: &str) -> Result<Option<(Format, Vec<u8>
     if raw.len() != 32 {
         return Ok(None);
     }
-    let Some(mut stored) = services.store().get_raw(Table::IMAGE_BYTES, &raw)? else {
+    let Some(stored) = services.store().get_raw(Table::IMAGE_BYTES, &raw)? else {
         return Ok(None);
     };
     let Some(format) = stored.first().copied().and_then(Format::from_code) else {
@@ -245,8 +245,7 @@ pub fn public(services: &Services, file: &str) -> Result<Option<(Format, Vec<u8>
     if format.extension() != extension {
         return Ok(None);
     }
-    stored.remove(0);
-    Ok(Some((format, stored)))
+    Ok(Some((format, bytes::Bytes::from(stored).slice(1..))))
 }
 
 #[cfg(test)]
