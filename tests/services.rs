@@ -197,6 +197,42 @@ fn a_record_lock_holds_off_other_changes_of_that_record_until_it_drops() {
 }
 
 #[test]
+fn delivery_outcomes_lock_their_emails_apart_from_other_records() {
+    let world = World::new();
+    let services = Arc::new(world.services);
+    let (team, first, second) = (
+        Id::from_bytes([1; 16]),
+        Id::from_bytes([2; 16]),
+        Id::from_bytes([3; 16]),
+    );
+    // An email named twice in a group (or two sharing a stripe) is locked once: the
+    // outcome thread does not wait for itself.
+    let held = herald::emails::lock_many(&services, [(team, first), (team, second), (team, first)]);
+    assert!((1..=2).contains(&held.len()), "{} stripes", held.len());
+    // Meanwhile, other records change freely: email stripes are their own.
+    drop(services.lock_record(herald::services::RecordName {
+        table: "domains",
+        key: b"team and domain",
+    }));
+    // And a click on one of the emails waits for the outcomes.
+    let (done, changed) = std::sync::mpsc::channel();
+    let other = Arc::clone(&services);
+    let click = std::thread::spawn(move || {
+        let _guard = herald::emails::lock(&other, team, second);
+        done.send(()).expect("send");
+    });
+    assert!(
+        changed.recv_timeout(Duration::from_millis(100)).is_err(),
+        "a change of the email went ahead while its outcome was being written"
+    );
+    drop(held);
+    changed
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the click goes ahead after");
+    click.join().expect("join");
+}
+
+#[test]
 fn a_tracking_key_that_cannot_be_loaded_is_tried_again_a_minute_later() {
     let world = World::with_config(|dir| {
         let data = dir.join("data");

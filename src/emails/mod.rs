@@ -24,10 +24,7 @@ pub use state::EmailState;
 pub use submit::{Prepared, SendError, Sender};
 pub use validate::{Email, Invalid, validate};
 
-use crate::services::{RecordName, Services};
-
-/// The name every change of an email's record and status locks ([`lock`]).
-const LOCKED: &str = "emails";
+use crate::services::Services;
 
 /// Locks the email `id` of `team_id` for a read-modify-write of its record and status.
 /// Every such change takes it: the API's, opens and clicks, bounces and complaints by
@@ -35,14 +32,10 @@ const LOCKED: &str = "emails";
 /// ([`lock_many`]), so none of them writes over another's `last_event` (or counts its
 /// move twice).
 pub fn lock(services: &Services, team_id: herald_queue::Id, id: herald_queue::Id) -> std::sync::MutexGuard<'_, ()> {
-    let key = EmailRecord::key(team_id, id);
-    services.lock_record(RecordName {
-        table: LOCKED,
-        key: &key,
-    })
+    services.lock_email(&EmailRecord::key(team_id, id))
 }
 
-/// Locks many emails at once, as [`lock`] does each (see [`Services::lock_records`]).
+/// Locks many emails at once, as [`lock`] does each (see [`Services::lock_emails`]).
 pub fn lock_many(
     services: &Services,
     emails: impl IntoIterator<Item = (herald_queue::Id, herald_queue::Id)>,
@@ -51,5 +44,5 @@ pub fn lock_many(
         .into_iter()
         .map(|(team_id, id)| EmailRecord::key(team_id, id))
         .collect();
-    services.lock_records(keys.iter().map(|key| RecordName { table: LOCKED, key }))
+    services.lock_emails(keys.iter().map(Vec::as_slice))
 }

@@ -79,6 +79,8 @@ pub struct Services {
     /// Serialises read-modify-write of one resource record at a time: a change locks
     /// the record it reads and rewrites (see [`Services::lock_record`]).
     records: Vec<Mutex<()>>,
+    /// The same for email records, apart (see [`Services::lock_email`]).
+    emails: Vec<Mutex<()>>,
 }
 
 /// How long after a failed load of the tracking key it is tried again: a disk error or a
@@ -88,6 +90,17 @@ const TRACKING_KEY_RETRY: std::time::Duration = std::time::Duration::from_secs(6
 /// Stripes of [`Services::lock_record`]: changes to records that hash to different
 /// stripes run at once; two records sharing a stripe only wait for each other.
 const RECORD_LOCK_STRIPES: usize = 64;
+
+/// Stripes of [`Services::lock_email`]: more, as a group of delivery outcomes holds one
+/// for each of its emails.
+const EMAIL_LOCK_STRIPES: usize = 1024;
+
+/// The stripe, of `stripes`, that `name` hashes to.
+fn stripe_of(stripes: usize, name: &impl std::hash::Hash) -> usize {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut hasher);
+    std::hash::Hasher::finish(&hasher) as usize % stripes
+}
 
 /// What a change locks: the record it reads and rewrites, named by its table and key.
 /// A shared store would keep the same names with a per-key lock or a compare-and-set.
@@ -132,6 +145,7 @@ impl Services {
             quotas: crate::quotas::Quotas::default(),
             erasure_wake: Wake::default(),
             records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            emails: (0..EMAIL_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
 
@@ -335,23 +349,30 @@ impl Services {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Locks many records at once, for a change that writes them all in one commit
+    /// Locks the email record under `key` (see [`crate::emails::lock`]). Emails have
+    /// stripes of their own: delivery outcomes hold many at once ([`Self::lock_emails`]),
+    /// and other records' changes must not wait for them.
+    pub fn lock_email(&self, key: &[u8]) -> MutexGuard<'_, ()> {
+        self.emails[stripe_of(self.emails.len(), &key)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks many email records at once, for a change that writes them all in one commit
     /// (delivery outcomes): every stripe once, in ascending order. Other changes hold one
-    /// stripe at a time, or take their records' stripe before any spool stripe as this
-    /// caller does, so the order rules out a deadlock.
-    pub fn lock_records<'a>(&self, records: impl IntoIterator<Item = RecordName<'a>>) -> Vec<MutexGuard<'_, ()>> {
-        let mut stripes: Vec<usize> = records.into_iter().map(|record| self.stripe(record)).collect();
+    /// email stripe at a time, and take it before any spool stripe as this caller does,
+    /// so the order rules out a deadlock.
+    pub fn lock_emails<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = keys.into_iter().map(|key| stripe_of(self.emails.len(), &key)).collect();
         stripes.sort_unstable();
         stripes.dedup();
         stripes
             .into_iter()
-            .map(|stripe| self.records[stripe].lock().unwrap_or_else(PoisonError::into_inner))
+            .map(|stripe| self.emails[stripe].lock().unwrap_or_else(PoisonError::into_inner))
             .collect()
     }
 
     fn stripe(&self, record: RecordName<'_>) -> usize {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        std::hash::Hash::hash(&(record.table, record.key), &mut hasher);
-        std::hash::Hasher::finish(&hasher) as usize % self.records.len()
+        stripe_of(self.records.len(), &(record.table, record.key))
     }
 }
