@@ -543,6 +543,15 @@ impl Validator<'_> {
             .as_deref()
             .map(|text| self.check("http.tls_listen", values::socket_addr(text)))
             .transpose()?;
+        if raw.http.public_url.is_none() && listen.ip().is_unspecified() && delivery.enabled {
+            // Sent mail carries this address (unsubscribe links, design images): one
+            // made from a wildcard listener reaches nobody.
+            warnings.push(format!(
+                "http.public_url is not set, so it is http://{listen}, which no recipient can reach: unsubscribe \
+                 links and design images in sent mail will not work; set [http] public_url to the address \
+                 herald's public pages are reached at"
+            ));
+        }
         let public_url = match raw.http.public_url.as_deref() {
             Some(text) => self.check("http.public_url", values::public_url(text))?,
             None => format!("http://{listen}"),

@@ -547,3 +547,33 @@ fn a_region_whose_spf_record_outgrows_one_dns_string_is_warned_about() {
         "herald config shows it"
     );
 }
+
+#[test]
+fn a_wildcard_listener_without_a_public_url_is_warned_about() {
+    let exposed = parse("[http]\nlisten = \"0.0.0.0:3000\"\n").expect("valid");
+    assert_eq!(exposed.http.public_url, "http://0.0.0.0:3000");
+    assert!(
+        exposed
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("http.public_url is not set")),
+        "{:?}",
+        exposed.warnings
+    );
+    assert!(
+        exposed.to_toml().contains("# warning: http.public_url"),
+        "herald config shows it"
+    );
+    for quiet in [
+        "[http]\nlisten = \"0.0.0.0:3000\"\npublic_url = \"https://mail.example.com\"\n",
+        "[http]\nlisten = \"127.0.0.1:3000\"\n",
+        "[http]\nlisten = \"[::]:3000\"\n[delivery]\nenabled = false\n",
+    ] {
+        let config = parse(quiet).expect("valid");
+        assert!(
+            !config.warnings.iter().any(|w| w.contains("public_url")),
+            "{quiet}: {:?}",
+            config.warnings
+        );
+    }
+}
