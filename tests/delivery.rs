@@ -578,12 +578,9 @@ async fn a_delivery_outcome_waits_for_the_emails_lock() {
     locked_rx.recv().expect("locked");
     world.sink.wait_for(1, WAIT).await;
     // The sink has the message; its outcome waits for the lock meanwhile.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        world.email(&id).await["last_event"],
-        "delivery_delayed",
-        "the outcome was written while the email was locked"
-    );
+    let early = tokio::time::timeout(Duration::from_millis(500), world.wait_event(&id, "delivered")).await;
+    assert!(early.is_err(), "the outcome was written while the email was locked");
+    assert_eq!(world.email(&id).await["last_event"], "delivery_delayed");
     release_tx.send(()).expect("the holder waits");
     holder.join().expect("the holder");
     world.wait_event(&id, "delivered").await;
