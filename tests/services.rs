@@ -176,24 +176,32 @@ fn a_record_lock_holds_off_other_changes_of_that_record_until_it_drops() {
         key: b"team and domain",
     };
     let held = services.lock_record(record);
-    let (done, changed) = std::sync::mpsc::channel();
     let other = Arc::clone(&services);
-    let change = std::thread::spawn(move || {
-        let _guard = other.lock_record(herald::services::RecordName {
+    waits_until_dropped(held, "a second change of the record", move || {
+        drop(other.lock_record(herald::services::RecordName {
             table: "domains",
             key: b"team and domain",
-        });
+        }));
+    });
+}
+
+/// Asserts that `take`, run on a thread of its own, waits while `held` is kept, and goes
+/// ahead once it drops.
+fn waits_until_dropped<H>(held: H, what: &str, take: impl FnOnce() + Send + 'static) {
+    let (done, changed) = std::sync::mpsc::channel();
+    let taking = std::thread::spawn(move || {
+        take();
         done.send(()).expect("send");
     });
     assert!(
         changed.recv_timeout(Duration::from_millis(100)).is_err(),
-        "a second change of the record went ahead while the first held it"
+        "{what} went ahead while the lock was held"
     );
     drop(held);
     changed
         .recv_timeout(Duration::from_secs(10))
-        .expect("the second change goes ahead once the first is done");
-    change.join().expect("join");
+        .unwrap_or_else(|_| panic!("{what} goes ahead once the lock drops"));
+    taking.join().expect("join");
 }
 
 #[test]
@@ -215,21 +223,10 @@ fn delivery_outcomes_lock_their_emails_apart_from_other_records() {
         key: b"team and domain",
     }));
     // And a click on one of the emails waits for the outcomes.
-    let (done, changed) = std::sync::mpsc::channel();
     let other = Arc::clone(&services);
-    let click = std::thread::spawn(move || {
-        let _guard = herald::emails::lock(&other, team, second);
-        done.send(()).expect("send");
+    waits_until_dropped(held, "a click on an email whose outcome is being written", move || {
+        drop(herald::emails::lock(&other, team, second));
     });
-    assert!(
-        changed.recv_timeout(Duration::from_millis(100)).is_err(),
-        "a change of the email went ahead while its outcome was being written"
-    );
-    drop(held);
-    changed
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the click goes ahead after");
-    click.join().expect("join");
 }
 
 #[test]
