@@ -62,15 +62,14 @@ impl DataReceiver {
     pub fn feed(&mut self, input: &[u8]) -> Result<Progress, DataError> {
         let mut i = 0;
         while let Some(&byte) = input.get(i) {
-            if self.state == State::Middle {
-                // Inside a line every byte up to the next CR or LF is data: taken in one
-                // piece rather than byte by byte.
-                let run = memchr::memchr2(b'\r', b'\n', &input[i..]).unwrap_or(input.len() - i);
-                if run > 0 {
-                    self.push(&input[i..i + run])?;
-                    i += run;
-                    continue;
-                }
+            let in_line = match self.state {
+                State::Middle => true,
+                State::LineStart => byte != b'.',
+                _ => false,
+            };
+            if in_line && byte != b'\r' && byte != b'\n' {
+                i = self.take_lines(input, i)?;
+                continue;
             }
             self.state = match (self.state, byte) {
                 (State::LineStart, b'.') => State::Dot,
@@ -101,6 +100,40 @@ impl DataReceiver {
             consumed: input.len(),
             done: false,
         })
+    }
+
+    /// Takes, in one piece, the data from `start` (a byte of a line that is not a dot at
+    /// its start, a CR or a LF) through every whole line after it that does not start
+    /// with a dot, up to the next byte that needs the state machine (a dot starting a
+    /// line, a CR at the end of the input) or the end of the input. Returns where it
+    /// stopped, with the state there.
+    fn take_lines(&mut self, input: &[u8], start: usize) -> Result<usize, DataError> {
+        let mut at = start;
+        loop {
+            let Some(found) = memchr::memchr2(b'\r', b'\n', &input[at..]) else {
+                self.push(&input[start..])?;
+                self.state = State::Middle;
+                return Ok(input.len());
+            };
+            let end = at + found;
+            match (input[end], input.get(end + 1), input.get(end + 2)) {
+                // A whole line, and the next one starts with an ordinary byte.
+                (b'\r', Some(b'\n'), Some(next)) if !matches!(next, b'.' | b'\r' | b'\n') => at = end + 2,
+                // A whole line, and what follows is for the state machine (or not here).
+                (b'\r', Some(b'\n'), _) => {
+                    self.push(&input[start..end + 2])?;
+                    self.state = State::LineStart;
+                    return Ok(end + 2);
+                }
+                // The rest, from a CR whose LF is not here yet or a bare CR or LF, is the
+                // state machine's.
+                _ => {
+                    self.push(&input[start..end])?;
+                    self.state = State::Middle;
+                    return Ok(end);
+                }
+            }
+        }
     }
 
     fn push(&mut self, bytes: &[u8]) -> Result<(), DataError> {
