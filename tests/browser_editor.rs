@@ -13,7 +13,7 @@ use std::time::Duration;
 use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, MouseActions, PointerAction};
 use fantoccini::key::Key;
 use fantoccini::{Client, Locator};
-use hyper::Method;
+use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use util::browser::{Driver, PASSWORD, click, connect, fill, shot, shot_of, sign_in, submit, text_of, wait_for_text};
 use util::sink::{Sink, SinkOptions};
@@ -56,6 +56,25 @@ async fn editor_loaded(client: &Client) {
 /// `dragover` and `drop` in the canvas, `dragend`), carrying one `DataTransfer`, and
 /// GrapesJS's own handlers do the rest, as for a person. Then waits until the canvas holds
 /// `count` components of type `lands_as`.
+/// Clicks the remove button of the asset manager's image `name`, which shows only while
+/// the pointer is over the image, as a user's does.
+async fn click_remove(client: &Client, name: &str) {
+    let asset = format!("//*[contains(@class,'gjs-am-asset-image')][contains(.,'{name}')]");
+    let image = client.find(Locator::XPath(&asset)).await.expect("the listed image");
+    let hover = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+        element: image,
+        duration: None,
+        x: 0.0,
+        y: 0.0,
+    });
+    client.perform_actions(hover).await.expect("over the image");
+    click(
+        client,
+        Locator::XPath(&format!("{asset}//*[@data-toggle='asset-remove']")),
+    )
+    .await;
+}
+
 async fn drag(client: &Client, label: &str, near: &str, lands_as: &str, count: usize) {
     let script = r#"
         const [label, near, stage] = arguments;
@@ -526,6 +545,40 @@ async fn an_image_uploaded_in_the_asset_manager_is_placed_and_served() {
         html.contains(&public),
         "the design points at herald's public address: {html}"
     );
+
+    // Removing it from the asset manager asks first; a "no" leaves it listed and served.
+    let image_path = html
+        .split(&public)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|file| format!("/images/{file}"))
+        .expect("the image's address");
+    let served = |path: String| async move { call(addr, Method::GET, &path, None, None).await.status };
+    client
+        .execute("heraldEditor.AssetManager.open(); return true;", vec![])
+        .await
+        .expect("open the asset manager");
+    click_remove(&client, "checks.png").await;
+    client.dismiss_alert().await.expect("say no");
+    until(
+        &client,
+        "return [...document.querySelectorAll('.gjs-am-asset-image')].some(a => a.textContent.includes('checks.png'))",
+        "the image still listed",
+    )
+    .await;
+    assert_eq!(served(image_path.clone()).await, StatusCode::OK);
+    shot(&client, "32-editor-image-remove").await;
+    click_remove(&client, "checks.png").await;
+    client.accept_alert().await.expect("say yes");
+    wait_for_text(&client, "#design-status", "Removed checks.png").await;
+    until(
+        &client,
+        "return ![...document.querySelectorAll('.gjs-am-asset-image')].some(a => a.textContent.includes('checks.png'))",
+        "the image no longer listed",
+    )
+    .await;
+    shot(&client, "33-editor-image-removed").await;
+    assert_eq!(served(image_path).await, StatusCode::NOT_FOUND);
 
     client.close().await.expect("close the browser");
     drop(driver);

@@ -1587,3 +1587,120 @@ async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_ad
             .is_empty()
     );
 }
+
+/// `POST /dashboard/images/{token}/delete` as the editor sends it.
+async fn delete_image(addr: std::net::SocketAddr, browser: &Browser, csrf: &str, token: &str) -> HttpResponse {
+    let cookie = browser.cookie_header();
+    let mut headers = vec![("cookie", cookie.as_str())];
+    if !csrf.is_empty() {
+        headers.push(("x-csrf-token", csrf));
+    }
+    let path = format!("/dashboard/images/{token}/delete");
+    call_with_headers(addr, Method::POST, &path, None, &headers, Bytes::new()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_removed_in_the_editor_is_served_no_more() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    add_users(
+        addr,
+        &[("mia@example.com", "admin"), ("max@example.com", "member")],
+        PASSWORD,
+    )
+    .await;
+    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
+    let csrf_token = csrf(&mia.get(addr, "/dashboard/templates").await);
+    let uploaded = upload_image(addr, &mia, &csrf_token, "logo.png", CHECKS_PNG).await;
+    assert_eq!(uploaded.status, StatusCode::CREATED, "{}", uploaded.text());
+    let kept = upload_image(addr, &mia, &csrf_token, "kept.png", CHECKS_PNG).await;
+    assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.text());
+    let public_url = running.state.config().http.public_url.clone();
+    let path_of = |answer: &HttpResponse| {
+        let src = answer.json()["data"][0]["src"].as_str().expect("src").to_owned();
+        src.strip_prefix(&public_url).expect("under public_url").to_owned()
+    };
+    let (path, kept_path) = (path_of(&uploaded), path_of(&kept));
+    let token = path["/images/".len()..].trim_end_matches(".png").to_owned();
+    let served = |path: String| async move {
+        call_with_headers(addr, Method::GET, &path, None, &[], Bytes::new())
+            .await
+            .status
+    };
+    assert_eq!(served(path.clone()).await, StatusCode::OK);
+
+    // Not a member, not without the form's token, not another team.
+    let (mut max, _) = sign_in(addr, "max@example.com", PASSWORD).await;
+    let max_token = csrf(&max.get(addr, "/dashboard/templates").await);
+    let refused = delete_image(addr, &max, &max_token, &token).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .expect("message")
+            .contains("ask an owner or admin")
+    );
+    assert_eq!(
+        delete_image(addr, &mia, "", &token).await.status,
+        StatusCode::FORBIDDEN,
+        "no token, no removal"
+    );
+    let other = call(
+        addr,
+        Method::POST,
+        "/teams",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "Other" })),
+    )
+    .await
+    .json();
+    let other_team: herald_queue::Id = other["id"].as_str().expect("the team's id").parse().expect("an id");
+    let stranger = herald::accounts::Caller {
+        team_id: other_team,
+        key_id: other_team,
+        permission: herald::accounts::Permission::FullAccess,
+        domain_id: None,
+        operator: false,
+    };
+    assert!(!herald::images::delete(&running.state, &stranger, &token).expect("delete"));
+    assert_eq!(
+        served(path.clone()).await,
+        StatusCode::OK,
+        "still served after every refusal"
+    );
+
+    // The admin removes it: no longer served nor listed; the other image stays.
+    let removed = delete_image(addr, &mia, &csrf_token, &token).await;
+    assert_eq!(removed.status, StatusCode::OK, "{}", removed.text());
+    assert_eq!(removed.json()["deleted"], true);
+    assert_eq!(served(path.clone()).await, StatusCode::NOT_FOUND);
+    assert_eq!(served(kept_path.clone()).await, StatusCode::OK);
+    let again = delete_image(addr, &mia, &csrf_token, &token).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+    assert!(
+        again.json()["message"]
+            .as_str()
+            .expect("message")
+            .contains("no such image")
+    );
+    assert_eq!(
+        delete_image(addr, &mia, &csrf_token, "not-a-token").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let created = call(
+        addr,
+        Method::POST,
+        "/templates",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "With a logo", "html": "<p>Hi</p>" })),
+    )
+    .await;
+    let template = created.json()["id"].as_str().expect("id").to_owned();
+    let editor = mia
+        .get(addr, &format!("/dashboard/templates/{template}/design"))
+        .await
+        .text();
+    assert!(!editor.contains(&path), "the asset manager no longer lists it");
+    assert!(editor.contains(&kept_path));
+}

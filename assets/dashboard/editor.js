@@ -261,6 +261,48 @@
     });
   }
 
+  // Removing an image from the asset manager removes it from herald, once confirmed:
+  // emails already sent that show it then show it broken. Asked before GrapesJS's own
+  // handler sees the click, so a "no" leaves the image where it was.
+  document.addEventListener(
+    "click",
+    function (event) {
+      var button = event.target.closest && event.target.closest("[data-toggle=asset-remove]");
+      if (button && !window.confirm("Remove this image from herald? Emails already sent that show it will show it broken.")) {
+        event.stopPropagation();
+        event.preventDefault();
+      }
+    },
+    true
+  );
+  editor.on("asset:remove", function (asset) {
+    var src = asset.get("src") || "";
+    var file = src.split("/images/")[1];
+    if (!file) {
+      return;
+    }
+    say("Removing " + (asset.get("name") || "the image") + "…");
+    fetch(root.getAttribute("data-upload") + "/" + encodeURIComponent(file.split(".")[0]) + "/delete", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRF-Token": root.getAttribute("data-csrf") },
+    })
+      .then(function (response) {
+        return answerOf(response, "Not removed").then(function (answer) {
+          if (response.ok) {
+            say("Removed " + (asset.get("name") || "the image") + ".", "good");
+          } else {
+            editor.AssetManager.add(asset.toJSON());
+            say("Not removed: " + answer.message, "bad");
+          }
+        });
+      })
+      .catch(function () {
+        editor.AssetManager.add(asset.toJSON());
+        say("Not removed: herald did not answer. Try again.", "bad");
+      });
+  });
+
   // One image to herald: the body is the file, the form's token rides in a header.
   function upload(file) {
     say("Uploading " + file.name + "…");

@@ -164,6 +164,32 @@ pub fn upload_image(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     }
 }
 
+/// `POST /dashboard/images/{token}/delete`: removes the team's image whose address has
+/// `token` (the asset manager's remove button); answers `{"deleted": true}` or why not.
+pub fn delete_image(ctx: &Ctx<'_>, signed: &Signed, token: &str) -> Response<Full<Bytes>> {
+    if signed.user.role < crate::users::Role::Admin {
+        return answer(
+            StatusCode::FORBIDDEN,
+            &json!({ "message": "Your role may not remove images; ask an owner or admin" }),
+        );
+    }
+    match images::delete(ctx.state, &signed.caller(), token) {
+        Ok(true) => answer(StatusCode::OK, &json!({ "deleted": true })),
+        Ok(false) => answer(
+            StatusCode::NOT_FOUND,
+            &json!({ "message": "The team has no such image; reload the page" }),
+        ),
+        Err(Error::Store(error)) => {
+            tracing::error!(%error, "an image could not be removed");
+            answer(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &json!({ "message": "Not removed: something went wrong on herald's side" }),
+            )
+        }
+        Err(error) => answer(StatusCode::FORBIDDEN, &json!({ "message": error.to_string() })),
+    }
+}
+
 /// `POST .../{id}/design` with `mjml`: compiles, sanitises and stores the design.
 pub fn save(ctx: &Ctx<'_>, signed: &Signed, target: Target, id: &str) -> Response<Full<Bytes>> {
     let Some(mjml) = ctx.form("mjml") else {

@@ -69,6 +69,11 @@ const SIGN_IN_FAILED: &str = "The email or password is not right, or this accoun
 #[folder = "assets/dashboard"]
 struct Assets;
 
+/// The token of `POST /dashboard/images/{token}/delete`.
+fn image_to_delete(path: &str) -> Option<&str> {
+    path.strip_prefix("/dashboard/images/")?.strip_suffix("/delete")
+}
+
 /// Answers one request under `/dashboard`.
 pub async fn handle(state: &Arc<AppState>, request: Request<Incoming>, peer: IpAddr) -> Response<Body> {
     let method = request.method().clone();
@@ -295,6 +300,9 @@ fn route(ctx: &Ctx<'_>, method: &Method, path: &str) -> Response<Full<Bytes>> {
                 (&Method::GET, "/dashboard" | "/dashboard/") => redirect("/dashboard/emails"),
                 (&Method::GET, "/dashboard/emails") => emails::list(ctx, &signed),
                 (&Method::POST, "/dashboard/images") => design::upload_image(ctx, &signed),
+                (&Method::POST, path) if image_to_delete(path).is_some() => {
+                    design::delete_image(ctx, &signed, image_to_delete(path).unwrap_or_default())
+                }
                 (&Method::GET, "/dashboard/logs") => views::logs(ctx, &signed),
                 (&Method::GET, "/dashboard/metrics") => metrics_page::page(ctx, &signed),
                 (&Method::GET, path) if path.starts_with("/dashboard/emails/") && path.ends_with("/insights") => {

@@ -5,7 +5,8 @@
 //! Only PNG, JPEG, GIF and WebP are taken, recognised by their first bytes whatever the
 //! client says they are: an SVG could carry script, and a file that is not what it claims
 //! is refused. An image is at most [`IMAGE_BYTES_MAX`], a team keeps at most
-//! [`TEAM_IMAGES_MAX`], and its images leave with the team.
+//! [`TEAM_IMAGES_MAX`]; an owner or admin may remove one, and its images leave with the
+//! team.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -199,6 +200,41 @@ pub fn upload(services: &Services, caller: &Caller, name: &str, bytes: &[u8]) ->
     batch.put_raw(Table::IMAGE_BYTES, image.bytes_key(), stored);
     store.commit(batch).wait()?;
     Ok(image)
+}
+
+/// Removes the caller's team's image whose address has `token`: it is no longer served,
+/// so emails already sent show it broken. `false` when the team has no such image.
+///
+/// # Errors
+///
+/// [`Error::Restricted`] for a sending-only key; what the store returns.
+pub fn delete(services: &Services, caller: &Caller, token: &str) -> Result<bool, Error> {
+    caller.require_full_access()?;
+    let Some(raw) = URL_SAFE_NO_PAD.decode(token).ok().filter(|raw| raw.len() == 32) else {
+        return Ok(false);
+    };
+    // Another team's token names none of this team's images.
+    if raw[..16] != *caller.team_id.as_bytes() {
+        return Ok(false);
+    }
+    let store = services.store();
+    let _guard = services.lock_record(crate::services::RecordName {
+        table: "images",
+        key: caller.team_id.as_bytes(),
+    });
+    let kept = store.scan::<Image>(Scan {
+        limit: TEAM_IMAGES_MAX,
+        ..Scan::prefix(caller.team_id.as_bytes())
+    })?;
+    // A plain comparison: the caller may list every one of these secrets anyway.
+    let Some((_, image)) = kept.into_iter().find(|(_, image)| image.secret[..] == raw[16..]) else {
+        return Ok(false);
+    };
+    let mut batch = Batch::new();
+    batch.delete::<Image>(image.key());
+    batch.delete_raw(Table::IMAGE_BYTES, image.bytes_key());
+    store.commit(batch).wait()?;
+    Ok(true)
 }
 
 /// The caller's team's newest images, at most `limit`.
