@@ -220,23 +220,30 @@ impl BdatReceiver {
 /// [`DataReceiver`], for tests, fuzzing and herald's own clients. `message` must use CRLF
 /// line endings.
 pub fn stuff(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(message.len() + message.len() / 64 + 8);
+    stuffed(message).concat()
+}
+
+/// [`stuff`] without copying: the pieces that, written in order (one vectored write),
+/// make the dot-stuffed message and its terminator. Most messages have no line starting
+/// with a dot, and are then one piece followed by the terminator.
+pub fn stuffed(message: &[u8]) -> Vec<&[u8]> {
+    let mut pieces = Vec::with_capacity(3);
     // A dot that starts a line is doubled: at the very start, and after each LF.
     if message.first() == Some(&b'.') {
-        out.push(b'.');
+        pieces.push(&b"."[..]);
     }
     let mut copied = 0;
     for at in memchr::memmem::find_iter(message, b"\n.") {
-        out.extend_from_slice(&message[copied..=at]);
-        out.push(b'.');
+        pieces.push(&message[copied..=at]);
+        pieces.push(b".");
         copied = at + 1;
     }
-    out.extend_from_slice(&message[copied..]);
+    pieces.push(&message[copied..]);
     if !message.is_empty() && !message.ends_with(b"\r\n") {
-        out.extend_from_slice(b"\r\n");
+        pieces.push(b"\r\n");
     }
-    out.extend_from_slice(b".\r\n");
-    out
+    pieces.push(b".\r\n");
+    pieces
 }
 
 #[cfg(test)]

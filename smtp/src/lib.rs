@@ -21,7 +21,7 @@ pub mod reply;
 pub mod session;
 
 pub use command::{Command, CommandError, Param, parse};
-pub use data::{BdatReceiver, DataError, DataReceiver, Progress, stuff};
+pub use data::{BdatReceiver, DataError, DataReceiver, Progress, stuff, stuffed};
 pub use line::{LineError, read_line};
 pub use reply::Reply;
 pub use session::{Action, Envelope, Limits, Session, Settings};

@@ -5,6 +5,7 @@
 //! pipeline, so herald drives the transaction itself over a socket it connected to a
 //! hickory-resolved address.
 
+use std::io::IoSlice;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 
+use super::job::Outgoing;
 use super::reply::Reply;
 
 /// Longest reply line read; RFC 5321 allows 512 octets, servers write longer.
@@ -78,6 +80,26 @@ impl AsyncWrite for Io {
             Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
             Io::Closed => Poll::Ready(Err(closed())),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Io::Closed => Poll::Ready(Err(closed())),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+            Io::Closed => false,
         }
     }
 
@@ -307,7 +329,7 @@ impl Connection {
         &mut self,
         sender: &str,
         recipients: &[String],
-        message: &[u8],
+        message: &Outgoing,
     ) -> Result<Vec<Reply>, ConnectionError> {
         self.data_sent = false;
         let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
@@ -394,9 +416,12 @@ impl Connection {
             self.reset().await?;
             return Ok(rcpts);
         }
-        // Dot-stuffed, with the terminating `.` line.
+        // Dot-stuffed, with the terminating `.` line. The signature field never starts a
+        // line with a dot and ends in CRLF, so the message after it starts a line.
         self.data_sent = true;
-        self.write(&herald_smtp::stuff(message)).await?;
+        let mut pieces = vec![message.header.as_slice()];
+        pieces.extend(herald_smtp::stuffed(&message.body));
+        self.write_pieces(&pieces).await?;
         let end = self.read_reply().await?;
         Ok(rcpts
             .into_iter()
@@ -433,9 +458,23 @@ impl Connection {
     }
 
     async fn write(&mut self, bytes: &[u8]) -> Result<(), ConnectionError> {
+        self.write_pieces(&[bytes]).await
+    }
+
+    /// Writes `pieces` one after the other, in as few vectored writes as the socket takes.
+    async fn write_pieces(&mut self, pieces: &[&[u8]]) -> Result<(), ConnectionError> {
         let io = self.io.get_mut();
         let result = tokio::time::timeout(self.timeout, async {
-            io.write_all(bytes).await?;
+            let mut slices: Vec<IoSlice<'_>> = pieces.iter().map(|piece| IoSlice::new(piece)).collect();
+            let mut rest = &mut slices[..];
+            IoSlice::advance_slices(&mut rest, 0);
+            while !rest.is_empty() {
+                let written = io.write_vectored(rest).await?;
+                if written == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                IoSlice::advance_slices(&mut rest, written);
+            }
             io.flush().await
         })
         .await;

@@ -87,6 +87,28 @@ pub struct Links {
     pub entry: Claimed,
 }
 
+/// A message as sent: its `DKIM-Signature` field, then the message as stored, kept
+/// apart so that neither is copied to join them.
+#[derive(Debug, Default)]
+pub struct Outgoing {
+    /// The `DKIM-Signature` field with its CRLF (empty when unsigned).
+    pub header: Vec<u8>,
+    /// The message as stored.
+    pub body: Vec<u8>,
+}
+
+impl Outgoing {
+    /// Its size in bytes.
+    pub fn len(&self) -> usize {
+        self.header.len() + self.body.len()
+    }
+
+    /// Whether every byte is ASCII (else it needs `8BITMIME`).
+    pub fn is_ascii(&self) -> bool {
+        self.header.is_ascii() && self.body.is_ascii()
+    }
+}
+
 /// A claimed message in delivery.
 pub struct MessageJob {
     /// The spool id (also the email id).
@@ -98,7 +120,7 @@ pub struct MessageJob {
     /// Every recipient address, by envelope index.
     pub recipients: Vec<String>,
     /// The message as sent (DKIM-signed).
-    pub message: Arc<Vec<u8>>,
+    pub message: Arc<Outgoing>,
     results: Mutex<Vec<Option<Outcome>>>,
     pieces: AtomicUsize,
     finished: AtomicBool,
@@ -116,7 +138,7 @@ impl MessageJob {
         team_id: Id,
         sender: String,
         recipients: Vec<String>,
-        message: Arc<Vec<u8>>,
+        message: Arc<Outgoing>,
         links: Links,
     ) -> Arc<MessageJob> {
         let Links { finished, spool, entry } = links;

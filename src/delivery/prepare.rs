@@ -8,7 +8,7 @@ use std::sync::Arc;
 use herald_queue::Id;
 
 use super::Shared;
-use super::job::{Links, MessageJob, Outcome};
+use super::job::{Links, MessageJob, Outcome, Outgoing};
 use super::schedule::Held;
 use crate::domains::TlsPolicy;
 use crate::suppressions;
@@ -84,7 +84,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
     }
 
     let mut failure = None;
-    let mut message = Vec::new();
+    let mut header = Vec::new();
     let mut tls_required = false;
     let mut region = String::new();
     if !by_domain.is_empty() {
@@ -94,7 +94,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
                 // Read now, so a region changed before this attempt applies to it.
                 region.clone_from(&domain.region);
                 match shared.signers.sign(&domain, &raw) {
-                    Ok(signed) => message = signed,
+                    Ok(signature) => header = signature,
                     Err(why) => failure = Some(why),
                 }
             }
@@ -111,7 +111,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
         team_id,
         envelope.sender.clone(),
         envelope.recipients.iter().map(|r| r.address.clone()).collect(),
-        Arc::new(message),
+        Arc::new(Outgoing { header, body: raw }),
         Links {
             finished: shared.finished.clone(),
             spool: spool.clone(),

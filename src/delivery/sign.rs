@@ -54,8 +54,9 @@ pub struct Signers {
 }
 
 impl Signers {
-    /// `message` with a `DKIM-Signature` header for `domain` in front. CPU-bound (an
-    /// RSA-2048 signature is about half a millisecond): call it off the async workers.
+    /// The `DKIM-Signature` field for `domain` that goes in front of `message` (with its
+    /// CRLF). CPU-bound (an RSA-2048 signature is about a quarter of a millisecond): call
+    /// it off the async workers.
     pub fn sign(&self, domain: &Domain, message: &[u8]) -> Result<Vec<u8>, String> {
         let signer = self.signer(domain)?;
         let now = std::time::SystemTime::now()
@@ -64,10 +65,7 @@ impl Signers {
         let header = signer
             .header(message, now)
             .map_err(|e| format!("cannot sign for {}: {e}", domain.name))?;
-        let mut signed = Vec::with_capacity(header.len() + message.len());
-        signed.extend_from_slice(header.as_bytes());
-        signed.extend_from_slice(message);
-        Ok(signed)
+        Ok(header.into_bytes())
     }
 
     fn signer(&self, domain: &Domain) -> Result<Arc<Signer>, String> {
