@@ -1564,6 +1564,16 @@ async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_ad
     assert_eq!(stranger.status, StatusCode::SEE_OTHER, "no session, no upload");
 
     // Another team has none of them.
+    let caller = another_team(addr).await;
+    assert!(
+        herald::images::list(&running.state, &caller, 10)
+            .expect("list")
+            .is_empty()
+    );
+}
+
+/// A new team, as a caller with full access to it.
+async fn another_team(addr: std::net::SocketAddr) -> herald::accounts::Caller {
     let other = call(
         addr,
         Method::POST,
@@ -1573,19 +1583,14 @@ async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_ad
     )
     .await
     .json();
-    let other_team: herald_queue::Id = other["id"].as_str().expect("the team's id").parse().expect("an id");
-    let caller = herald::accounts::Caller {
-        team_id: other_team,
-        key_id: other_team,
+    let team_id: herald_queue::Id = other["id"].as_str().expect("the team's id").parse().expect("an id");
+    herald::accounts::Caller {
+        team_id,
+        key_id: team_id,
         permission: herald::accounts::Permission::FullAccess,
         domain_id: None,
         operator: false,
-    };
-    assert!(
-        herald::images::list(&running.state, &caller, 10)
-            .expect("list")
-            .is_empty()
-    );
+    }
 }
 
 /// `POST /dashboard/images/{token}/delete` as the editor sends it.
@@ -1646,23 +1651,7 @@ async fn an_image_removed_in_the_editor_is_served_no_more() {
         StatusCode::FORBIDDEN,
         "no token, no removal"
     );
-    let other = call(
-        addr,
-        Method::POST,
-        "/teams",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "Other" })),
-    )
-    .await
-    .json();
-    let other_team: herald_queue::Id = other["id"].as_str().expect("the team's id").parse().expect("an id");
-    let stranger = herald::accounts::Caller {
-        team_id: other_team,
-        key_id: other_team,
-        permission: herald::accounts::Permission::FullAccess,
-        domain_id: None,
-        operator: false,
-    };
+    let stranger = another_team(addr).await;
     assert!(!herald::images::delete(&running.state, &stranger, &token).expect("delete"));
     assert_eq!(
         served(path.clone()).await,
