@@ -1427,10 +1427,9 @@ async fn upload_image(
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_address() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let running = util::start_api(dir.path(), "").await;
+/// herald with Mia, an admin, and Max, a member: Mia signed in, with her form's token.
+async fn image_editors(dir: &std::path::Path) -> (herald::server::Running, Browser, String) {
+    let running = util::start_api(dir, "").await;
     let addr = running.http_addr;
     add_users(
         addr,
@@ -1440,6 +1439,14 @@ async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_ad
     .await;
     let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
     let token = csrf(&mia.get(addr, "/dashboard/templates").await);
+    (running, mia, token)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_address() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (running, mut mia, token) = image_editors(dir.path()).await;
+    let addr = running.http_addr;
     // A member may not change designs, nor add their images.
     let (mut max, _) = sign_in(addr, "max@example.com", PASSWORD).await;
     let max_token = csrf(&max.get(addr, "/dashboard/templates").await);
@@ -1607,16 +1614,8 @@ async fn delete_image(addr: std::net::SocketAddr, browser: &Browser, csrf: &str,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_removed_in_the_editor_is_served_no_more() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let running = util::start_api(dir.path(), "").await;
+    let (running, mut mia, csrf_token) = image_editors(dir.path()).await;
     let addr = running.http_addr;
-    add_users(
-        addr,
-        &[("mia@example.com", "admin"), ("max@example.com", "member")],
-        PASSWORD,
-    )
-    .await;
-    let (mut mia, _) = sign_in(addr, "mia@example.com", PASSWORD).await;
-    let csrf_token = csrf(&mia.get(addr, "/dashboard/templates").await);
     let uploaded = upload_image(addr, &mia, &csrf_token, "logo.png", CHECKS_PNG).await;
     assert_eq!(uploaded.status, StatusCode::CREATED, "{}", uploaded.text());
     let kept = upload_image(addr, &mia, &csrf_token, "kept.png", CHECKS_PNG).await;
