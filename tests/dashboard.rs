@@ -1427,6 +1427,23 @@ async fn upload_image(
     .await
 }
 
+/// A new template's editor page as `browser` gets it (it lists the team's images).
+async fn template_editor(addr: std::net::SocketAddr, browser: &mut Browser) -> HttpResponse {
+    let created = call(
+        addr,
+        Method::POST,
+        "/templates",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "With a logo", "html": "<p>Hi</p>" })),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let template = created.json()["id"].as_str().expect("id").to_owned();
+    browser
+        .get(addr, &format!("/dashboard/templates/{template}/design"))
+        .await
+}
+
 /// herald with Mia, an admin, and Max, a member: Mia signed in, with her form's token.
 async fn image_editors(dir: &std::path::Path) -> (herald::server::Running, Browser, String) {
     let running = util::start_api(dir, "").await;
@@ -1504,17 +1521,7 @@ async fn images_uploaded_in_the_editor_are_served_to_anyone_at_an_unguessable_ad
     );
 
     // The editor lists the team's images.
-    let created = call(
-        addr,
-        Method::POST,
-        "/templates",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "With a logo", "html": "<p>Hi</p>" })),
-    )
-    .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
-    let template = created.json()["id"].as_str().expect("id").to_owned();
-    let editor = mia.get(addr, &format!("/dashboard/templates/{template}/design")).await;
+    let editor = template_editor(addr, &mut mia).await;
     assert_eq!(editor.status, StatusCode::OK);
     assert!(editor.text().contains(&path), "the asset manager lists the upload");
     let policy = editor.headers["content-security-policy"]
@@ -1676,19 +1683,7 @@ async fn an_image_removed_in_the_editor_is_served_no_more() {
         delete_image(addr, &mia, &csrf_token, "not-a-token").await.status,
         StatusCode::NOT_FOUND
     );
-    let created = call(
-        addr,
-        Method::POST,
-        "/templates",
-        Some(OPERATOR_KEY),
-        Some(json!({ "name": "With a logo", "html": "<p>Hi</p>" })),
-    )
-    .await;
-    let template = created.json()["id"].as_str().expect("id").to_owned();
-    let editor = mia
-        .get(addr, &format!("/dashboard/templates/{template}/design"))
-        .await
-        .text();
+    let editor = template_editor(addr, &mut mia).await.text();
     assert!(!editor.contains(&path), "the asset manager no longer lists it");
     assert!(editor.contains(&kept_path));
 }
