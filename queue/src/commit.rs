@@ -12,6 +12,7 @@
 //! write-thread handoff per caller. Merging here keeps one memtable insert and one fsync
 //! per group.
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,9 +24,11 @@ use rocksdb::{DB, WriteBatch, WriteOptions};
 use tokio::sync::oneshot;
 
 use crate::batch::{Batch, Op};
+use crate::bodies::{BODY_MIN, Bodies, Place, count_key};
 use crate::error::{Error, Refusal};
 use crate::generation::Generations;
 use crate::mailbox::Mailbox;
+use crate::table::Table;
 
 /// Limits of the commit queue.
 #[derive(Debug, Clone, Copy)]
@@ -66,13 +69,18 @@ pub(crate) struct Committer {
 }
 
 impl Committer {
-    pub(crate) fn start(db: Arc<DB>, limits: CommitLimits, generations: Arc<Generations>) -> std::io::Result<Self> {
+    pub(crate) fn start(
+        db: Arc<DB>,
+        bodies: Arc<Bodies>,
+        limits: CommitLimits,
+        generations: Arc<Generations>,
+    ) -> std::io::Result<Self> {
         let queue = Arc::new(Mailbox::new(limits.queue_max));
         let thread = {
             let queue = Arc::clone(&queue);
             std::thread::Builder::new()
                 .name("herald-commit".into())
-                .spawn(move || run(&db, &queue, limits, &generations))?
+                .spawn(move || run(&db, &bodies, &queue, limits, &generations))?
         };
         Ok(Committer {
             queue,
@@ -114,7 +122,7 @@ impl Drop for AbandonOnExit<'_> {
     }
 }
 
-fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits, generations: &Generations) {
+fn run(db: &DB, bodies: &Bodies, queue: &Mailbox<Request>, limits: CommitLimits, generations: &Generations) {
     let _abandon = AbandonOnExit(queue);
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
@@ -131,7 +139,7 @@ fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits, generations: &Ge
         fits
     }) {
         let started = Instant::now();
-        let result = write_group(db, &group, &sync);
+        let result = write_group(db, bodies, &group, &sync).map(|moves| bodies.committed(&moves.added, &moves.removed));
         // Before anyone hears of the write, so that a caller reading after its commit
         // never trusts what it derived before.
         generations.advance(group.iter().flat_map(|request| request.batch.ops.iter()));
@@ -149,15 +157,148 @@ fn run(db: &DB, queue: &Mailbox<Request>, limits: CommitLimits, generations: &Ge
     }
 }
 
-fn write_group(db: &DB, group: &[Request], sync: &WriteOptions) -> Result<(), Refusal> {
+/// The messages a group placed in body files and took out of them.
+#[derive(Default)]
+struct Moves {
+    added: Vec<Place>,
+    removed: Vec<Place>,
+}
+
+fn write_group(db: &DB, bodies: &Bodies, group: &[Request], sync: &WriteOptions) -> Result<Moves, Refusal> {
+    let ops = || group.iter().flat_map(|request| request.batch.ops.iter());
+    let large: Vec<&[u8]> = ops().filter_map(large_message).collect();
+    // The bytes are synced before the places that name them are written.
+    let placed = if large.is_empty() {
+        Vec::new()
+    } else {
+        bodies.append(&large)?
+    };
+    let mut messages = Messages {
+        db,
+        places: handle(db, Table::BODY_PLACES)?,
+        counts: handle(db, Table::BODY_FILES)?,
+        placed: placed.into_iter(),
+        in_group: HashMap::new(),
+        deleted: HashSet::new(),
+        moves: Moves::default(),
+    };
     let mut batch = WriteBatch::default();
-    for request in group {
-        for op in &request.batch.ops {
-            apply(db, &mut batch, op)?;
+    for op in ops() {
+        match op {
+            Op::Put { table, key, value } if *table == Table::MESSAGES && value.len() >= BODY_MIN => {
+                messages.put(&mut batch, key)?;
+            }
+            Op::Delete { table, key } if *table == Table::MESSAGES => {
+                batch.delete_cf(handle(db, *table)?, key);
+                messages.delete(&mut batch, key)?;
+            }
+            Op::DeleteRange { table, from, to } if *table == Table::MESSAGES => {
+                batch.delete_range_cf(handle(db, *table)?, from, to);
+                messages.delete_range(&mut batch, from, to)?;
+            }
+            _ => apply(db, &mut batch, op)?,
         }
     }
     db.write_opt(batch, sync)
-        .map_err(|error| Refusal::Storage(error.to_string()))
+        .map_err(|error| Refusal::Storage(error.to_string()))?;
+    Ok(messages.moves)
+}
+
+/// The bytes of `op` when it puts a message that goes to a body file.
+fn large_message(op: &Op) -> Option<&[u8]> {
+    match op {
+        Op::Put { table, value, .. } if *table == Table::MESSAGES && value.len() >= BODY_MIN => Some(value),
+        _ => None,
+    }
+}
+
+/// A group's writes of messages: places instead of large messages, and the places of
+/// the messages it deletes.
+struct Messages<'a> {
+    db: &'a DB,
+    places: &'a rocksdb::ColumnFamily,
+    counts: &'a rocksdb::ColumnFamily,
+    /// The group's large messages' places, in the order of their puts.
+    placed: std::vec::IntoIter<Place>,
+    /// Places put by this group, not yet in the database.
+    in_group: HashMap<&'a [u8], Place>,
+    /// Keys this group deleted already: a second delete must not count twice.
+    deleted: HashSet<Vec<u8>>,
+    moves: Moves,
+}
+
+impl<'a> Messages<'a> {
+    fn put(&mut self, batch: &mut WriteBatch, key: &'a [u8]) -> Result<(), Refusal> {
+        let place = self
+            .placed
+            .next()
+            .ok_or_else(|| Refusal::Storage("a large message without a place".to_owned()))?;
+        batch.put_cf(self.places, key, place.encode());
+        batch.merge_cf(self.counts, count_key(place.file), 1_u64.to_le_bytes());
+        self.in_group.insert(key, place);
+        self.deleted.remove(key);
+        self.moves.added.push(place);
+        Ok(())
+    }
+
+    fn delete(&mut self, batch: &mut WriteBatch, key: &'a [u8]) -> Result<(), Refusal> {
+        if !self.deleted.insert(key.to_vec()) {
+            return Ok(());
+        }
+        let place = match self.in_group.remove(key) {
+            Some(place) => Some(place),
+            None => self
+                .db
+                .get_pinned_cf(self.places, key)
+                .map_err(|error| Refusal::Storage(error.to_string()))?
+                .and_then(|bytes| Place::decode(&bytes)),
+        };
+        if let Some(place) = place {
+            batch.delete_cf(self.places, key);
+            // Minus one: the counts wrap.
+            batch.merge_cf(self.counts, count_key(place.file), u64::MAX.to_le_bytes());
+            self.moves.removed.push(place);
+        }
+        Ok(())
+    }
+
+    fn delete_range(&mut self, batch: &mut WriteBatch, from: &[u8], to: &[u8]) -> Result<(), Refusal> {
+        let mode = rocksdb::IteratorMode::From(from, rocksdb::Direction::Forward);
+        for entry in self.db.iterator_cf(self.places, mode) {
+            let (key, value) = entry.map_err(|error| Refusal::Storage(error.to_string()))?;
+            if &*key >= to {
+                break;
+            }
+            if !self.deleted.insert(key.to_vec()) {
+                continue;
+            }
+            if let Some(place) = Place::decode(&value) {
+                batch.merge_cf(self.counts, count_key(place.file), u64::MAX.to_le_bytes());
+                self.moves.removed.push(place);
+            }
+        }
+        // Places put earlier in this group are in the range too.
+        let in_range: Vec<&[u8]> = self
+            .in_group
+            .keys()
+            .copied()
+            .filter(|key| *key >= from && *key < to)
+            .collect();
+        for key in in_range {
+            self.deleted.insert(key.to_vec());
+            if let Some(place) = self.in_group.remove(key) {
+                batch.merge_cf(self.counts, count_key(place.file), u64::MAX.to_le_bytes());
+                self.moves.removed.push(place);
+            }
+        }
+        batch.delete_range_cf(self.places, from, to);
+        Ok(())
+    }
+}
+
+fn handle(db: &DB, table: Table) -> Result<&rocksdb::ColumnFamily, Refusal> {
+    db.cf_handle(table.name())
+        .ok_or_else(|| Refusal::Storage(format!("unknown table `{}`", table.name())))
 }
 
 fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {

@@ -29,6 +29,7 @@
 //! - [`Id`]: UUIDv7 ids, time-ordered as keys.
 
 mod batch;
+mod bodies;
 mod cache;
 mod clock;
 mod commit;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, ReadOptions};
 
 use crate::batch::Batch;
+use crate::bodies::{Bodies, Place};
 use crate::cache::Memo;
 use crate::clock::{SharedClock, SystemClock, Timestamp};
 use crate::commit::{Commit, CommitLimits, Committer, Pending};
@@ -112,6 +113,7 @@ struct Inner {
     // the database is still open.
     committer: Committer,
     db: Arc<DB>,
+    bodies: Arc<Bodies>,
     disk: DiskGuard,
     generations: Arc<Generations>,
     prefixes: Memo<(Table, Vec<u8>), bool>,
@@ -138,19 +140,26 @@ impl Store {
             source,
         })?;
         let db = open_db(&path)?;
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let (bodies, emptied) = Bodies::open(&path, body_counts(&db)?).map_err(io)?;
+        let bodies = Arc::new(bodies);
         let db = Arc::new(db);
         let generations = Arc::new(Generations::new());
-        let committer =
-            Committer::start(Arc::clone(&db), options.commit, Arc::clone(&generations)).map_err(|source| {
-                Error::Io {
-                    path: path.clone(),
-                    source,
-                }
-            })?;
-        Ok(Store {
+        let committer = Committer::start(
+            Arc::clone(&db),
+            Arc::clone(&bodies),
+            options.commit,
+            Arc::clone(&generations),
+        )
+        .map_err(io)?;
+        let store = Store {
             inner: Arc::new(Inner {
                 committer,
                 db,
+                bodies,
                 disk: DiskGuard::new(path.clone(), options.min_free_space),
                 generations,
                 prefixes: Memo::new(PREFIX_MEMO_MAX),
@@ -158,7 +167,15 @@ impl Store {
                 ids: IdGenerator::default(),
                 path,
             }),
-        })
+        };
+        if !emptied.is_empty() {
+            let mut batch = Batch::new();
+            for file in emptied {
+                batch.delete_raw(Table::BODY_FILES, crate::bodies::count_key(file).to_vec());
+            }
+            store.commit(batch).wait()?;
+        }
+        Ok(store)
     }
 
     /// The data directory.
@@ -209,9 +226,14 @@ impl Store {
                         .flatten()
                         .unwrap_or(0)
                 };
+                let files = if table == Table::MESSAGES {
+                    self.inner.bodies.disk_bytes()
+                } else {
+                    0
+                };
                 Some(TableSize {
                     table,
-                    disk_bytes: int("rocksdb.total-sst-files-size") + int("rocksdb.total-blob-file-size"),
+                    disk_bytes: int("rocksdb.total-sst-files-size") + int("rocksdb.total-blob-file-size") + files,
                     memory_bytes: int("rocksdb.size-all-mem-tables"),
                     keys: int("rocksdb.estimate-num-keys"),
                 })
@@ -244,10 +266,40 @@ impl Store {
             .transpose()
     }
 
-    /// Raw bytes under `key` in `table`.
+    /// Raw bytes under `key` in `table`; for [`Table::MESSAGES`], from the body files too.
     pub fn get_raw(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        if table == Table::MESSAGES
+            && let Some(place) = self.place(key)?
+        {
+            return self.read_body(key, place);
+        }
         let cf = self.cf(table)?;
         Ok(self.inner.db.get_cf(cf, key)?)
+    }
+
+    fn place(&self, key: &[u8]) -> Result<Option<Place>, Error> {
+        let Some(bytes) = self.inner.db.get_pinned_cf(self.cf(Table::BODY_PLACES)?, key)? else {
+            return Ok(None);
+        };
+        Place::decode(&bytes).map(Some).ok_or_else(|| Error::Corrupt {
+            table: Table::BODY_PLACES.name(),
+            reason: format!("a place of {} bytes", bytes.len()),
+        })
+    }
+
+    fn read_body(&self, key: &[u8], place: Place) -> Result<Option<Vec<u8>>, Error> {
+        match self.inner.bodies.read(place) {
+            Ok(bytes) => Ok(Some(bytes)),
+            // Deleted while it was read: its range may be punched out already.
+            Err(_) if self.place(key)?.is_none() => Ok(None),
+            Err(error) => Err(Error::Corrupt {
+                table: Table::BODY_PLACES.name(),
+                reason: format!(
+                    "the {} bytes at {} in body file {}: {error}",
+                    place.len, place.offset, place.file
+                ),
+            }),
+        }
     }
 
     /// `table`'s write generation: it changes after every committed write that touches
@@ -363,6 +415,25 @@ impl Store {
     }
 }
 
+/// Each body file's message count, as committed.
+fn body_counts(db: &DB) -> Result<std::collections::HashMap<u32, u64>, Error> {
+    let Some(cf) = db.cf_handle(Table::BODY_FILES.name()) else {
+        return Ok(std::collections::HashMap::new());
+    };
+    let mut counts = std::collections::HashMap::new();
+    for entry in db.iterator_cf(cf, IteratorMode::Start) {
+        let (key, value) = entry?;
+        let Ok(file) = <[u8; 4]>::try_from(&*key) else {
+            return Err(Error::Corrupt {
+                table: Table::BODY_FILES.name(),
+                reason: format!("a key of {} bytes", key.len()),
+            });
+        };
+        counts.insert(u32::from_be_bytes(file), table::decode_counter(&value));
+    }
+    Ok(counts)
+}
+
 /// The smallest key greater than every key starting with `prefix`, or `None` when there
 /// is none (the prefix is empty or all `0xff`).
 pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -444,7 +515,7 @@ fn table_options(name: &str) -> Options {
         options.set_min_blob_size(4096);
         options.set_enable_blob_gc(true);
     }
-    if name == Table::COUNTERS.name() {
+    if name == Table::COUNTERS.name() || name == Table::BODY_FILES.name() {
         options.set_merge_operator_associative("herald_add_u64", table::add_counters);
     }
     if EXPIRING.iter().any(|table| table.name() == name) {

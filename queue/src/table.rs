@@ -25,8 +25,16 @@ impl Table {
         self.name
     }
 
-    /// Raw message bytes by message id (spool-internal).
+    /// Raw message bytes by message id (spool-internal). A message of 4 KiB or more is
+    /// kept in a body file instead, and its place in [`Table::BODY_PLACES`]: the commit
+    /// thread moves it there when it is put, and reading or deleting it here reads or
+    /// deletes it there. Scans of this table see only the shorter ones.
     pub const MESSAGES: Table = Table::new("messages");
+    /// Where each large message lies in the body files, by message id (spool-internal).
+    pub const BODY_PLACES: Table = Table::new("body_places");
+    /// Messages in each body file, by big-endian file number: little-endian `u64` counts
+    /// the commit thread adds to (spool-internal).
+    pub const BODY_FILES: Table = Table::new("body_files");
     /// Envelopes and per-recipient state by message id (spool-internal).
     pub const ENVELOPES: Table = Table::new("envelopes");
     /// The due index: big-endian `(due, id)` keys with empty values (spool-internal).
@@ -153,6 +161,8 @@ impl Table {
     /// Every table this build knows. The store creates the missing ones at open.
     pub const ALL: &'static [Table] = &[
         Table::MESSAGES,
+        Table::BODY_PLACES,
+        Table::BODY_FILES,
         Table::ENVELOPES,
         Table::DUE,
         Table::META,

@@ -4,6 +4,7 @@
 //! threads, printing `ACK <id>` only after each enqueue has returned `Accepted`. The parent
 //! kills the child with SIGKILL at a varying point, reopens the spool and checks that every
 //! acknowledged message is there with its extra record, and that nothing is half-written.
+//! Half the messages are large enough to go to body files.
 
 mod util;
 
@@ -20,6 +21,8 @@ const TEST_NAME: &str = "kill_9_during_enqueues_loses_no_acknowledged_message";
 const ROUNDS: usize = 3;
 /// Writers in the child: enough that most fsyncs are shared by a group.
 const WRITERS: usize = 16;
+/// The messages' sizes, in turn: kept inline, and in a body file.
+const SIZES: [usize; 2] = [2048, 20_000];
 /// The child stops by itself after this long, should the parent be gone.
 const CHILD_LIFETIME: Duration = Duration::from_secs(60);
 
@@ -46,9 +49,11 @@ fn kill_9_during_enqueues_loses_no_acknowledged_message() {
 
         let (store, spool, recovery) = open(dir.path());
         for id in &acknowledged {
+            let raw = spool.load(*id).expect("load").map(|(_, raw)| raw);
             assert!(
-                spool.load(*id).expect("load").is_some(),
-                "round {round}: acknowledged {id} lost"
+                raw.as_ref().is_some_and(|raw| SIZES.contains(&raw.len())),
+                "round {round}: acknowledged {id} lost or cut: {:?} bytes",
+                raw.map(|raw| raw.len())
             );
             let record: Option<EmailRecord> = store.get(id.as_bytes()).expect("get");
             assert!(record.is_some(), "round {round}: email record of {id} lost");
@@ -110,10 +115,12 @@ fn run_child(dir: &std::path::Path) {
     let deadline = Instant::now() + CHILD_LIFETIME;
     let stdout = std::sync::Mutex::new(std::io::stdout());
     std::thread::scope(|scope| {
-        for _ in 0..WRITERS {
-            scope.spawn(|| {
+        for writer in 0..WRITERS {
+            let (store, spool, stdout) = (&store, &spool, &stdout);
+            scope.spawn(move || {
+                let mut sizes = SIZES.iter().cycle().skip(writer);
                 while Instant::now() < deadline {
-                    let msg = message(&store, 2048);
+                    let msg = message(store, *sizes.next().unwrap_or(&SIZES[0]));
                     let id = msg.id;
                     if let Ok(Admission::Accepted(_)) = spool.enqueue(msg, email_batch(id)).wait() {
                         let mut out = stdout.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -17,7 +17,9 @@ const KEY: &[u8] = b"store.format";
 ///    `retain` on the envelope).
 /// 2. Broadcasts count their emails by status as they move (`counted` on the broadcast,
 ///    [`crate::broadcasts::counts`]): a build that does not would leave them wrong.
-pub const FORMAT: u32 = 2;
+/// 3. Messages of 4 KiB or more live in body files, their places in the spool's
+///    `body_places` table: a build before would find them missing.
+pub const FORMAT: u32 = 3;
 
 /// Refuses a store written by a newer build (naming both formats), and otherwise records
 /// [`FORMAT`] in it, durably, before anything else writes.
