@@ -373,11 +373,18 @@ async fn api_client(load: Arc<Load>) {
         if load.take(1) == 0 {
             return;
         }
+        let number = load.number();
+        // Every other email is large enough for a body file.
+        let padding = if number % 2 == 0 {
+            String::new()
+        } else {
+            format!("\n{}", "x".repeat(98)).repeat(LARGE_BODY_LINES)
+        };
         let body = json!({
             "from": format!("App <app@{DOMAIN}>"),
             "to": "user@example.net",
-            "subject": format!("api {}", load.number()),
-            "text": "posted while herald may die",
+            "subject": format!("api {number}"),
+            "text": format!("posted while herald may die{padding}"),
         });
         match real::post_email(up.http, &body, SUBMISSION_TIMEOUT).await.1 {
             Ok(id) => load.ack(&id, Via::Api, up.life),
@@ -441,9 +448,15 @@ async fn smtp_session(load: &Load, up: &Up, tls: &Arc<rustls::ClientConfig>, cou
         expect_reply(&mut reader, 250).await?;
         expect_reply(&mut reader, 250).await?;
         expect_reply(&mut reader, 354).await?;
+        let number = load.number();
+        // Every other message is large enough for a body file.
+        let padding = if number % 2 == 0 {
+            String::new()
+        } else {
+            format!("{}\r\n", "x".repeat(98)).repeat(LARGE_BODY_LINES)
+        };
         let message = format!(
-            "From: App <app@{DOMAIN}>\r\nTo: user@example.net\r\nSubject: smtp {}\r\n\r\nsent while herald may die\r\n.\r\n",
-            load.number()
+            "From: App <app@{DOMAIN}>\r\nTo: user@example.net\r\nSubject: smtp {number}\r\n\r\nsent while herald may die\r\n{padding}.\r\n"
         );
         send(message.as_bytes()).await?;
         let reply = expect_reply(&mut reader, 250).await?;
@@ -456,6 +469,10 @@ async fn smtp_session(load: &Load, up: &Up, tls: &Arc<rustls::ClientConfig>, cou
     let _ = send(b"QUIT\r\n").await;
     Ok(())
 }
+
+/// Lines of 100 bytes that take every other message past the 4 KiB from which herald
+/// writes it to a body file.
+const LARGE_BODY_LINES: usize = 84;
 
 /// Reads one reply, all its lines; its last line if its code is `code`.
 async fn expect_reply<R: AsyncBufRead + Unpin>(reader: &mut R, code: u16) -> Result<String, String> {
