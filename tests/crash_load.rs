@@ -375,7 +375,7 @@ async fn api_client(load: Arc<Load>) {
         }
         let number = load.number();
         // Every other email is large enough for a body file.
-        let padding = if number % 2 == 0 {
+        let padding = if number.is_multiple_of(2) {
             String::new()
         } else {
             format!("\n{}", "x".repeat(98)).repeat(LARGE_BODY_LINES)
@@ -450,7 +450,7 @@ async fn smtp_session(load: &Load, up: &Up, tls: &Arc<rustls::ClientConfig>, cou
         expect_reply(&mut reader, 354).await?;
         let number = load.number();
         // Every other message is large enough for a body file.
-        let padding = if number % 2 == 0 {
+        let padding = if number.is_multiple_of(2) {
             String::new()
         } else {
             format!("{}\r\n", "x".repeat(98)).repeat(LARGE_BODY_LINES)
