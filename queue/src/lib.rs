@@ -15,6 +15,9 @@
 //! (group commit). A [`Batch`] is atomic, so a message, its email record, its first event
 //! and its idempotency record are durable together or not at all.
 //!
+//! Messages of 4 KiB or more are written once, to append-only body files the commit
+//! thread syncs before the write that records where they lie (`bodies.rs`).
+//!
 //! When the disk is nearly full or a write fails, enqueues answer
 //! [`Admission::Refused`] with a [`Refusal`] instead of losing anything.
 //!
