@@ -156,3 +156,29 @@ fn a_group_that_puts_and_deletes_a_message_leaves_nothing_behind() {
     assert_eq!(counts.len(), 1);
     assert_eq!(herald_queue::decode_counter(&counts[0].1), 0, "one in, one out");
 }
+
+#[test]
+fn a_large_message_a_build_before_body_files_kept_in_rocksdb_is_read_and_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = {
+        let (store, _spool, _) = open(dir.path());
+        store.next_id()
+    };
+    let raw = vec![b'o'; LARGE];
+    {
+        // What such a build left: the bytes themselves in the messages table.
+        let mut options = rocksdb::Options::default();
+        options.create_if_missing(true);
+        let names = rocksdb::DB::list_cf(&options, dir.path()).expect("tables");
+        let db = rocksdb::DB::open_cf(&options, dir.path(), &names).expect("the store's RocksDB");
+        let messages = db.cf_handle("messages").expect("the messages table");
+        db.put_cf(messages, id.as_bytes(), &raw).expect("put");
+    }
+    let (store, spool, _) = open(dir.path());
+    assert_eq!(spool.retained(id).expect("read"), Some(raw));
+    let mut batch = Batch::new();
+    Spool::forget(&store, id, &mut batch).expect("forget");
+    store.commit(batch).wait().expect("forgotten");
+    assert_eq!(spool.retained(id).expect("read"), None);
+    assert!(body_files(dir.path()).is_empty(), "no body file was involved");
+}
