@@ -185,7 +185,8 @@ fn write_group(db: &DB, bodies: &Bodies, group: &[Request], sync: &WriteOptions)
     let mut batch = WriteBatch::default();
     for op in ops() {
         match op {
-            Op::Put { table, key, value } if *table == Table::MESSAGES && value.len() >= BODY_MIN => {
+            // The same test that picked the bytes appended above, so places pair up in order.
+            Op::Put { key, .. } if large_message(op).is_some() => {
                 messages.put(&mut batch, key)?;
             }
             Op::Delete { table, key } if *table == Table::MESSAGES => {
