@@ -3,6 +3,11 @@
 
 mod util;
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, ready};
+
 use hyper::Method;
 use mail_send::SmtpClientBuilder;
 use mail_send::mail_builder::MessageBuilder;
@@ -317,5 +322,120 @@ async fn bdat_chunks_over_smtps_make_one_message_and_mix_with_data() {
     .await
     .json();
     assert_eq!(record["subject"], "via DATA");
+    running.shutdown().await;
+}
+
+/// A transport that counts the TLS records the server sends, reading their 5-byte headers
+/// as the bytes pass: one record is one write of the server's.
+struct RecordCounter {
+    inner: tokio::net::TcpStream,
+    records: Arc<AtomicUsize>,
+    /// Header bytes of the record being read, then the body bytes it has left.
+    header: Vec<u8>,
+    body_left: usize,
+}
+
+impl tokio::io::AsyncRead for RecordCounter {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        for &byte in &buf.filled()[before..] {
+            if this.body_left > 0 {
+                this.body_left -= 1;
+                continue;
+            }
+            this.header.push(byte);
+            if this.header.len() == 5 {
+                this.body_left = usize::from(u16::from_be_bytes([this.header[3], this.header[4]]));
+                this.records.fetch_add(1, Ordering::SeqCst);
+                this.header.clear();
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl tokio::io::AsyncWrite for RecordCounter {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// Reads until the text read so far ends a line that starts with `last`.
+async fn read_through<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, last: &str) -> String {
+    let mut text = String::new();
+    while !text.ends_with("\r\n") || !text.split("\r\n").any(|line| line.starts_with(last)) {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "closed after {text:?}");
+        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    text
+}
+
+/// A pipelined group is answered in one write (RFC 2920), counted as TLS records on the
+/// wire: MAIL, RCPT and DATA sent together get their three replies in one record, and the
+/// message text with the next group behind it gets four in one. One write per group is
+/// one segment and one wake-up of the client, not one per command.
+#[tokio::test]
+async fn a_pipelined_group_is_answered_in_one_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_api(dir.path(), "").await;
+    util::verified_domain(running.http_addr, "example.test").await;
+    let tls = herald_tls::client_config(herald_tls::Verification::Opportunistic, None).expect("client config");
+    let records = Arc::new(AtomicUsize::new(0));
+    let counter = RecordCounter {
+        inner: tokio::net::TcpStream::connect(running.smtp[1].1)
+            .await
+            .expect("connect"),
+        records: records.clone(),
+        header: Vec::new(),
+        body_left: 0,
+    };
+    let name = rustls::pki_types::ServerName::try_from("herald.test").expect("name");
+    let mut stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, counter)
+        .await
+        .expect("TLS");
+    read_through(&mut stream, "220 ").await;
+    let auth = format!("EHLO c\r\nAUTH PLAIN {}\r\n", util::auth_plain(OPERATOR_KEY));
+    stream.write_all(auth.as_bytes()).await.expect("write");
+    read_through(&mut stream, "235 ").await;
+
+    let group = "MAIL FROM:<hello@example.test>\r\nRCPT TO:<user@example.org>\r\nDATA\r\n";
+    let before = records.load(Ordering::SeqCst);
+    stream.write_all(group.as_bytes()).await.expect("write");
+    let replies = read_through(&mut stream, "354 ").await;
+    let codes: Vec<&str> = replies.lines().map(|line| &line[..4]).collect();
+    assert_eq!(codes, ["250 ", "250 ", "354 "], "{replies:?}");
+    assert_eq!(records.load(Ordering::SeqCst) - before, 1, "{replies:?}");
+
+    let from = "From: <hello@example.test>\r\nTo: <user@example.org>\r\n";
+    let before = records.load(Ordering::SeqCst);
+    let text = format!("{from}Subject: one\r\n\r\nhi\r\n.\r\n{group}");
+    stream.write_all(text.as_bytes()).await.expect("write");
+    let replies = read_through(&mut stream, "354 ").await;
+    let codes: Vec<&str> = replies.lines().map(|line| &line[..4]).collect();
+    assert_eq!(codes, ["250 ", "250 ", "250 ", "354 "], "{replies:?}");
+    assert_eq!(records.load(Ordering::SeqCst) - before, 1, "{replies:?}");
+
+    let text = format!("{from}Subject: two\r\n\r\nhi\r\n.\r\nQUIT\r\n");
+    stream.write_all(text.as_bytes()).await.expect("write");
+    let end = read_through(&mut stream, "221 ").await;
+    assert!(end.starts_with("250 2.0.0 OK "), "{end:?}");
+    assert_eq!(running.state.spool().depth(), 2);
     running.shutdown().await;
 }

@@ -218,10 +218,12 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let session_end = tokio::time::sleep_until(deadline);
     let idle = tokio::time::sleep(idle_timeout);
     tokio::pin!(session_end, idle);
+    // Replies not yet written: those to a pipelined group go out together, in one write,
+    // once the group's last buffered command is answered.
+    let mut out = Vec::new();
     loop {
         let (used, actions) = session.feed(&buffer);
         buffer.drain(..used);
-        let mut out = Vec::new();
         // Set when the session resumes after waiting on this driver: bytes pipelined behind
         // the command that waited are already in the buffer and must be fed before reading.
         let mut resumed = false;
@@ -280,17 +282,20 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                 }
             }
         }
+        if session.is_closed() {
+            return Ok(Ended::Closed(out));
+        }
+        if resumed && !buffer.is_empty() {
+            // Commands pipelined behind the one that waited are answered first; their
+            // replies join these.
+            continue;
+        }
         if !out.is_empty() {
             stream.write_all(&out).await?;
             // Over TLS, a write returns once rustls has the reply even when the socket
             // would block; the flush makes sure it all went out before waiting for input.
             stream.flush().await?;
-        }
-        if session.is_closed() {
-            return Ok(Ended::Closed(Vec::new()));
-        }
-        if resumed && !buffer.is_empty() {
-            continue;
+            out.clear();
         }
         if buffer.capacity() - buffer.len() < READ_MIN {
             buffer.reserve(READ_CHUNK);
