@@ -28,6 +28,25 @@ pub(crate) enum Op {
         key: Vec<u8>,
         value: Vec<u8>,
     },
+    /// A put of an empty value that many batches repeat alike; the commit thread writes
+    /// it once and skips the repeats while nothing has been deleted from its table.
+    Mark {
+        table: Table,
+        key: Vec<u8>,
+    },
+}
+
+impl Op {
+    /// The table written.
+    pub(crate) fn table(&self) -> Table {
+        match self {
+            Op::Put { table, .. }
+            | Op::Delete { table, .. }
+            | Op::DeleteRange { table, .. }
+            | Op::Add { table, .. }
+            | Op::Mark { table, .. } => *table,
+        }
+    }
 }
 
 /// Writes to commit together. Build it on the caller's thread (encoding happens here, off
@@ -61,6 +80,16 @@ impl Batch {
     pub fn put_raw(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
         self.bytes += key.len() + value.len();
         self.ops.push(Op::Put { table, key, value });
+    }
+
+    /// Puts an empty value under `key`, as one of the entries that many batches write
+    /// alike (the entry that expires a day of counters, armed by every event counted that
+    /// day). Reads see it as any put; the commit thread writes it once and skips its
+    /// repeats until something is deleted from `table`, so a hot entry costs one write,
+    /// not one per batch.
+    pub fn mark(&mut self, table: Table, key: Vec<u8>) {
+        self.bytes += key.len();
+        self.ops.push(Op::Mark { table, key });
     }
 
     /// Deletes a raw key.

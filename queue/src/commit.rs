@@ -28,6 +28,7 @@ use crate::bodies::{BODY_MIN, Bodies, Place, count_key};
 use crate::error::{Error, Refusal};
 use crate::generation::Generations;
 use crate::mailbox::Mailbox;
+use crate::marks::Marks;
 use crate::table::Table;
 
 /// Limits of the commit queue.
@@ -127,6 +128,7 @@ fn run(db: &DB, bodies: &Bodies, queue: &Mailbox<Request>, limits: CommitLimits,
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
     let mut group: Vec<Request> = Vec::with_capacity(limits.group_max);
+    let mut marks = Marks::default();
     let mut bytes = 0;
     while queue.take(&mut group, |next, so_far| {
         if so_far.len() == 1 {
@@ -139,7 +141,8 @@ fn run(db: &DB, bodies: &Bodies, queue: &Mailbox<Request>, limits: CommitLimits,
         fits
     }) {
         let started = Instant::now();
-        let result = write_group(db, bodies, &group, &sync).map(|moves| bodies.committed(&moves.added, &moves.removed));
+        let result = write_group(db, bodies, &group, &sync, &mut marks)
+            .map(|moves| bodies.committed(&moves.added, &moves.removed));
         // Before anyone hears of the write, so that a caller reading after its commit
         // never trusts what it derived before.
         generations.advance(group.iter().flat_map(|request| request.batch.ops.iter()));
@@ -164,7 +167,13 @@ struct Moves {
     removed: Vec<Place>,
 }
 
-fn write_group(db: &DB, bodies: &Bodies, group: &[Request], sync: &WriteOptions) -> Result<Moves, Refusal> {
+fn write_group(
+    db: &DB,
+    bodies: &Bodies,
+    group: &[Request],
+    sync: &WriteOptions,
+    marks: &mut Marks,
+) -> Result<Moves, Refusal> {
     let ops = || group.iter().flat_map(|request| request.batch.ops.iter());
     let large: Vec<&[u8]> = ops().filter_map(large_message).collect();
     // The bytes are synced before the places that name them are written.
@@ -183,8 +192,21 @@ fn write_group(db: &DB, bodies: &Bodies, group: &[Request], sync: &WriteOptions)
         moves: Moves::default(),
     };
     let mut batch = WriteBatch::default();
+    // Marks this group writes, remembered once the write is durable.
+    let mut new_marks: Vec<(Table, &[u8])> = Vec::new();
     for op in ops() {
+        if !matches!(op, Op::Mark { .. }) {
+            marks.forget(op.table());
+            new_marks.retain(|(table, _)| *table != op.table());
+        }
         match op {
+            Op::Mark { table, key } => {
+                let mark = (*table, key.as_slice());
+                if !marks.written(*table, key) && !new_marks.contains(&mark) {
+                    apply(db, &mut batch, op)?;
+                    new_marks.push(mark);
+                }
+            }
             // The same test that picked the bytes appended above, so places pair up in order.
             Op::Put { key, .. } if large_message(op).is_some() => {
                 messages.put(&mut batch, key)?;
@@ -202,6 +224,9 @@ fn write_group(db: &DB, bodies: &Bodies, group: &[Request], sync: &WriteOptions)
     }
     db.write_opt(batch, sync)
         .map_err(|error| Refusal::Storage(error.to_string()))?;
+    for (table, key) in new_marks {
+        marks.remember(table, key.to_vec());
+    }
     Ok(messages.moves)
 }
 
@@ -303,7 +328,7 @@ fn handle(db: &DB, table: Table) -> Result<&rocksdb::ColumnFamily, Refusal> {
 }
 
 fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {
-    let (Op::Put { table, .. } | Op::Delete { table, .. } | Op::DeleteRange { table, .. } | Op::Add { table, .. }) = op;
+    let table = op.table();
     // Every table in `Table::ALL` is created at open, so a missing handle is a bug in the
     // caller's table, reported as a write error instead of a panic on the commit thread.
     let Some(cf) = db.cf_handle(table.name()) else {
@@ -314,6 +339,7 @@ fn apply(db: &DB, batch: &mut WriteBatch, op: &Op) -> Result<(), Refusal> {
         Op::Delete { key, .. } => batch.delete_cf(cf, key),
         Op::DeleteRange { from, to, .. } => batch.delete_range_cf(cf, from, to),
         Op::Add { key, value, .. } => batch.merge_cf(cf, key, value),
+        Op::Mark { key, .. } => batch.put_cf(cf, key, []),
     }
     Ok(())
 }

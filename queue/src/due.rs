@@ -82,6 +82,13 @@ impl DueIndex {
         batch.put_raw(self.table, encode(due, key), Vec::new());
     }
 
+    /// Adds to `batch` the entry that makes `key` due at `due`, for an entry that many
+    /// batches arm alike (a day's counters, armed by every event counted that day): see
+    /// [`Batch::mark`]. The entry is the same as [`DueIndex::arm`]'s.
+    pub fn arm_shared(&self, batch: &mut Batch, due: Timestamp, key: &[u8]) {
+        batch.mark(self.table, encode(due, key));
+    }
+
     /// Adds to `batch` the removal of the entry that made `key` due at `due`.
     pub fn disarm(&self, batch: &mut Batch, due: Timestamp, key: &[u8]) {
         batch.delete_raw(self.table, encode(due, key));

@@ -51,14 +51,11 @@ impl Generations {
         let mut touched = vec![false; self.slots.len()];
         let mut last: Option<(&'static str, usize)> = None;
         for op in ops {
-            let (Op::Put { table, .. }
-            | Op::Delete { table, .. }
-            | Op::DeleteRange { table, .. }
-            | Op::Add { table, .. }) = op;
+            let table = op.table();
             // Ops come in runs of one table; skip the lookup for a run's repeats.
             let slot = match last {
                 Some((name, slot)) if std::ptr::eq(name, table.name()) => slot,
-                _ => self.slot(*table),
+                _ => self.slot(table),
             };
             last = Some((table.name(), slot));
             touched[slot] = true;

@@ -43,6 +43,7 @@ mod error;
 mod generation;
 mod id;
 mod mailbox;
+mod marks;
 mod spool;
 mod store;
 mod table;

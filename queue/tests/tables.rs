@@ -138,3 +138,63 @@ proptest! {
         prop_assert_eq!(&backward, &keys);
     }
 }
+
+/// Entries in the active memtable of `table`, overwrites included: each put that reached
+/// RocksDB counts once.
+fn entries(store: &Store, table: Table) -> u64 {
+    store
+        .table_sizes()
+        .into_iter()
+        .find(|size| size.table == table)
+        .expect("the table")
+        .keys
+}
+
+#[test]
+fn a_mark_repeated_by_many_batches_is_written_once_until_its_table_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = Table::COUNTER_EXPIRY;
+    {
+        let store = store(dir.path());
+        for _ in 0..10 {
+            let mut batch = Batch::new();
+            batch.mark(table, b"day 1".to_vec());
+            batch.mark(table, b"day 1".to_vec());
+            store.commit(batch).wait().expect("commit");
+        }
+        assert_eq!(entries(&store, table), 1, "ten batches marking one entry write it once");
+        assert_eq!(store.get_raw(table, b"day 1").expect("get"), Some(Vec::new()));
+
+        // A delete in the table forgets what was marked: the next mark is written again.
+        let mut batch = Batch::new();
+        batch.delete_raw(table, b"day 1".to_vec());
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(store.get_raw(table, b"day 1").expect("get"), None);
+        let mut batch = Batch::new();
+        batch.mark(table, b"day 1".to_vec());
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(store.get_raw(table, b"day 1").expect("get"), Some(Vec::new()));
+
+        // A delete and a mark in one batch, in either order, end as the last one says.
+        let mut batch = Batch::new();
+        batch.delete_raw(table, b"day 1".to_vec());
+        batch.mark(table, b"day 1".to_vec());
+        batch.mark(table, b"day 2".to_vec());
+        batch.delete_raw(table, b"day 2".to_vec());
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(store.get_raw(table, b"day 1").expect("get"), Some(Vec::new()));
+        assert_eq!(store.get_raw(table, b"day 2").expect("get"), None);
+        let mut batch = Batch::new();
+        batch.mark(table, b"day 2".to_vec());
+        store.commit(batch).wait().expect("commit");
+        assert_eq!(store.get_raw(table, b"day 2").expect("get"), Some(Vec::new()));
+    }
+    // After a restart nothing is remembered: the first mark is written, and is there.
+    let store = store(dir.path());
+    let mut batch = Batch::new();
+    batch.mark(table, b"day 3".to_vec());
+    store.commit(batch).wait().expect("commit");
+    for key in [&b"day 1"[..], b"day 2", b"day 3"] {
+        assert_eq!(store.get_raw(table, key).expect("get"), Some(Vec::new()));
+    }
+}

@@ -170,9 +170,9 @@ fn prefix(team_id: Id, bucket: u32) -> Vec<u8> {
 /// Counts, in `batch`, one `metric` of `team_id` from `from`'s domain at `at`.
 pub fn count(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, metric: Metric) {
     let bucket = bucket_of(at);
-    // The same entry for every event of that day: a put of an empty value over itself.
+    // The same entry for every event of that day: written once, its repeats skipped.
     let day = bucket - bucket % BUCKETS_PER_DAY;
-    EXPIRY.arm(batch, start_of(day), &prefix(team_id, day));
+    EXPIRY.arm_shared(batch, start_of(day), &prefix(team_id, day));
     let mut key = prefix(team_id, bucket);
     key.extend_from_slice(domain_of(from).as_bytes());
     key.push(0);
@@ -184,7 +184,7 @@ pub fn count(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, metric: 
 /// metrics` has passed since `at`: for counters of other kinds than the metrics' own
 /// (plan quotas, source addresses), each under a prefix of its own.
 pub fn arm_expiry(batch: &mut Batch, at: Timestamp, prefix: &[u8]) {
-    EXPIRY.arm(batch, at, prefix);
+    EXPIRY.arm_shared(batch, at, prefix);
 }
 
 /// Counts an email event of `state` with its `data`.
