@@ -9,7 +9,8 @@
 //!   (`[[smtp.trusted]]` 127.0.0.1/32), so that the table shows what TLS and AUTH cost;
 //! - `direct`: the load generator straight to the sink, no MTA between (what the load
 //!   generator and the sink cost alone; herald's CPU less this is set against the CPU
-//!   floor, `common/floor.rs`, printed for each case);
+//!   floor, `common/floor.rs`, printed for each case, and against the floor of a relay:
+//!   the floor plus one SMTP hop, costed as the direct run);
 //! - each `NAME=HOST:PORT` of `HERALD_BENCH_PEERS` (comma separated): an MTA already
 //!   running on loopback that takes plain SMTP without AUTH and relays all mail to the
 //!   sink's port. `../shared/bench/postfix-peer.sh -t postfix -r 1 -n 100 --keep` leaves
@@ -199,7 +200,7 @@ async fn bench(filters: &[String]) {
                         .map(|(_, run)| run.cpu_ms)
                 };
                 if let (Some(tls), Some(direct)) = (of(|t| t.herald && t.key.is_some()), of(|t| t.direct)) {
-                    report_floor(&case, dir.path(), tls - direct);
+                    report_floor(&case, dir.path(), tls - direct, direct);
                 }
             }
         }
@@ -208,8 +209,11 @@ async fn bench(filters: &[String]) {
 }
 
 /// Prints `case`'s CPU floor ([`floor`]) and the ratio of herald's CPU per message (the
-/// machine's in herald-tls's median run, less the direct run's) to it.
-fn report_floor(case: &Case, dir: &std::path::Path, herald_cpu_ms: f64) {
+/// machine's in herald-tls's median run, less the direct run's) to it; then the same
+/// against the floor of a relay: the floor plus one more SMTP hop, which a relay adds to
+/// the path and the floor leaves out, taken as what the direct run costs (a client and a
+/// server that only speak SMTP, and the kernel carrying it between them).
+fn report_floor(case: &Case, dir: &std::path::Path, herald_cpu_ms: f64, direct_cpu_ms: f64) {
     let data = data(case);
     let floor = tokio::task::block_in_place(|| floor::measure(case.algorithm, &data, dir, &smtp_load::tls_client()));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -224,6 +228,12 @@ fn report_floor(case: &Case, dir: &std::path::Path, herald_cpu_ms: f64) {
         ms(floor.write),
         ms(floor.fsync),
         herald_cpu_ms / total
+    );
+    let relay = total + direct_cpu_ms;
+    println!(
+        "{:<22} relay floor CPU ms/msg {relay:.3} (the floor + one SMTP hop, direct's {direct_cpu_ms:.3}); herald-tls less direct = {:.2}x the relay floor",
+        case.name(),
+        herald_cpu_ms / relay
     );
 }
 
