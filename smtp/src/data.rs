@@ -51,12 +51,24 @@ pub struct DataReceiver {
 impl DataReceiver {
     /// A receiver for a message of at most `size_max` bytes (after unstuffing).
     pub fn new(size_max: usize) -> Self {
+        Self::expecting(size_max, 0)
+    }
+
+    /// A receiver for a message of at most `size_max` bytes that holds `expected` bytes
+    /// from the start (the size the client declared with `MAIL ... SIZE=`), so that a
+    /// message of the declared size is never copied to a larger buffer as it arrives.
+    /// What is held is capped by `size_max`, and by [`DataReceiver::RESERVE_MAX`]; past
+    /// it, the buffer grows as the message does.
+    pub fn expecting(size_max: usize, expected: usize) -> Self {
         DataReceiver {
             state: State::LineStart,
-            message: Vec::new(),
+            message: Vec::with_capacity(expected.min(size_max).min(Self::RESERVE_MAX)),
             size_max,
         }
     }
+
+    /// The most a declared size makes a receiver hold before any byte has arrived.
+    pub const RESERVE_MAX: usize = 16 * 1024 * 1024;
 
     /// Consumes bytes of `input` up to the end of the data.
     pub fn feed(&mut self, input: &[u8]) -> Result<Progress, DataError> {
@@ -142,6 +154,11 @@ impl DataReceiver {
         }
         self.message.extend_from_slice(bytes);
         Ok(())
+    }
+
+    /// Bytes the receiver holds room for.
+    pub fn capacity(&self) -> usize {
+        self.message.capacity()
     }
 
     /// The message received (complete once `feed` said done).
@@ -251,6 +268,15 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn what_a_receiver_holds_from_the_start_is_capped() {
+        assert_eq!(DataReceiver::new(1000).capacity(), 0);
+        assert!(DataReceiver::expecting(1000, 500).capacity() >= 500);
+        assert!(DataReceiver::expecting(1000, 1 << 40).capacity() < 2000);
+        let huge = DataReceiver::expecting(usize::MAX, usize::MAX).capacity();
+        assert!((DataReceiver::RESERVE_MAX..2 * DataReceiver::RESERVE_MAX).contains(&huge));
+    }
 
     fn receive(input: &[u8]) -> Result<(Vec<u8>, usize), DataError> {
         let mut receiver = DataReceiver::new(1 << 20);

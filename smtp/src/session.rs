@@ -156,6 +156,8 @@ pub struct Session {
     /// The open transaction is inbound (no AUTH, on an `mx` listener).
     inbound: bool,
     from: Option<String>,
+    /// The size `MAIL` declared (`SIZE=`), 0 when it declared none.
+    declared_size: usize,
     recipients: Vec<String>,
     bdat: Vec<u8>,
     phase: Phase,
@@ -173,6 +175,7 @@ impl Session {
             authenticated: false,
             inbound: false,
             from: None,
+            declared_size: 0,
             recipients: Vec::new(),
             bdat: Vec::new(),
             phase: Phase::Command,
@@ -453,7 +456,8 @@ impl Session {
                 // Its own size limit applies from here (a report is small).
                 self.inbound = true;
                 match self.mail_parameters(&params) {
-                    Ok(()) => {
+                    Ok(declared) => {
+                        self.declared_size = declared;
                         self.from = Some(from);
                         Reply::new(250, "2.1.0", "OK")
                     }
@@ -464,7 +468,8 @@ impl Session {
                 }
             }
             Command::Mail { from, params } => match self.mail_parameters(&params) {
-                Ok(()) => {
+                Ok(declared) => {
+                    self.declared_size = declared;
                     self.phase = Phase::CheckingSender(from.clone());
                     actions.push(Action::CheckSender { from });
                     return;
@@ -506,7 +511,7 @@ impl Session {
             Command::Data if self.recipients.is_empty() => Reply::new(503, "5.5.1", "Send RCPT first"),
             Command::Data if !self.bdat.is_empty() => Reply::new(503, "5.5.1", "DATA cannot follow BDAT"),
             Command::Data => {
-                self.phase = Phase::Data(DataReceiver::new(self.size_max()));
+                self.phase = Phase::Data(DataReceiver::expecting(self.size_max(), self.declared_size));
                 Reply::plain(354, vec!["Start mail input; end with <CRLF>.<CRLF>".into()])
             }
             Command::Bdat { size, .. } if self.bdat.len() as u64 + size > self.size_max() as u64 => {
@@ -516,6 +521,11 @@ impl Session {
                 );
             }
             Command::Bdat { size, last } => {
+                if self.bdat.is_empty() {
+                    // The whole message as declared, as for DATA.
+                    let expected = self.declared_size.min(self.size_max()).min(DataReceiver::RESERVE_MAX);
+                    self.bdat.reserve(expected);
+                }
                 let previous = self.bdat.last().copied();
                 self.phase = Phase::Bdat {
                     chunk: BdatReceiver::new(size, previous),
@@ -566,8 +576,10 @@ impl Session {
         lines
     }
 
-    /// Checks the parameters of `MAIL`; the reply refusing them, if any.
-    fn mail_parameters(&self, params: &[command::Param]) -> Result<(), Reply> {
+    /// Checks the parameters of `MAIL`: the size it declares (0 for none), or the reply
+    /// refusing them.
+    fn mail_parameters(&self, params: &[command::Param]) -> Result<usize, Reply> {
+        let mut declared = 0;
         for param in params {
             match (param.keyword.as_str(), param.value.as_deref()) {
                 ("SIZE", Some(size)) => match size.parse::<u64>() {
@@ -578,7 +590,7 @@ impl Session {
                             format!("Message larger than {} bytes", self.size_max()),
                         ));
                     }
-                    Ok(_) => {}
+                    Ok(size) => declared = usize::try_from(size).unwrap_or(usize::MAX),
                     Err(_) => return Err(Reply::new(501, "5.5.4", "SIZE needs a number")),
                 },
                 ("BODY", Some(body)) if body.eq_ignore_ascii_case("7BIT") || body.eq_ignore_ascii_case("8BITMIME") => {}
@@ -592,7 +604,7 @@ impl Session {
                 }
             }
         }
-        Ok(())
+        Ok(declared)
     }
 
     fn auth(&mut self, mechanism: &str, initial: Option<String>, actions: &mut Vec<Action>) {
@@ -713,6 +725,7 @@ impl Session {
 
     fn reset(&mut self) {
         self.from = None;
+        self.declared_size = 0;
         self.inbound = false;
         self.recipients.clear();
         self.bdat.clear();

@@ -407,6 +407,35 @@ fn limits_give_standard_codes() {
 }
 
 #[test]
+fn a_declared_size_is_held_from_the_start_and_forgotten_with_its_transaction() {
+    let mut session = Session::new(settings(false), true);
+    let auth = format!("EHLO c\r\nAUTH PLAIN {}\r\n", plain("resend", "re_good"));
+    run(&mut session, auth.as_bytes());
+    let held = |session: &Session| match &session.phase {
+        Phase::Data(receiver) => receiver.capacity(),
+        other => panic!("not in DATA: {other:?}"),
+    };
+    let (out, _) = run(
+        &mut session,
+        b"MAIL FROM:<a@example.test> SIZE=600\r\nRCPT TO:<1@x.test>\r\nDATA\r\n",
+    );
+    assert!(
+        out.ends_with("354 Start mail input; end with <CRLF>.<CRLF>\r\n"),
+        "{out}"
+    );
+    assert!(held(&session) >= 600, "{}", held(&session));
+    let (out, delivered) = run(&mut session, b"Subject: hi\r\n\r\nbody\r\n.\r\n");
+    assert_eq!(delivered.len(), 1, "{out}");
+    assert_eq!(delivered[0].message, b"Subject: hi\r\n\r\nbody\r\n");
+    // The next transaction declares nothing: nothing is held for it.
+    run(
+        &mut session,
+        b"MAIL FROM:<a@example.test>\r\nRCPT TO:<1@x.test>\r\nDATA\r\n",
+    );
+    assert_eq!(held(&session), 0);
+}
+
+#[test]
 fn too_many_errors_close_the_session() {
     let mut session = Session::new(settings(false), true);
     let (out, _) = run(&mut session, b"FOO\r\nBAR\r\nBAZ\r\nQUX\r\nQUUX\r\nNOOP\r\n");
