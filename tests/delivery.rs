@@ -339,6 +339,113 @@ async fn a_destination_gets_at_most_its_connections_and_they_are_reused() {
     }
 }
 
+/// Mail queued for a destination while a message is in flight follows it on the same
+/// connection, its MAIL, RCPT and DATA in the write that ends the message before it; a
+/// recipient the server refuses in such a pipelined transaction gets its own outcome and
+/// the connection carries on, within its messages per connection.
+#[tokio::test]
+async fn queued_mail_follows_the_message_before_it_pipelined_behind_its_end_of_data() {
+    let options = SinkOptions {
+        delay: Duration::from_millis(30),
+        ..SinkOptions::default()
+    };
+    let world = World::start(
+        options,
+        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 1\nmessages_per_connection = 4\n",
+    )
+    .await;
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let to = if n % 3 == 2 {
+            format!("bounce{n}@example.net")
+        } else {
+            format!("user{n}@example.net")
+        };
+        ids.push((world.send(&[&to]).await, n % 3 == 2));
+    }
+    for (id, bounced) in &ids {
+        world
+            .wait_event(id, if *bounced { "bounced" } else { "delivered" })
+            .await;
+    }
+    let received = world.sink.received();
+    assert_eq!(received.len(), 8);
+    let mut delivered: Vec<String> = received.iter().flat_map(|r| r.rcpt_to.clone()).collect();
+    delivered.sort();
+    let mut expected: Vec<String> = (0..12)
+        .filter(|n| n % 3 != 2)
+        .map(|n| format!("user{n}@example.net"))
+        .collect();
+    expected.sort();
+    assert_eq!(delivered, expected);
+    assert!(
+        world.sink.pipelined_after_data() > 0,
+        "no transaction followed an end of data"
+    );
+    // Each connection carried at most 4 transactions, the refused ones counted: 12 take
+    // at least three connections.
+    assert!(
+        world.sink.messages_per_connection().iter().all(|&n| n <= 4),
+        "{:?}",
+        world.sink.messages_per_connection()
+    );
+    assert!(
+        world.sink.connections() >= 3,
+        "{} connections",
+        world.sink.connections()
+    );
+}
+
+/// A transaction whose commands went out behind the message before it, on a connection
+/// the server then closes (`421` to its RCPT), goes again on a fresh connection: every
+/// message arrives, once.
+#[tokio::test]
+async fn a_pipelined_transaction_on_a_connection_that_closes_goes_again_once() {
+    let mut options = SinkOptions {
+        delay: Duration::from_millis(30),
+        ..SinkOptions::default()
+    };
+    options
+        .recipients
+        .insert(0, util::sink::RecipientRule::once("closing", 421, "4.3.2 Closing"));
+    let world = World::start(
+        options,
+        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 1\nmessages_per_connection = 100\n",
+    )
+    .await;
+    let mut ids = Vec::new();
+    for n in 0..8 {
+        let to = if n % 4 == 1 {
+            format!("closing{n}@example.net")
+        } else {
+            format!("user{n}@example.net")
+        };
+        ids.push(world.send(&[&to]).await);
+    }
+    for id in &ids {
+        world.wait_event(id, "delivered").await;
+    }
+    let mut delivered: Vec<String> = world.sink.received().iter().flat_map(|r| r.rcpt_to.clone()).collect();
+    delivered.sort();
+    let mut expected: Vec<String> = (0..8)
+        .map(|n| {
+            if n % 4 == 1 {
+                format!("closing{n}@example.net")
+            } else {
+                format!("user{n}@example.net")
+            }
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(delivered, expected, "each message once");
+    assert!(world.sink.pipelined_after_data() > 0, "nothing was pipelined");
+    assert!(
+        world.sink.connections() >= 3,
+        "{} connections",
+        world.sink.connections()
+    );
+}
+
 #[tokio::test]
 async fn a_destination_rate_spaces_messages_out() {
     let world = World::start(

@@ -174,7 +174,18 @@ pub struct Connection {
     pub broken: bool,
     /// Whether the last transaction got as far as sending the message's data.
     pub data_sent: bool,
+    /// The next transaction's `MAIL`, `RCPT`s and `DATA` went out behind the last
+    /// message's data (see [`Connection::send`]): the number of its recipients, whose
+    /// replies are still to be read.
+    pub grouped: Option<usize>,
     timeout: Duration,
+}
+
+/// The commands that open a transaction, written ahead behind the message before it.
+#[derive(Debug)]
+pub struct Group {
+    bytes: Vec<u8>,
+    recipients: usize,
 }
 
 /// How to treat TLS on a connection.
@@ -230,6 +241,7 @@ impl Connection {
             verified: false,
             broken: false,
             data_sent: false,
+            grouped: None,
             timeout,
         };
         connection.expect(220).await?;
@@ -323,33 +335,47 @@ impl Connection {
         Ok(())
     }
 
-    /// Sends one message to `recipients` in one transaction. Returns one reply per
-    /// recipient: the RCPT refusal, or the end-of-data reply.
-    pub async fn send(
-        &mut self,
-        sender: &str,
-        recipients: &[String],
-        message: &Outgoing,
-    ) -> Result<Vec<Reply>, ConnectionError> {
-        self.data_sent = false;
+    /// The commands that open a transaction of `message` from `sender` to `recipients`
+    /// when the server takes them pipelined; otherwise the reply refusing the message
+    /// before anything is sent (an address that needs SMTPUTF8, or a message over the
+    /// announced SIZE), or `None` for a server without PIPELINING.
+    pub fn group(&self, sender: &str, recipients: &[String], message: &Outgoing) -> Result<Option<Group>, Reply> {
         let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
         if needs_utf8 && !self.caps.smtputf8 {
-            let reply = Reply::local(553, "5.6.7", "the receiving server does not support SMTPUTF8 addresses");
-            return Ok(vec![reply; recipients.len()]);
+            return Err(Reply::local(
+                553,
+                "5.6.7",
+                "the receiving server does not support SMTPUTF8 addresses",
+            ));
         }
         if let Some(limit) = self.caps.size.filter(|&l| l > 0)
             && message.len() as u64 > limit
         {
-            let reply = Reply::local(
+            return Err(Reply::local(
                 552,
                 "5.3.4",
                 &format!(
                     "the message ({} bytes) exceeds the receiving server's limit of {limit}",
                     message.len()
                 ),
-            );
-            return Ok(vec![reply; recipients.len()]);
+            ));
         }
+        if !self.caps.pipelining {
+            return Ok(None);
+        }
+        let mut bytes = self.mail_command(sender, message, needs_utf8).into_bytes();
+        for recipient in recipients {
+            bytes.extend_from_slice(format!("RCPT TO:<{recipient}>\r\n").as_bytes());
+        }
+        bytes.extend_from_slice(b"DATA\r\n");
+        Ok(Some(Group {
+            bytes,
+            recipients: recipients.len(),
+        }))
+    }
+
+    /// `MAIL FROM` with the parameters the message and the server call for.
+    fn mail_command(&self, sender: &str, message: &Outgoing, needs_utf8: bool) -> String {
         let mut mail = format!("MAIL FROM:<{sender}>");
         if self.caps.size.is_some() {
             mail.push_str(&format!(" SIZE={}", message.len()));
@@ -361,14 +387,40 @@ impl Connection {
             mail.push_str(" SMTPUTF8");
         }
         mail.push_str("\r\n");
+        mail
+    }
+
+    /// Sends one message to `recipients` in one transaction. Returns one reply per
+    /// recipient: the RCPT refusal, or the end-of-data reply.
+    ///
+    /// Right before the message's data goes out, `next` may give the [`Group`] of the
+    /// transaction to follow (RFC 2920 lets a client pipeline the next `MAIL` behind the
+    /// end of data): it goes out in the same write, and [`Connection::grouped`] says so.
+    /// The next `send` on this connection must then be of that transaction; it reads
+    /// the group's replies instead of writing it. A server that takes messages back to
+    /// back so costs one round trip per message, not two.
+    pub async fn send(
+        &mut self,
+        sender: &str,
+        recipients: &[String],
+        message: &Outgoing,
+        next: impl FnOnce(&Connection) -> Option<Group>,
+    ) -> Result<Vec<Reply>, ConnectionError> {
+        self.data_sent = false;
+        let written = self.grouped.take();
+        let group = match written {
+            // Checked when it was written.
+            Some(_) => None,
+            None => match self.group(sender, recipients, message) {
+                Ok(group) => group,
+                Err(reply) => return Ok(vec![reply; recipients.len()]),
+            },
+        };
         let mut rcpts = Vec::with_capacity(recipients.len());
-        let outcome = if self.caps.pipelining {
-            let mut batch = mail.into_bytes();
-            for recipient in recipients {
-                batch.extend_from_slice(format!("RCPT TO:<{recipient}>\r\n").as_bytes());
+        let outcome = if written.is_some() || group.is_some() {
+            if let Some(group) = &group {
+                self.write(&group.bytes).await?;
             }
-            batch.extend_from_slice(b"DATA\r\n");
-            self.write(&batch).await?;
             let mail_reply = self.read_reply().await?;
             for _ in recipients {
                 rcpts.push(self.read_reply().await?);
@@ -376,7 +428,9 @@ impl Connection {
             let data_reply = self.read_reply().await?;
             (mail_reply, data_reply)
         } else {
-            self.write(mail.as_bytes()).await?;
+            let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
+            self.write(self.mail_command(sender, message, needs_utf8).as_bytes())
+                .await?;
             let mail_reply = self.read_reply().await?;
             if !mail_reply.is_success() {
                 (mail_reply.clone(), mail_reply)
@@ -419,9 +473,14 @@ impl Connection {
         // Dot-stuffed, with the terminating `.` line. The signature field never starts a
         // line with a dot and ends in CRLF, so the message after it starts a line.
         self.data_sent = true;
+        let following = next(self);
         let mut pieces = vec![message.header.as_slice()];
         pieces.extend(herald_smtp::stuffed(&message.body));
+        if let Some(following) = &following {
+            pieces.push(&following.bytes);
+        }
         self.write_pieces(&pieces).await?;
+        self.grouped = following.map(|following| following.recipients);
         let end = self.read_reply().await?;
         Ok(rcpts
             .into_iter()
@@ -440,9 +499,11 @@ impl Connection {
         Ok(())
     }
 
-    /// `QUIT`, without waiting long for the answer.
+    /// `QUIT`, without waiting long for the answer. A connection with a transaction's
+    /// commands written ahead is only closed: the server may be reading its data, and
+    /// would take `QUIT` as part of it (a message never ended is never delivered).
     pub async fn quit(mut self) {
-        if self.write(b"QUIT\r\n").await.is_ok() {
+        if self.grouped.is_none() && self.write(b"QUIT\r\n").await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), self.read_reply()).await;
         }
         let _ = self.io.get_mut().shutdown().await;

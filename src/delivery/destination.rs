@@ -17,7 +17,7 @@ use herald_queue::Timestamp;
 use tokio::sync::Notify;
 
 use super::Shared;
-use super::client::{Connection, ConnectionError, TlsChoice};
+use super::client::{Connection, ConnectionError, Group, TlsChoice};
 use super::job::{Piece, Via};
 use super::reply::Reply;
 use super::route::{self, NoRoute};
@@ -203,59 +203,46 @@ impl Destination {
     }
 
     /// One connection's life: take pieces until the queue stays empty for the idle
-    /// timeout, reconnecting after `messages_per_connection` messages.
+    /// timeout, reconnecting after `messages_per_connection` messages. A piece queued
+    /// when a message's data goes out follows it on the connection, its commands in the
+    /// same write ([`Destination::follow`]).
     async fn run(self: Arc<Self>, shared: &Arc<Shared>) {
         let mut open: Option<Open> = None;
-        while let Some(piece) = self.next(shared, open.is_some()).await {
-            if shared.is_stopping() {
-                drop(piece);
-                continue;
-            }
-            if self.region.all_spent(shared.state.store()) {
-                // Every address has sent its day: the piece waits for the next UTC day
-                // without taking a turn of the destination's rate or a lookup.
-                self.hold(shared, piece);
-                continue;
-            }
-            self.pace().await;
-            if shared.is_stopping() {
-                drop(piece);
-                continue;
-            }
-            match self.ready(shared, &mut open).await {
-                Ok(()) => {}
-                Err(Unready::Stopping) => {
-                    drop(piece);
-                    continue;
+        // A piece whose commands went out behind the last message, on `open`.
+        let mut carried: Option<Piece> = None;
+        loop {
+            let (piece, following) = match carried.take() {
+                Some(piece) => (piece, true),
+                None => match self.next(shared, open.is_some()).await {
+                    Some(piece) => (piece, false),
+                    None => break,
+                },
+            };
+            let piece = if following {
+                piece
+            } else {
+                match self.admit(shared, &mut open, piece).await {
+                    Some(piece) => piece,
+                    None => continue,
                 }
-                Err(Unready::Route(NoRoute::Permanent(reply))) => {
-                    piece.complete_all(&reply, None);
-                    continue;
-                }
-                Err(Unready::Spent) => {
-                    self.hold(shared, piece);
-                    continue;
-                }
-                Err(Unready::Route(NoRoute::Temporary(reply))) => {
-                    piece.complete_all(&reply, None);
-                    self.back_off(shared, &reply);
-                    continue;
-                }
-            }
-            if shared.is_stopping() {
-                drop(piece);
-                continue;
-            }
+            };
             let Some(current) = open.as_mut() else { continue };
-            if let Some(source) = &current.source {
-                source.pace().await;
-            }
             let mut via = current.via();
             let addresses = piece.addresses();
             let job = piece.job();
             let sender = job.sender.clone();
             let message = Arc::clone(&job.message);
-            let mut result = current.connection.send(&sender, &addresses, &message).await;
+            let mut next: Option<Piece> = None;
+            let may_follow = current.sent.saturating_add(2) <= self.limits.messages_per_connection;
+            let Open { connection, source, .. } = current;
+            let day = source.as_ref().map(SourceLease::day);
+            let mut result = connection
+                .send(&sender, &addresses, &message, |connection| {
+                    may_follow
+                        .then(|| self.follow(shared, connection, source.as_ref(), &mut next))
+                        .flatten()
+                })
+                .await;
             if result.is_err() && current.sent > 0 && !current.connection.data_sent {
                 // A reused connection the server had closed in the meantime: nothing of
                 // this message went out, so one fresh connection gets it (and its
@@ -268,10 +255,26 @@ impl Destination {
                     && let Some(fresh) = open.as_mut()
                 {
                     via = fresh.via();
-                    result = fresh.connection.send(&sender, &addresses, &message).await;
+                    result = fresh.connection.send(&sender, &addresses, &message, |_| None).await;
                 }
             }
             let broken = open.as_ref().is_none_or(|o| o.connection.broken);
+            if let Some(next) = next {
+                // It follows on this connection if its commands went out and the
+                // connection carries on; otherwise it goes back to the front of the
+                // queue, its address's day given back.
+                let closing = result
+                    .as_ref()
+                    .map_or(true, |replies| replies.iter().any(|r| r.code == 421));
+                if !broken && !closing && open.as_ref().is_some_and(|o| o.connection.grouped.is_some()) {
+                    carried = Some(next);
+                } else {
+                    if let Some(day) = &day {
+                        day.give_back(shared.state.store());
+                    }
+                    self.lock().queue.push_front(next);
+                }
+            }
             match result {
                 Ok(replies) => {
                     let closing = replies.iter().find(|r| r.code == 421).cloned();
@@ -310,6 +313,83 @@ impl Destination {
         if let Some(done) = open {
             done.connection.quit().await;
         }
+    }
+
+    /// Takes `piece` through what comes before its transaction: the region's day, the
+    /// destination's rate, a connection whose address may send it, and the address's
+    /// rate. `None` when it went another way (held, completed, or dropped at a stop).
+    async fn admit(&self, shared: &Shared, open: &mut Option<Open>, piece: Piece) -> Option<Piece> {
+        if shared.is_stopping() {
+            return None;
+        }
+        if self.region.all_spent(shared.state.store()) {
+            // Every address has sent its day: the piece waits for the next UTC day
+            // without taking a turn of the destination's rate or a lookup.
+            self.hold(shared, piece);
+            return None;
+        }
+        self.pace().await;
+        if shared.is_stopping() {
+            return None;
+        }
+        match self.ready(shared, open).await {
+            Ok(()) => {}
+            Err(Unready::Stopping) => return None,
+            Err(Unready::Route(NoRoute::Permanent(reply))) => {
+                piece.complete_all(&reply, None);
+                return None;
+            }
+            Err(Unready::Spent) => {
+                self.hold(shared, piece);
+                return None;
+            }
+            Err(Unready::Route(NoRoute::Temporary(reply))) => {
+                piece.complete_all(&reply, None);
+                self.back_off(shared, &reply);
+                return None;
+            }
+        }
+        if shared.is_stopping() {
+            return None;
+        }
+        if let Some(source) = open.as_ref().and_then(|o| o.source.as_ref()) {
+            source.pace().await;
+        }
+        Some(piece)
+    }
+
+    /// The piece to follow the message whose data goes out on `connection` now, taken
+    /// into `next`, and its commands to go out with that data: only a piece already
+    /// queued that passes everything [`Destination::admit`] asks without waiting (the
+    /// destination's and the address's rates allow it now, the address has a message of
+    /// its day left), and whose commands the server takes pipelined. Anything else stays
+    /// queued for the next turn.
+    fn follow(
+        &self,
+        shared: &Shared,
+        connection: &Connection,
+        source: Option<&SourceLease>,
+        next: &mut Option<Piece>,
+    ) -> Option<Group> {
+        let store = shared.state.store();
+        if shared.is_stopping() || self.region.all_spent(store) {
+            return None;
+        }
+        let piece = self.lock().queue.pop_front()?;
+        let Ok(Some(group)) = connection.group(&piece.job().sender, &piece.addresses(), &piece.job().message) else {
+            // No pipelining, or refused before anything is sent: its own turn says why.
+            self.lock().queue.push_front(piece);
+            return None;
+        };
+        let rate = self.pacer.as_ref().is_none_or(|pacer| pacer.take().is_ok());
+        let admitted = rate && source.is_none_or(|source| source.try_pace() && source.take(store));
+        if !admitted {
+            self.lock().queue.push_front(piece);
+            return None;
+        }
+        metrics::counter!("herald_delivery_pipelined_transactions_total").increment(1);
+        *next = Some(piece);
+        Some(group)
     }
 
     /// Makes `open` a connection whose source address may send one more message today:

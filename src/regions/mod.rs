@@ -330,12 +330,33 @@ impl SourceLease {
         self.source.with_today(store, |sent| *sent = sent.saturating_sub(1));
     }
 
+    /// Takes one message of the address's rate if it allows one now, without waiting.
+    pub fn try_pace(&self) -> bool {
+        self.source.pacer.as_ref().is_none_or(|pacer| pacer.take().is_ok())
+    }
+
+    /// The address's day count, to give back a message [`SourceLease::take`] counted
+    /// after the lease is gone.
+    pub fn day(&self) -> SourceDay {
+        SourceDay(Arc::clone(&self.source))
+    }
+
     /// Waits for the address's rate to allow one more message.
     pub async fn pace(&self) {
         let Some(pacer) = &self.source.pacer else { return };
         while let Err(wait) = pacer.take() {
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// A source address's count of today's messages, apart from any connection of it.
+pub struct SourceDay(Arc<Source>);
+
+impl SourceDay {
+    /// Gives back a message [`SourceLease::take`] counted that was not sent.
+    pub fn give_back(&self, store: &Store) {
+        self.0.with_today(store, |sent| *sent = sent.saturating_sub(1));
     }
 }
 

@@ -192,6 +192,7 @@ impl Sink {
             concurrent: AtomicUsize::new(0),
             concurrent_max: AtomicUsize::new(0),
             replies_pending: AtomicUsize::new(0),
+            pipelined_after_data: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept(listener, shared.clone()));
         Sink { addr, shared, task }
@@ -238,6 +239,13 @@ impl Sink {
     /// a transaction caught between its data and its `250`.
     pub fn replies_pending(&self) -> usize {
         self.shared.replies_pending.load(Ordering::SeqCst)
+    }
+
+    /// Messages whose end of data arrived with the next command already behind it: the
+    /// client pipelined the next transaction (RFC 2920).
+    #[allow(dead_code, reason = "not every test binary looks")]
+    pub fn pipelined_after_data(&self) -> usize {
+        self.shared.pipelined_after_data.load(Ordering::SeqCst)
     }
 
     /// The most connections that were open at once.
@@ -310,6 +318,8 @@ struct Shared {
     concurrent_max: AtomicUsize,
     /// Messages whose data has arrived and whose reply waits out [`SinkOptions::delay`].
     replies_pending: AtomicUsize,
+    /// Ends of data that came with the next command behind them.
+    pipelined_after_data: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -559,6 +569,10 @@ impl Session {
         if (200..300).contains(&code) {
             recipients.push(to);
         }
+        if code == 421 {
+            // The service is closing: the connection goes with the reply.
+            return Step::close(code, &text);
+        }
         Step::reply(code, &text)
     }
 
@@ -770,6 +784,10 @@ async fn converse<S: AsyncRead + AsyncWrite + Unpin>(
             send(stream, &pending).await?;
             pending.clear();
             let message = receive(stream, message).await?;
+            if stream.buffer().contains(&b'\n') {
+                // The next command came with the end of data: the client pipelined it.
+                session.shared.pipelined_after_data.fetch_add(1, Ordering::SeqCst);
+            }
             session.shared.replies_pending.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(session.shared.options.delay).await;
             session.shared.replies_pending.fetch_sub(1, Ordering::SeqCst);
