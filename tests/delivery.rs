@@ -130,6 +130,35 @@ impl World {
     }
 }
 
+/// A sink that answers each end of data after `delay_ms`.
+fn slow_sink(delay_ms: u64) -> SinkOptions {
+    SinkOptions {
+        delay: Duration::from_millis(delay_ms),
+        ..SinkOptions::default()
+    }
+}
+
+/// The `[delivery]` lines that give `example.net` `connections` connections of
+/// `per_connection` messages each.
+fn destination_limits(connections: usize, per_connection: usize) -> String {
+    format!(
+        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = {connections}\nmessages_per_connection = {per_connection}\n"
+    )
+}
+
+/// `<special><n>@example.net` when `n % every == at`, else `user<n>@example.net`.
+fn recipient(n: usize, every: usize, at: usize, special: &str) -> String {
+    let local = if n % every == at { special } else { "user" };
+    format!("{local}{n}@example.net")
+}
+
+/// Every recipient the sink accepted, sorted.
+fn accepted_sorted(sink: &Sink) -> Vec<String> {
+    let mut accepted: Vec<String> = sink.received().iter().flat_map(|r| r.rcpt_to.clone()).collect();
+    accepted.sort();
+    accepted
+}
+
 fn starttls_sink() -> SinkOptions {
     SinkOptions {
         starttls: true,
@@ -310,15 +339,7 @@ async fn required_tls_without_starttls_defers_instead_of_sending_in_plaintext() 
 
 #[tokio::test]
 async fn a_destination_gets_at_most_its_connections_and_they_are_reused() {
-    let options = SinkOptions {
-        delay: Duration::from_millis(20),
-        ..SinkOptions::default()
-    };
-    let world = World::start(
-        options,
-        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 2\nmessages_per_connection = 100\n",
-    )
-    .await;
+    let world = World::start(slow_sink(20), &destination_limits(2, 100)).await;
     let mut ids = Vec::new();
     for n in 0..20 {
         ids.push(world.send(&[&format!("user{n}@example.net")]).await);
@@ -345,39 +366,21 @@ async fn a_destination_gets_at_most_its_connections_and_they_are_reused() {
 /// the connection carries on, within its messages per connection.
 #[tokio::test]
 async fn queued_mail_follows_the_message_before_it_pipelined_behind_its_end_of_data() {
-    let options = SinkOptions {
-        delay: Duration::from_millis(30),
-        ..SinkOptions::default()
-    };
-    let world = World::start(
-        options,
-        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 1\nmessages_per_connection = 4\n",
-    )
-    .await;
+    let world = World::start(slow_sink(30), &destination_limits(1, 4)).await;
     let mut ids = Vec::new();
     for n in 0..12 {
-        let to = if n % 3 == 2 {
-            format!("bounce{n}@example.net")
-        } else {
-            format!("user{n}@example.net")
-        };
-        ids.push((world.send(&[&to]).await, n % 3 == 2));
+        ids.push((world.send(&[&recipient(n, 3, 2, "bounce")]).await, n % 3 == 2));
     }
     for (id, bounced) in &ids {
         world
             .wait_event(id, if *bounced { "bounced" } else { "delivered" })
             .await;
     }
-    let received = world.sink.received();
-    assert_eq!(received.len(), 8);
-    let mut delivered: Vec<String> = received.iter().flat_map(|r| r.rcpt_to.clone()).collect();
-    delivered.sort();
-    let mut expected: Vec<String> = (0..12)
+    let expected: Vec<String> = (0..12)
         .filter(|n| n % 3 != 2)
         .map(|n| format!("user{n}@example.net"))
         .collect();
-    expected.sort();
-    assert_eq!(delivered, expected);
+    assert_eq!(accepted_sorted(&world.sink), sorted(expected));
     assert!(
         world.sink.pipelined_after_data() > 0,
         "no transaction followed an end of data"
@@ -401,49 +404,31 @@ async fn queued_mail_follows_the_message_before_it_pipelined_behind_its_end_of_d
 /// message arrives, once.
 #[tokio::test]
 async fn a_pipelined_transaction_on_a_connection_that_closes_goes_again_once() {
-    let mut options = SinkOptions {
-        delay: Duration::from_millis(30),
-        ..SinkOptions::default()
-    };
+    let mut options = slow_sink(30);
     options
         .recipients
         .insert(0, util::sink::RecipientRule::once("closing", 421, "4.3.2 Closing"));
-    let world = World::start(
-        options,
-        "[[delivery.destinations]]\npattern = \"example.net\"\nconnections = 1\nmessages_per_connection = 100\n",
-    )
-    .await;
+    let world = World::start(options, &destination_limits(1, 100)).await;
     let mut ids = Vec::new();
     for n in 0..8 {
-        let to = if n % 4 == 1 {
-            format!("closing{n}@example.net")
-        } else {
-            format!("user{n}@example.net")
-        };
-        ids.push(world.send(&[&to]).await);
+        ids.push(world.send(&[&recipient(n, 4, 1, "closing")]).await);
     }
     for id in &ids {
         world.wait_event(id, "delivered").await;
     }
-    let mut delivered: Vec<String> = world.sink.received().iter().flat_map(|r| r.rcpt_to.clone()).collect();
-    delivered.sort();
-    let mut expected: Vec<String> = (0..8)
-        .map(|n| {
-            if n % 4 == 1 {
-                format!("closing{n}@example.net")
-            } else {
-                format!("user{n}@example.net")
-            }
-        })
-        .collect();
-    expected.sort();
-    assert_eq!(delivered, expected, "each message once");
+    let expected: Vec<String> = (0..8).map(|n| recipient(n, 4, 1, "closing")).collect();
+    assert_eq!(accepted_sorted(&world.sink), sorted(expected), "each message once");
     assert!(world.sink.pipelined_after_data() > 0, "nothing was pipelined");
     assert!(
         world.sink.connections() >= 3,
         "{} connections",
         world.sink.connections()
     );
+}
+
+fn sorted(mut list: Vec<String>) -> Vec<String> {
+    list.sort();
+    list
 }
 
 #[tokio::test]
