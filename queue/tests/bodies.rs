@@ -5,8 +5,8 @@ mod util;
 
 use std::path::{Path, PathBuf};
 
-use herald_queue::{Admission, Batch, Error, Id, RecipientState, Scan, Spool, Store, Table, Timestamp, Updated};
-use util::{email_batch, message, open};
+use herald_queue::{Admission, Batch, Error, Id, Scan, Spool, Store, Table, Updated};
+use util::{deliver_all, email_batch, message, open};
 
 /// Larger than the 4 KiB from which messages go to body files.
 const LARGE: usize = 100 * 1024;
@@ -19,19 +19,6 @@ fn accept(spool: &Spool, store: &Store, size: usize, retain: bool) -> (Id, Vec<u
     let admission = spool.enqueue(msg, email_batch(id)).wait().expect("enqueue");
     assert_eq!(admission, Admission::Accepted(id));
     (id, raw)
-}
-
-fn deliver(spool: &Spool, id: Id) -> Updated {
-    spool
-        .update(id, |envelope, _| {
-            for recipient in &mut envelope.recipients {
-                recipient.state = RecipientState::Delivered {
-                    at: Timestamp::from_millis(1),
-                };
-            }
-            Ok(())
-        })
-        .expect("update")
 }
 
 fn body_files(dir: &Path) -> Vec<PathBuf> {
@@ -87,11 +74,11 @@ fn a_delivered_message_leaves_its_body_file_and_a_retained_one_when_forgotten() 
         let (store, spool, _) = open(dir.path());
         let (sent, _) = accept(&spool, &store, LARGE, false);
         let (kept, kept_raw) = accept(&spool, &store, LARGE, true);
-        assert_eq!(deliver(&spool, sent), Updated::Removed);
+        assert_eq!(deliver_all(&spool, sent), Updated::Removed);
         assert_eq!(places(&store, sent), 0);
         assert_eq!(spool.retained(sent).expect("read"), None);
 
-        assert_eq!(deliver(&spool, kept), Updated::Removed);
+        assert_eq!(deliver_all(&spool, kept), Updated::Removed);
         assert_eq!(
             spool.retained(kept).expect("read"),
             Some(kept_raw),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use herald_queue::{
     Admission, Batch, ManualClock, RecipientState, Refusal, Scan, Spool, Store, StoreOptions, Table, Timestamp, Updated,
 };
-use util::{EmailRecord, email_batch, message, open, open_with_clock};
+use util::{EmailRecord, deliver_all, email_batch, message, open, open_with_clock};
 
 fn accept(spool: &Spool, store: &Store, size: usize) -> herald_queue::Id {
     let msg = message(store, size);
@@ -124,16 +124,7 @@ fn a_retained_message_outlives_its_envelope_until_forgotten() {
     Spool::forget(&store, id, &mut batch).expect("forget");
     assert!(batch.is_empty(), "a spooled message is not forgotten");
 
-    let at = Timestamp::from_millis(1);
-    let updated = spool
-        .update(id, |envelope, _| {
-            for recipient in &mut envelope.recipients {
-                recipient.state = RecipientState::Delivered { at };
-            }
-            Ok(())
-        })
-        .expect("update");
-    assert_eq!(updated, Updated::Removed);
+    assert_eq!(deliver_all(&spool, id), Updated::Removed);
     assert!(spool.load(id).expect("load").is_none(), "it left the spool");
     assert_eq!(spool.depth(), 0);
     assert_eq!(spool.retained(id).expect("read").map(|raw| raw.len()), Some(600));
@@ -322,16 +313,7 @@ fn update_many_writes_a_group_in_one_commit_and_a_failed_change_leaves_its_messa
     // once.
     let ids: Vec<_> = (0..200).map(|_| accept(&spool, &store, 100)).collect();
     let gone = accept(&spool, &store, 100);
-    spool
-        .update(gone, |envelope, _| {
-            for recipient in &mut envelope.recipients {
-                recipient.state = RecipientState::Delivered {
-                    at: Timestamp::from_millis(1),
-                };
-            }
-            Ok(())
-        })
-        .expect("update");
+    deliver_all(&spool, gone);
     assert_eq!(spool.claim_due(1_000).expect("claim").len(), 200);
     let mut items = ids.clone();
     items.push(gone);

@@ -52,6 +52,11 @@ impl ConnectionError {
     }
 }
 
+/// Whether the envelope needs SMTPUTF8: a non-ASCII sender or recipient.
+fn needs_utf8(sender: &str, recipients: &[String]) -> bool {
+    !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii())
+}
+
 /// A plain or TLS socket.
 enum Io {
     Plain(TcpStream),
@@ -175,9 +180,8 @@ pub struct Connection {
     /// Whether the last transaction got as far as sending the message's data.
     pub data_sent: bool,
     /// The next transaction's `MAIL`, `RCPT`s and `DATA` went out behind the last
-    /// message's data (see [`Connection::send`]): the number of its recipients, whose
-    /// replies are still to be read.
-    pub grouped: Option<usize>,
+    /// message's data (see [`Connection::send`]); their replies are still to be read.
+    pub grouped: bool,
     timeout: Duration,
 }
 
@@ -185,7 +189,6 @@ pub struct Connection {
 #[derive(Debug)]
 pub struct Group {
     bytes: Vec<u8>,
-    recipients: usize,
 }
 
 /// How to treat TLS on a connection.
@@ -241,7 +244,7 @@ impl Connection {
             verified: false,
             broken: false,
             data_sent: false,
-            grouped: None,
+            grouped: false,
             timeout,
         };
         connection.expect(220).await?;
@@ -340,7 +343,7 @@ impl Connection {
     /// before anything is sent (an address that needs SMTPUTF8, or a message over the
     /// announced SIZE), or `None` for a server without PIPELINING.
     pub fn group(&self, sender: &str, recipients: &[String], message: &Outgoing) -> Result<Option<Group>, Reply> {
-        let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
+        let needs_utf8 = needs_utf8(sender, recipients);
         if needs_utf8 && !self.caps.smtputf8 {
             return Err(Reply::local(
                 553,
@@ -368,10 +371,7 @@ impl Connection {
             bytes.extend_from_slice(format!("RCPT TO:<{recipient}>\r\n").as_bytes());
         }
         bytes.extend_from_slice(b"DATA\r\n");
-        Ok(Some(Group {
-            bytes,
-            recipients: recipients.len(),
-        }))
+        Ok(Some(Group { bytes }))
     }
 
     /// `MAIL FROM` with the parameters the message and the server call for.
@@ -407,17 +407,18 @@ impl Connection {
         next: impl FnOnce(&Connection) -> Option<Group>,
     ) -> Result<Vec<Reply>, ConnectionError> {
         self.data_sent = false;
-        let written = self.grouped.take();
-        let group = match written {
+        let written = std::mem::take(&mut self.grouped);
+        let group = if written {
             // Checked when it was written.
-            Some(_) => None,
-            None => match self.group(sender, recipients, message) {
+            None
+        } else {
+            match self.group(sender, recipients, message) {
                 Ok(group) => group,
                 Err(reply) => return Ok(vec![reply; recipients.len()]),
-            },
+            }
         };
         let mut rcpts = Vec::with_capacity(recipients.len());
-        let outcome = if written.is_some() || group.is_some() {
+        let outcome = if written || group.is_some() {
             if let Some(group) = &group {
                 self.write(&group.bytes).await?;
             }
@@ -428,7 +429,7 @@ impl Connection {
             let data_reply = self.read_reply().await?;
             (mail_reply, data_reply)
         } else {
-            let needs_utf8 = !sender.is_ascii() || recipients.iter().any(|r| !r.is_ascii());
+            let needs_utf8 = needs_utf8(sender, recipients);
             self.write(self.mail_command(sender, message, needs_utf8).as_bytes())
                 .await?;
             let mail_reply = self.read_reply().await?;
@@ -480,7 +481,7 @@ impl Connection {
             pieces.push(&following.bytes);
         }
         self.write_pieces(&pieces).await?;
-        self.grouped = following.map(|following| following.recipients);
+        self.grouped = following.is_some();
         let end = self.read_reply().await?;
         Ok(rcpts
             .into_iter()
@@ -503,7 +504,7 @@ impl Connection {
     /// commands written ahead is only closed: the server may be reading its data, and
     /// would take `QUIT` as part of it (a message never ended is never delivered).
     pub async fn quit(mut self) {
-        if self.grouped.is_none() && self.write(b"QUIT\r\n").await.is_ok() {
+        if !self.grouped && self.write(b"QUIT\r\n").await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), self.read_reply()).await;
         }
         let _ = self.io.get_mut().shutdown().await;

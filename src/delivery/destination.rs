@@ -266,7 +266,7 @@ impl Destination {
                 let closing = result
                     .as_ref()
                     .map_or(true, |replies| replies.iter().any(|r| r.code == 421));
-                if !broken && !closing && open.as_ref().is_some_and(|o| o.connection.grouped.is_some()) {
+                if !broken && !closing && open.as_ref().is_some_and(|o| o.connection.grouped) {
                     carried = Some(next);
                 } else {
                     if let Some(day) = &day {

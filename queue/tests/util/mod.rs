@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use herald_queue::{Batch, Clock, Id, NewMessage, Record, SharedClock, Spool, Store, StoreOptions, SystemClock, Table};
+use herald_queue::{
+    Batch, Clock, Id, NewMessage, RecipientState, Record, SharedClock, Spool, Store, StoreOptions, SystemClock, Table,
+    Timestamp, Updated,
+};
 
 /// An extra record written with each message, as the email record will be.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -61,4 +64,18 @@ pub fn email_batch(id: Id) -> Batch {
 
 pub fn now(clock: &dyn Clock) -> herald_queue::Timestamp {
     clock.now()
+}
+
+/// Marks every recipient of message `id` delivered (at 1 ms), as a delivery worker would.
+pub fn deliver_all(spool: &Spool, id: Id) -> Updated {
+    spool
+        .update(id, |envelope, _| {
+            for recipient in &mut envelope.recipients {
+                recipient.state = RecipientState::Delivered {
+                    at: Timestamp::from_millis(1),
+                };
+            }
+            Ok(())
+        })
+        .expect("update")
 }
