@@ -62,13 +62,20 @@ impl DataReceiver {
     pub fn expecting(size_max: usize, expected: usize) -> Self {
         DataReceiver {
             state: State::LineStart,
-            message: Vec::with_capacity(expected.min(size_max).min(Self::RESERVE_MAX)),
+            message: Vec::with_capacity(Self::reserve(size_max, expected)),
             size_max,
         }
     }
 
     /// The most a declared size makes a receiver hold before any byte has arrived.
     pub const RESERVE_MAX: usize = 16 * 1024 * 1024;
+
+    /// What a message of at most `size_max` bytes that declared `expected` holds from the
+    /// start: `expected`, capped by `size_max` and [`DataReceiver::RESERVE_MAX`]. BDAT's
+    /// buffer holds as much.
+    pub fn reserve(size_max: usize, expected: usize) -> usize {
+        expected.min(size_max).min(Self::RESERVE_MAX)
+    }
 
     /// Consumes bytes of `input` up to the end of the data.
     pub fn feed(&mut self, input: &[u8]) -> Result<Progress, DataError> {

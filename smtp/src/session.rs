@@ -523,8 +523,8 @@ impl Session {
             Command::Bdat { size, last } => {
                 if self.bdat.is_empty() {
                     // The whole message as declared, as for DATA.
-                    let expected = self.declared_size.min(self.size_max()).min(DataReceiver::RESERVE_MAX);
-                    self.bdat.reserve(expected);
+                    self.bdat
+                        .reserve(DataReceiver::reserve(self.size_max(), self.declared_size));
                 }
                 let previous = self.bdat.last().copied();
                 self.phase = Phase::Bdat {

@@ -225,6 +225,11 @@ impl RegionState {
 }
 
 impl Source {
+    /// Gives back a message of today's count that was not sent.
+    fn give_back(&self, store: &Store) {
+        self.with_today(store, |sent| *sent = sent.saturating_sub(1));
+    }
+
     /// The address.
     pub fn ip(&self) -> IpAddr {
         self.ip
@@ -327,7 +332,7 @@ impl SourceLease {
 
     /// Gives back a message [`SourceLease::take`] counted that was not sent.
     pub fn give_back(&self, store: &Store) {
-        self.source.with_today(store, |sent| *sent = sent.saturating_sub(1));
+        self.source.give_back(store);
     }
 
     /// Takes one message of the address's rate if it allows one now, without waiting.
@@ -356,7 +361,7 @@ pub struct SourceDay(Arc<Source>);
 impl SourceDay {
     /// Gives back a message [`SourceLease::take`] counted that was not sent.
     pub fn give_back(&self, store: &Store) {
-        self.0.with_today(store, |sent| *sent = sent.saturating_sub(1));
+        self.0.give_back(store);
     }
 }
 
