@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+# Errors and headers as the Ruby SDK sees them. The SDK decides that an answer is an error
+# by the `statusCode` in its JSON body (not the HTTP status), raises the class
+# Resend::Error::ERRORS gives for it with the body's `message`, and keeps the response's
+# headers on the exception and on Resend::Response. So herald's error bodies must carry
+# `statusCode` equal to the HTTP status, and every answer must be JSON (the SDK raises
+# InternalServerError "Resend API returned an unexpected response" otherwise).
+
+require_relative "test_helper"
+
+class ErrorsTest < Minitest::Test
+  def test_wrong_api_key_gets_403_invalid_api_key
+    with_key("re_#{hex(16)}") do
+      [-> { Resend::Domains.list }, -> { Resend::ApiKeys.list },
+       -> { Resend::Domains.create({ name: unique_domain("wrong-key") }) },
+       -> { Resend::Emails.send({ from: "a@b.test", to: "c@d.test", subject: "x", text: "x" }) }].each do |call|
+        # 403 is not in Resend::Error::ERRORS: the base class.
+        assert_resend_error(Resend::Error, 403, "API key is invalid") { call.call }
+      end
+    end
+  end
+
+  def test_missing_api_key_gets_401_missing_api_key
+    # The SDK sends `Authorization: Bearer <key>` whatever the key; an empty one is the
+    # closest it gets to sending none. (A nil key fails in the SDK before any request.)
+    with_key("") do
+      assert_resend_error(Resend::Error::InvalidRequestError, 401, /\AMissing API key in the authorization header/) do
+        Resend::Domains.list
+      end
+    end
+    %w[/domains /api-keys /emails].each do |path|
+      response = raw(:get, path, key: nil)
+      assert_equal 401, response.status
+      assert response.headers["content-type"].start_with?("application/json")
+      assert_equal [401, "missing_api_key"], response.json.values_at("statusCode", "name")
+    end
+  end
+
+  def test_error_bodies_carry_status_code_name_and_message
+    # What the SDK reads (statusCode, message), and the name it does not expose, raw.
+    [[:get, "/domains/#{random_id}", 404, "not_found"],
+     [:get, "/domains/not-a-uuid", 422, "invalid_parameter"],
+     [:post, "/domains", 422, "missing_required_field"],
+     [:get, "/no-such-route", 404, "not_found"]].each do |method, path, status, name|
+      response = raw(method, path, json: method == :post ? {} : nil)
+      assert_equal status, response.status, "#{method} #{path}: #{response.text}"
+      assert response.headers["content-type"].start_with?("application/json")
+      assert_equal [status, name], response.json.values_at("statusCode", "name"), response.text
+      assert_kind_of String, response.json["message"]
+    end
+    sending = Resend::ApiKeys.create({ name: key_name("errors-sending"), permission: "sending_access" })
+    response = raw(:get, "/domains", key: sending[:token])
+    assert_equal [401, 401, "restricted_api_key"], [response.status, *response.json.values_at("statusCode", "name")]
+    Resend::ApiKeys.remove(sending[:id])
+  end
+
+  def test_unknown_ids_and_routes_raise_not_found_error
+    not_found { Resend::Domains.get(random_id) }
+    not_found { Resend::Segments.get(random_id) }
+    not_found { Resend::Logs.get(random_id) }
+    error = not_found { Resend::Request.new("no-such-route", {}, "get").perform }
+    assert_kind_of Resend::Error::ServerError, error, "the SDK's hierarchy: NotFoundError < ServerError"
+  end
+
+  def test_responses_and_errors_carry_the_rate_limit_headers
+    listed = Resend::Domains.list
+    assert header(listed.headers, "content-type").start_with?("application/json")
+    assert_rate_limit_headers listed.headers
+    assert_equal "1000;w=1", header(listed.headers, "ratelimit-policy"), "the configured 1000/s"
+    error = not_found { Resend::Domains.get(random_id) }
+    assert_rate_limit_headers error.headers
+    created = raw(:post, "/api-keys", json: { name: key_name("headers") })
+    assert_equal 201, created.status
+    assert_rate_limit_headers created.headers
+    Resend::ApiKeys.remove(created.json["id"])
+  end
+end
