@@ -108,7 +108,10 @@ class EmailsTest < Minitest::Test
     got = Resend::Emails.get(sent[:id])
     assert_equal [params[:subject], params[:html], "sent"], [got[:subject], got[:html], got[:last_event]]
 
+    # Refused, so the encodings above were decoded, not passed through.
     unprocessable { Resend::Emails.send(email("bad attachment", attachments: [{ filename: "empty.txt" }])) }
+    unprocessable(/not valid base64/) { Resend::Emails.send(email("bad base64", attachments: [{ filename: "a.txt", content: "!!not base64**" }])) }
+    unprocessable(/attachments\[0\]\.content/) { Resend::Emails.send(email("bad bytes", attachments: [{ filename: "a.bin", content: [300, 1] }])) }
   end
 
   def test_same_idempotency_key_and_payload_send_once_another_payload_gets_409

@@ -42,8 +42,11 @@ class ErrorsTest < Minitest::Test
     [[:get, "/domains/#{random_id}", 404, "not_found"],
      [:get, "/domains/not-a-uuid", 422, "invalid_parameter"],
      [:post, "/domains", 422, "missing_required_field"],
-     [:get, "/no-such-route", 404, "not_found"]].each do |method, path, status, name|
-      response = raw(method, path, json: method == :post ? {} : nil)
+     [:get, "/no-such-route", 404, "not_found"],
+     [:put, "/domains", 405, "method_not_allowed"],
+     [:post, "/emails", 403, "validation_error",
+      { from: "a@#{unique_domain('nowhere')}", to: "b@recipient.test", subject: "x", text: "x" }]].each do |method, path, status, name, json|
+      response = raw(method, path, json: json || (method == :post ? {} : nil))
       assert_equal status, response.status, "#{method} #{path}: #{response.text}"
       assert response.headers["content-type"].start_with?("application/json")
       assert_equal [status, name], response.json.values_at("statusCode", "name"), response.text
@@ -61,6 +64,22 @@ class ErrorsTest < Minitest::Test
     not_found { Resend::Logs.get(random_id) }
     error = not_found { Resend::Request.new("no-such-route", {}, "get").perform }
     assert_kind_of Resend::Error::ServerError, error, "the SDK's hierarchy: NotFoundError < ServerError"
+    # 405 is not in Resend::Error::ERRORS either.
+    assert_resend_error(Resend::Error, 405, "/domains supports POST, GET only") { Resend::Request.new("domains", {}, "put").perform }
+  end
+
+  # What this SDK offers and herald does not implement answers a clean 404, which the SDK
+  # raises as NotFoundError naming the route (not a misleading 422 from a route that takes
+  # the name for an id).
+  def test_sdk_methods_herald_lacks_raise_not_found_error
+    id = random_id
+    not_found(%r{\ANo route for GET /emails/receiving}) { Resend::Emails::Receiving.list }
+    not_found("No route for GET /emails/#{id}/attachments") { Resend::Emails::Attachments.list(email_id: id) }
+    not_found("No route for POST /emails/#{id}/share") { Resend::Emails.share(id) }
+    not_found(%r{\ANo route for POST /domains/claim}) { Resend::Domains::Claims.create({ name: unique_domain("claim") }) }
+    not_found("No route for GET /events") { Resend::Events.list }
+    not_found("No route for GET /automations") { Resend::Automations.list }
+    not_found("No route for GET /oauth/grants") { Resend::OAuthGrants.list }
   end
 
   def test_responses_and_errors_carry_the_rate_limit_headers
