@@ -218,6 +218,23 @@ func TestContactsCreateGetUpdateListRemove(t *testing.T) {
 	_, err = c.Contacts.Create(&resend.CreateContactRequest{Email: "not an address"})
 	c.refused(t, err, 422, "validation_error")
 
+	// An address with `+` and upper case goes into the path as it is (resend-go does not
+	// escape it); the domain part is compared without case.
+	plus := "Go.Plus+tag-" + token(4) + "@Compat.Herald.Test"
+	plusContact, err := c.Contacts.Create(&resend.CreateContactRequest{Email: plus})
+	c.must(t, err)
+	found, err := c.Contacts.Get(&resend.GetContactOptions{Id: plus})
+	c.must(t, err)
+	eq(t, "path", c.last(t).Path, "/contacts/"+plus)
+	eq(t, "plus address", []string{found.Id, found.Email}, []string{plusContact.Id, plus})
+	found, err = c.Contacts.Get(&resend.GetContactOptions{Id: strings.Replace(plus, "Compat.Herald.Test", "compat.herald.test", 1)})
+	c.must(t, err)
+	eq(t, "domain without case", found.Id, plusContact.Id)
+	_, err = c.Contacts.Remove(&resend.RemoveContactOptions{Id: plus})
+	c.must(t, err)
+	_, err = c.Contacts.Get(&resend.GetContactOptions{Id: plusContact.Id})
+	c.refused(t, err, 404, "not_found")
+
 	// Remove by address and by id.
 	removed, err := c.Contacts.Remove(&resend.RemoveContactOptions{Id: email})
 	c.must(t, err)

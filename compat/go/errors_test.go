@@ -1,7 +1,9 @@
 package compat
 
 import (
+	"errors"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/resend/resend-go/v3"
@@ -88,4 +90,52 @@ func checkRateLimitHeaders(t *testing.T, ex *exchange) {
 		matches(t, name, digits, ex.RespHeader.Get(name))
 	}
 	matches(t, "ratelimit-policy", regexp.MustCompile(`^\d+;w=\d+`), ex.RespHeader.Get("ratelimit-policy"))
+}
+
+// A 429 is the one answer resend-go decodes into a type of its own: *resend.RateLimitError,
+// with the message and the RateLimit headers, and errors.Is(err, resend.ErrRateLimit). A team
+// of its own with a limit of 2 a minute (`rate_limit`, which the operator may set on a team)
+// gets there on its third request.
+func TestErrorsRateLimitIsRateLimitError(t *testing.T) {
+	t.Parallel()
+	resp := raw(t, "POST", "/teams", apiKey, map[string]any{"name": keyName("rate-limited"), "rate_limit": "2/min"})
+	eq(t, "POST /teams", resp.Status, 201)
+	c := newClient(t, resp.json(t)["api_key"].(map[string]any)["token"].(string))
+	var err error
+	for i := 0; i < 2; i++ {
+		_, err = c.Domains.List()
+		c.must(t, err)
+	}
+	eq(t, "ratelimit-remaining", c.last(t).RespHeader.Get("ratelimit-remaining"), "0")
+	_, err = c.Domains.List()
+	if err == nil {
+		t.Fatalf("the third request within a minute succeeded: %s", c.last(t).RespBody)
+	}
+	ex := c.last(t)
+	eq(t, "status", ex.Status, 429)
+	body := c.lastJSON(t)
+	eq(t, "name", body["name"], "rate_limit_exceeded")
+	eq(t, "statusCode", body["statusCode"], 429)
+	if !errors.Is(err, resend.ErrRateLimit) {
+		t.Fatalf("errors.Is(%v, resend.ErrRateLimit) is false", err)
+	}
+	var limited *resend.RateLimitError
+	if !errors.As(err, &limited) {
+		t.Fatalf("%T is not a *resend.RateLimitError", err)
+	}
+	eq(t, "message", limited.Message, body["message"])
+	if limited.Message == "" {
+		t.Fatal("no message")
+	}
+	eq(t, "limit", limited.Limit, "2")
+	eq(t, "remaining", limited.Remaining, "0")
+	retry, convErr := strconv.Atoi(limited.RetryAfter)
+	if convErr != nil || retry < 1 || retry > 60 {
+		t.Fatalf("retry-after %q", limited.RetryAfter)
+	}
+	reset, convErr := strconv.Atoi(limited.Reset)
+	if convErr != nil || reset < 1 || reset > 60 {
+		t.Fatalf("ratelimit-reset %q", limited.Reset)
+	}
+	eq(t, "ratelimit-policy", ex.RespHeader.Get("ratelimit-policy"), "2;w=60")
 }
