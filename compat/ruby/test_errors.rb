@@ -82,6 +82,24 @@ class ErrorsTest < Minitest::Test
     not_found("No route for GET /oauth/grants") { Resend::OAuthGrants.list }
   end
 
+  # A 429 is Resend::Error::RateLimitExceededError, which reads ratelimit-limit / -remaining /
+  # -reset and retry-after into attributes of its own. A team of its own with a limit of 2 a
+  # minute (`rate_limit`, which the operator may set on a team) gets there on its third request.
+  def test_a_rate_limited_team_gets_rate_limit_exceeded_error
+    response = raw(:post, "/teams", json: { name: key_name("rate-limited"), rate_limit: "2/min" })
+    assert_equal 201, response.status, response.text
+    with_key(response.json["api_key"]["token"]) do
+      2.times { Resend::Domains.list }
+      error = assert_resend_error(Resend::Error::RateLimitExceededError, 429) { Resend::Domains.list }
+      assert_equal [2, 0], [error.rate_limit_limit, error.rate_limit_remaining]
+      assert_includes 1..60, error.rate_limit_reset
+      assert_includes 1..60, error.retry_after
+      assert_equal "2;w=60", header(error.headers, "ratelimit-policy")
+    end
+    limited = raw(:get, "/domains", key: response.json["api_key"]["token"])
+    assert_equal [429, 429, "rate_limit_exceeded"], [limited.status, *limited.json.values_at("statusCode", "name")]
+  end
+
   def test_responses_and_errors_carry_the_rate_limit_headers
     listed = Resend::Domains.list
     assert header(listed.headers, "content-type").start_with?("application/json")
