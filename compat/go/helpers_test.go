@@ -64,15 +64,16 @@ type recorder struct {
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex := &exchange{Method: req.Method, Path: req.URL.RequestURI(), ReqHeader: req.Header.Clone()}
-	if req.Body != nil {
+	if req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			return nil, err
 		}
 		req.Body.Close()
 		ex.ReqBody = body
+		// ContentLength stays as the SDK left it: resend-go sets a body without a length,
+		// so it goes chunked, as it does without the recorder.
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.ContentLength = int64(len(body))
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
