@@ -158,8 +158,14 @@ async fn a_broadcast_reaches_each_contact_personalised_and_skips_the_rest() {
         .expect("suppressed");
     assert_eq!(suppressed["data"]["to"], json!(["erin@example.net"]));
     assert_eq!(suppressed["data"]["broadcast_id"], id.as_str());
+    assert_eq!(
+        suppressed["data"]["suppressed"]["reason"], "previous_bounce",
+        "{suppressed}"
+    );
+    assert!(suppressed["data"]["email_id"].is_string(), "{suppressed}");
     let failed = events.iter().find(|e| e["type"] == "email.failed").expect("failed");
     assert_eq!(failed["data"]["to"], json!(["frank@example.net"]));
+    assert!(failed["data"]["email_id"].is_string(), "{failed}");
     assert!(
         failed["data"]["failed"]["reason"]
             .as_str()
@@ -197,16 +203,49 @@ async fn a_broadcast_reaches_each_contact_personalised_and_skips_the_rest() {
     .await;
     assert_eq!(delivered.len(), 2);
 
-    // Each email is an ordinary email, tagged with the broadcast.
+    // Each email is an ordinary email, tagged with the broadcast; a contact that got none
+    // has one recorded as suppressed or failed, as Resend records them, so that the
+    // email.suppressed and email.failed events name an email.
     let emails = api(addr, Method::GET, "/emails", None).await.json();
-    assert_eq!(emails["data"].as_array().map(Vec::len), Some(2), "{emails}");
-    let first = emails["data"][0]["id"].as_str().expect("id");
-    let email = api(addr, Method::GET, &format!("/emails/{first}"), None).await.json();
+    let mut outcomes: Vec<(&str, &str, &str)> = emails["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|e| {
+            let field = |name: &str| e[name].as_str().unwrap_or_default();
+            (
+                e["to"][0].as_str().unwrap_or_default(),
+                field("last_event"),
+                field("subject"),
+            )
+        })
+        .collect();
+    outcomes.sort();
     assert_eq!(
-        email["tags"],
-        json!([{ "name": "broadcast_id", "value": id }]),
-        "{email}"
+        outcomes,
+        [
+            ("ann@example.net", "delivered", "Hello Ann"),
+            ("bob@example.net", "delivered", "Hello friend"),
+            ("erin@example.net", "suppressed", "Hello friend"),
+            ("frank@example.net", "failed", "Hello {{{FIRST_NAME|friend}}}"),
+        ],
+        "{emails}"
     );
+    for email in emails["data"].as_array().expect("data") {
+        let email = api(
+            addr,
+            Method::GET,
+            &format!("/emails/{}", email["id"].as_str().expect("id")),
+            None,
+        )
+        .await
+        .json();
+        assert_eq!(
+            email["tags"],
+            json!([{ "name": "broadcast_id", "value": id }]),
+            "{email}"
+        );
+    }
 
     // Sent broadcasts are not changed, deleted or sent again; they are duplicated.
     for (method, path, body) in [

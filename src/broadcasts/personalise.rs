@@ -125,6 +125,11 @@ pub fn prepare(broadcast: &Broadcast, properties: Vec<ContactProperty>) -> Resul
 }
 
 impl Prepared {
+    /// The tag every email of the broadcast carries (`broadcast_id`).
+    pub fn tag(&self) -> &Tag {
+        &self.tag
+    }
+
     /// `contact`'s email of `broadcast`, or why it cannot have one.
     pub fn render(&self, broadcast: &Broadcast, contact: &Contact) -> Result<Email, String> {
         let lookup = |name: &str| -> Option<Cow<'_, str>> {

@@ -20,14 +20,13 @@ use serde_json::json;
 
 use super::{Broadcast, Outcome, Recipient, Status, personalise, store};
 use crate::accounts::Permission;
+use crate::emails::EmailState;
 use crate::emails::accept::accept_with;
 use crate::emails::record::Source;
 use crate::emails::submit::{self, Sender};
-use crate::events::EventKind;
 use crate::services::page::{Cursor, PageRequest};
 use crate::services::{Error, Services};
 use crate::shutdown::Shutdown;
-use crate::wire;
 
 /// Contacts expanded per write.
 const PAGE: usize = 500;
@@ -242,22 +241,27 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         if !contact.receives(topic.as_ref()) {
             recipient.outcome = Outcome::Unsubscribed;
             broadcast.counts.unsubscribed += 1;
-        } else if crate::suppressions::find(store, team, &contact.email)?.is_some() {
+        } else if let Some(suppression) = crate::suppressions::find(store, team, &contact.email)? {
             recipient.outcome = Outcome::Suppressed;
             broadcast.counts.suppressed += 1;
-            skipped(
+            // Recorded as the contact would have got it, where its content can be made.
+            let subject = prepared
+                .render(&broadcast, &contact)
+                .map_or(broadcast.subject.clone(), |e| e.subject);
+            let detail = crate::delivery::decide::suppressed_detail(suppression.origin);
+            let unsent = Skipped {
+                prepared: &prepared,
+                address: &contact.email,
+                subject: &subject,
+            };
+            recipient.email_id = Some(skipped(
                 &mut batch,
                 services,
                 &broadcast,
-                &contact.email,
-                EventKind::EmailSuppressed,
-                json!({
-                    "suppressed": {
-                        "message": "The recipient is on the team's suppression list",
-                        "type": "OnAccountSuppressionList",
-                    }
-                }),
-            )?;
+                unsent,
+                EmailState::Suppressed,
+                detail,
+            )?);
         } else {
             // Over the plan's quota, or a contact the content cannot be rendered for: the
             // recipient fails with the reason.
@@ -269,16 +273,20 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                 Err(reason) => {
                     recipient.outcome = Outcome::Failed;
                     broadcast.counts.failed += 1;
-                    skipped(
+                    let detail = json!({ "failed": { "reason": reason } });
+                    let unsent = Skipped {
+                        prepared: &prepared,
+                        address: &contact.email,
+                        subject: &broadcast.subject,
+                    };
+                    recipient.email_id = Some(skipped(
                         &mut batch,
                         services,
                         &broadcast,
-                        &contact.email,
-                        EventKind::EmailFailed,
-                        json!({
-                            "failed": { "reason": reason }
-                        }),
-                    )?;
+                        unsent,
+                        EmailState::Failed,
+                        detail,
+                    )?);
                     recipient.reason = Some(reason);
                 }
                 Ok(email) => {
@@ -323,31 +331,40 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     Ok(())
 }
 
-/// The `email.suppressed` or `email.failed` event of a contact that got no email.
+/// A contact that is not sent its email, and the subject its record shows.
+struct Skipped<'a> {
+    prepared: &'a personalise::Prepared,
+    address: &'a str,
+    subject: &'a str,
+}
+
+/// Records the email of a contact that is not sent one (`state` is `suppressed` or
+/// `failed`, `detail` what its event says of why); its id.
 fn skipped(
     batch: &mut Batch,
     services: &Services,
     broadcast: &Broadcast,
-    address: &str,
-    kind: EventKind,
-    extra: serde_json::Value,
-) -> Result<(), Error> {
-    let store = services.store();
-    let now = store.now();
-    crate::events::push(batch, store, broadcast.team_id, kind, || {
-        let mut data = json!({
-            "broadcast_id": broadcast.id,
-            "created_at": wire::iso8601(now),
-            "from": broadcast.from,
-            "to": [address],
-            "subject": broadcast.subject,
-        });
-        if let (serde_json::Value::Object(data), serde_json::Value::Object(extra)) = (&mut data, extra) {
-            data.extend(extra);
-        }
-        data
-    })?;
-    Ok(())
+    contact: Skipped<'_>,
+    state: EmailState,
+    detail: serde_json::Value,
+) -> Result<Id, Error> {
+    let unsent = submit::Unsent {
+        team_id: broadcast.team_id,
+        from: &broadcast.from,
+        to: contact.address,
+        subject: contact.subject,
+        tags: vec![contact.prepared.tag().clone()],
+        broadcast_id: Some(broadcast.id),
+        topic_id: broadcast.topic_id,
+        state,
+        detail,
+    };
+    Ok(submit::record_unsent(
+        batch,
+        services.store(),
+        &services.config().server.hostname,
+        unsent,
+    )?)
 }
 
 /// Takes one email of the team's `allowance` for a recipient, adding its counters to

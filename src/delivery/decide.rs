@@ -159,21 +159,7 @@ impl Decision {
                 } }),
             ),
             Decision::Failed { reason } => (EmailState::Failed, json!({ "failed": { "reason": reason } })),
-            Decision::Suppressed { origin } => {
-                let reason = match origin {
-                    Origin::Complaint => "previous_complaint",
-                    Origin::Bounce | Origin::Manual => "previous_bounce",
-                };
-                (
-                    EmailState::Suppressed,
-                    json!({ "suppressed": {
-                        "message": "The recipient is on the team's suppression list",
-                        "reason": reason,
-                        "type": "OnAccountSuppressionList",
-                        "diagnosticCode": [],
-                    } }),
-                )
-            }
+            Decision::Suppressed { origin } => (EmailState::Suppressed, suppressed_detail(*origin)),
         })
     }
 
@@ -182,6 +168,22 @@ impl Decision {
     pub fn suppresses(&self) -> bool {
         matches!(self, Decision::Bounced { kind, .. } if kind.is_hard())
     }
+}
+
+/// What an `email.suppressed` event says of why: Resend's `suppressed` object for an
+/// address on the team's list for `origin` (a hand-added address reads as a bounce, the
+/// closest of Resend's two reasons).
+pub fn suppressed_detail(origin: Origin) -> Value {
+    let reason = match origin {
+        Origin::Complaint => "previous_complaint",
+        Origin::Bounce | Origin::Manual => "previous_bounce",
+    };
+    json!({ "suppressed": {
+        "message": "The recipient is on the team's suppression list",
+        "reason": reason,
+        "type": "OnAccountSuppressionList",
+        "diagnosticCode": [],
+    } })
 }
 
 #[cfg(test)]

@@ -187,7 +187,9 @@ impl Domain {
             "id": self.id,
             "name": self.name,
             "status": self.status.wire(),
-            "created_at": wire::timestamp(self.created_at),
+            // Webhook payloads write time in ISO 8601, unlike resource bodies (Resend's
+            // document: `DomainEventData.created_at`, `format: date-time`).
+            "created_at": wire::iso8601(self.created_at),
             "region": self.region,
             "records": self.records(config),
             "dmarc": self.dmarc_json(),

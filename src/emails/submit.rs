@@ -176,6 +176,90 @@ pub fn prepare(
     Ok(Prepared { id, message, records })
 }
 
+/// An email that was never sent: a broadcast's recipient on the suppression list, or one
+/// whose content could not be made. It is recorded settled at once, as Resend records it,
+/// so that its event names an email that `GET /emails/{id}` shows.
+#[derive(Debug)]
+pub struct Unsent<'a> {
+    /// The team.
+    pub team_id: Id,
+    /// `From`, as written.
+    pub from: &'a str,
+    /// The one recipient.
+    pub to: &'a str,
+    /// The subject.
+    pub subject: &'a str,
+    /// Its tags.
+    pub tags: Vec<super::validate::Tag>,
+    /// The broadcast it was one of.
+    pub broadcast_id: Option<Id>,
+    /// The topic it was sent on.
+    pub topic_id: Option<Id>,
+    /// Where it ended: [`EmailState::Suppressed`] or [`EmailState::Failed`].
+    pub state: EmailState,
+    /// What the event says beside the email's fields (its `suppressed` or `failed`).
+    pub detail: serde_json::Value,
+}
+
+/// Writes into `batch` the record, status, timeline entry and event of an email that is
+/// never sent; nothing enters the spool. Its id.
+pub fn record_unsent(
+    batch: &mut Batch,
+    store: &herald_queue::Store,
+    hostname: &str,
+    unsent: Unsent<'_>,
+) -> Result<Id, herald_queue::Error> {
+    debug_assert!(matches!(unsent.state, EmailState::Suppressed | EmailState::Failed));
+    let now = store.now();
+    let id = store.next_id();
+    let record = EmailRecord {
+        id,
+        team_id: unsent.team_id,
+        api_key_id: None,
+        from: unsent.from.to_owned(),
+        to: vec![unsent.to.to_owned()],
+        cc: Vec::new(),
+        bcc: Vec::new(),
+        reply_to: Vec::new(),
+        subject: unsent.subject.to_owned(),
+        html: None,
+        text: None,
+        tags: unsent.tags,
+        created_at: now,
+        scheduled_at: None,
+        message_id: format!("<{}>", mime::message_id(id, hostname)),
+        last_event: unsent.state,
+        size: 0,
+        source: Source::Broadcast,
+        template: None,
+        topic_id: unsent.topic_id,
+        attempts: Vec::new(),
+        content_expired: false,
+        content_in_message: false,
+        text_derived: false,
+        line_feeds: false,
+        broadcast_id: unsent.broadcast_id,
+        request_log_id: None,
+    };
+    batch.put(EmailRecord::key(unsent.team_id, id), &record)?;
+    batch.put(EmailRecord::key(unsent.team_id, id), &record.status())?;
+    super::by_status::put(batch, unsent.team_id, id, unsent.broadcast_id, unsent.state);
+    append_event(batch, store, &record, unsent.state, now)?;
+    if let Some(kind) = unsent.state.event_kind() {
+        crate::events::push(batch, store, unsent.team_id, kind, || {
+            let mut data = record.event_data(now);
+            if let (serde_json::Value::Object(data), serde_json::Value::Object(detail)) = (&mut data, unsent.detail) {
+                if let Some(broadcast) = unsent.broadcast_id {
+                    data.insert("broadcast_id".into(), serde_json::json!(broadcast));
+                }
+                data.extend(detail);
+            }
+            data
+        })?;
+    }
+    Ok(id)
+}
+
 /// Adds an event to an email's timeline.
 pub fn append_event(
     batch: &mut Batch,
