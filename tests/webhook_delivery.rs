@@ -330,3 +330,110 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
     );
     assert!(running.shutdown().await);
 }
+
+/// Resend's OpenAPI document describes every `email.*`, `contact.*` and `domain.*` event
+/// herald sends (herald's own `topic.*`, `suppression.*` and `contact.topics.updated` are
+/// not in it), so the tests' webhook receiver checks each of them against it; and the
+/// check is real: a body that breaks the schema is reported.
+#[test]
+fn resends_document_has_a_schema_for_every_resend_event_herald_sends() {
+    use herald::events::EventKind;
+    let schemas = util::openapi::webhook_schemas();
+    let documented: std::collections::BTreeSet<&str> = schemas.kinds().collect();
+    for kind in EventKind::ALL {
+        let herald_only = matches!(
+            kind,
+            EventKind::ContactTopicsUpdated
+                | EventKind::TopicCreated
+                | EventKind::TopicUpdated
+                | EventKind::TopicDeleted
+                | EventKind::SuppressionAdded
+                | EventKind::SuppressionRemoved
+        );
+        assert_eq!(documented.contains(kind.name()), !herald_only, "{}", kind.name());
+    }
+
+    let valid = json!({
+        "type": "email.sent",
+        "created_at": "2026-11-28T10:00:00.000Z",
+        "data": {
+            "email_id": "4ef9a417-02e9-4d39-ad75-9611e0fcc33c",
+            "created_at": "2026-11-28T10:00:00.000Z",
+            "from": "app@sender.test",
+            "to": ["user@example.net"],
+            "subject": "hi",
+        },
+    });
+    assert_eq!(schemas.violations(&valid), Some(vec![]));
+    let mut broken = valid.clone();
+    broken["data"]["to"] = json!("user@example.net");
+    broken["created_at"] = json!("yesterday");
+    let violations = schemas.violations(&broken).expect("email.sent has a schema");
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert_eq!(
+        schemas.violations(&json!({ "type": "topic.created", "data": {} })),
+        None
+    );
+}
+
+/// The events no other test receives through the checking receiver (an email scheduled,
+/// a domain created, updated and deleted) reach one, and every body is valid under
+/// Resend's document.
+#[tokio::test]
+async fn scheduled_email_and_domain_events_match_resends_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = start_with_webhooks(dir.path(), "").await;
+    let addr = running.http_addr;
+    let receiver = util::webhook_receiver::Receiver::start().await;
+    let kinds = ["email.scheduled", "domain.created", "domain.updated", "domain.deleted"];
+    create_webhook(&running, receiver.addr(), &kinds).await;
+
+    util::verified_domain(addr, "sender.test").await;
+    let scheduled = json!({
+        "from": "Sender <app@sender.test>",
+        "to": ["user@example.net"],
+        "subject": "later",
+        "text": "t",
+        "tags": [{ "name": "kind", "value": "reminder" }],
+        "scheduled_at": "in 1 hour",
+    });
+    let sent = call(addr, Method::POST, "/emails", Some(OPERATOR_KEY), Some(scheduled)).await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+    let gone = call(
+        addr,
+        Method::POST,
+        "/domains",
+        Some(OPERATOR_KEY),
+        Some(json!({ "name": "gone.test" })),
+    )
+    .await;
+    assert_eq!(gone.status, StatusCode::CREATED, "{}", gone.text());
+    let gone = format!("/domains/{}", gone.json()["id"].as_str().expect("id"));
+    let patched = call(
+        addr,
+        Method::PATCH,
+        &gone,
+        Some(OPERATOR_KEY),
+        Some(json!({ "open_tracking": true })),
+    )
+    .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text());
+    let deleted = call(addr, Method::DELETE, &gone, Some(OPERATOR_KEY), None).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());
+
+    let arrived = receiver
+        .wait_for(Duration::from_secs(30), |r| {
+            let seen: Vec<Value> = r.all().iter().map(|x| x.payload()).collect();
+            kinds.iter().all(|kind| seen.iter().any(|p| p["type"] == *kind))
+        })
+        .await;
+    assert!(
+        arrived,
+        "not every kind arrived: {:?}",
+        receiver.all().iter().map(|r| r.payload()).collect::<Vec<_>>()
+    );
+    for recorded in receiver.all() {
+        assert_eq!(recorded.schema_violations(), None);
+    }
+    assert!(running.shutdown().await);
+}

@@ -7,6 +7,7 @@ pub mod browser;
 pub mod cookies;
 pub mod dns;
 pub mod identity_provider;
+pub mod openapi;
 pub mod process;
 pub mod real;
 pub mod sink;

@@ -1,7 +1,10 @@
 //! A real webhook endpoint for integration tests, on `127.0.0.1` and an ephemeral port:
 //! it answers every request it reads whole with `200` and records it, for checking
 //! payloads and Standard Webhooks signatures. A request cut short (its sender killed
-//! mid-body) is answered `400` and not recorded: it was not delivered.
+//! mid-body) is answered `400` and not recorded: it was not delivered. Every body it
+//! records is checked against the schema Resend's OpenAPI document gives its event type
+//! (`super::openapi`): a test whose receiver got a body that breaks it fails when the
+//! receiver is dropped.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -24,6 +27,8 @@ pub struct Receiver {
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Counts the requests, to wake a waiting test at once rather than at its next poll.
     count: Arc<watch::Sender<usize>>,
+    /// Bodies that break their event type's schema in Resend's document, with the reasons.
+    violations: Arc<Mutex<Vec<String>>>,
 }
 
 impl Receiver {
@@ -35,20 +40,30 @@ impl Receiver {
     /// Starts answering on `listener`, already listening: a test that holds its port
     /// unlistened for a while (refusing connections) makes it with `TcpSocket::listen`.
     pub fn serve(listener: TcpListener) -> Receiver {
+        // Loaded here rather than on the first request, so that a document that cannot be
+        // read fails the test with its reason instead of failing a connection.
+        super::openapi::webhook_schemas();
         let receiver = Receiver {
             addr: listener.local_addr().expect("local addr"),
             requests: Arc::default(),
             count: Arc::new(watch::Sender::new(0)),
+            violations: Arc::default(),
         };
         let (requests, count) = (Arc::clone(&receiver.requests), Arc::clone(&receiver.count));
+        let violations = Arc::clone(&receiver.violations);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (requests, count) = (Arc::clone(&requests), Arc::clone(&count));
+                let violations = Arc::clone(&violations);
                 let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                     let (requests, count) = (Arc::clone(&requests), Arc::clone(&count));
+                    let violations = Arc::clone(&violations);
                     async move {
                         let status = match Recorded::read(request).await {
                             Some(recorded) => {
+                                if let Some(found) = recorded.schema_violations() {
+                                    lock(&violations).push(found);
+                                }
                                 let mut requests = lock(&requests);
                                 requests.push(recorded);
                                 count.send_replace(requests.len());
@@ -129,6 +144,20 @@ impl Receiver {
     }
 }
 
+impl Drop for Receiver {
+    /// Fails the test when a body broke its schema; not while the test is already failing,
+    /// whose own message matters more.
+    fn drop(&mut self) {
+        let violations = lock(&self.violations);
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!(
+                "webhook bodies that break Resend's OpenAPI document:\n{}",
+                violations.join("\n")
+            );
+        }
+    }
+}
+
 /// One request as the receiver read it.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -154,6 +183,17 @@ impl Recorded {
     /// The body as JSON; panics if it is not.
     pub fn payload(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("the body is not JSON ({e}): {:?}", self.body))
+    }
+
+    /// What is wrong with the body under Resend's schema for its event type, as one
+    /// message; `None` when nothing is (or the document has no schema for the type).
+    pub fn schema_violations(&self) -> Option<String> {
+        let payload: Value = match serde_json::from_slice(&self.body) {
+            Ok(payload) => payload,
+            Err(e) => return Some(format!("a body that is not JSON ({e}): {:?}", self.body)),
+        };
+        let violations = super::openapi::webhook_schemas().violations(&payload)?;
+        (!violations.is_empty()).then(|| format!("{}: {}\n  {}", payload["type"], payload, violations.join("\n  ")))
     }
 
     /// Checks the Standard Webhooks headers, their Svix copies, and that one of the
