@@ -8,7 +8,8 @@ use std::process::Command;
 
 const NODE_ITEM: &str = "node >= 20.19";
 
-/// A scratch machine: every tool present (Node 22), CA certificates, nothing under `/usr/lib`.
+/// A scratch machine: every tool present (Node 22, PHP with curl and mbstring), CA
+/// certificates, HTTParty and Guzzle, nothing under `/usr/lib`.
 struct Machine {
     dir: tempfile::TempDir,
 }
@@ -36,11 +37,17 @@ impl Machine {
             "npm",
             "chromium",
             "chromedriver",
+            "go",
+            "ruby",
         ] {
             machine.tool(tool, "exit 0");
         }
         machine.tool("node", "echo v22.11.0");
+        machine.tool("php", "printf '[PHP Modules]\\ncurl\\nmbstring\\njson\\n'");
         machine.file("/etc/ssl/certs/ca-certificates.crt");
+        machine.file("/usr/share/rubygems-integration/all/gems/httparty-0.21.0/lib/httparty.rb");
+        machine.file("/usr/share/php/GuzzleHttp/autoload.php");
+        machine.file("/usr/share/php/GuzzleHttp/Psr7/autoload.php");
         machine
     }
 
@@ -165,4 +172,27 @@ fn missing_build_tools_name_their_apt_packages() {
         machine.remove_tool(tool);
         assert_eq!(machine.check(&[]), [package], "{tool}");
     }
+}
+
+#[test]
+fn the_go_ruby_and_php_suites_toolchains_name_their_apt_packages() {
+    for (tool, packages) in [
+        ("go", &["golang-go"][..]),
+        ("ruby", &["ruby"][..]),
+        ("php", &["php-cli", "php-curl", "php-mbstring"][..]),
+    ] {
+        let machine = Machine::new();
+        machine.file("/usr/lib/llvm-14/lib/libclang.so");
+        machine.remove_tool(tool);
+        assert_eq!(machine.check(&[]), packages, "{tool}");
+    }
+    let machine = Machine::new();
+    machine.file("/usr/lib/llvm-14/lib/libclang.so");
+    machine.tool("php", "printf '[PHP Modules]\\ncurl\\n'");
+    fs::remove_file(machine.path("root/usr/share/php/GuzzleHttp/autoload.php")).expect("remove Guzzle");
+    fs::remove_dir_all(machine.path("root/usr/share/rubygems-integration")).expect("remove HTTParty");
+    assert_eq!(
+        machine.check(&[]),
+        ["ruby-httparty", "php-mbstring", "php-guzzlehttp-guzzle"]
+    );
 }

@@ -222,9 +222,13 @@ def test_send_personalises_per_contact_and_skips_unsubscribed_suppressed_and_inc
         record = resend.Emails.get(recipient["email_id"])
         assert (record["to"], record["subject"], record["html"], record["text"]) == ([email], subject, html, text)
         assert record["tags"] == [{"name": "broadcast_id", "value": broadcast_id}]
-    for kind, email in (("unsubscribed", cy), ("suppressed", dee)):
-        listed_ = resend.Broadcasts.recipients(broadcast_id, {"type": kind})["data"]
-        assert listed_ == [{"id": ids[email], "contact_id": ids[email], "email": email, "email_id": None, "last_event": None}]
+    listed_ = resend.Broadcasts.recipients(broadcast_id, {"type": "unsubscribed"})["data"]
+    assert listed_ == [{"id": ids[cy], "contact_id": ids[cy], "email": cy, "email_id": None, "last_event": None}]
+    # A suppressed contact's email is recorded, settled as suppressed, as Resend records it.
+    listed_ = resend.Broadcasts.recipients(broadcast_id, {"type": "suppressed"})["data"]
+    assert len(listed_) == 1 and listed_[0]["email_id"] is not None, listed_
+    assert listed_[0] == {"id": ids[dee], "contact_id": ids[dee], "email": dee, "email_id": listed_[0]["email_id"], "last_event": "suppressed"}
+    assert resend.Emails.get(listed_[0]["email_id"])["last_event"] == "suppressed"
     assert resend.Broadcasts.recipients(broadcast_id, {"type": "bounced"})["data"] == []
     only = resend.Broadcasts.recipients(broadcast_id, {"type": "sent", "email": bo.split("@")[0]})
     assert [r["email"] for r in only["data"]] == [bo]

@@ -166,9 +166,11 @@ impl Domain {
         value
     }
 
-    /// The list item (`GET /domains`).
+    /// The list item (`GET /domains`). `tracking_subdomain` is left out when there is none,
+    /// as Resend's types have it (optional, never `null`: npm `resend` 6.38.0
+    /// `tracking_subdomain?: string`, PyPI `resend` 2.52.0 `NotRequired[str]`).
     pub fn summary_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "id": self.id,
             "name": self.name,
             "status": self.status.wire(),
@@ -176,9 +178,12 @@ impl Domain {
             "region": self.region,
             "open_tracking": self.open_tracking,
             "click_tracking": self.click_tracking,
-            "tracking_subdomain": self.tracking_subdomain,
             "capabilities": { "sending": "enabled", "receiving": "disabled" },
-        })
+        });
+        if let (Some(subdomain), Value::Object(map)) = (&self.tracking_subdomain, &mut value) {
+            map.shift_insert(7, "tracking_subdomain".into(), json!(subdomain));
+        }
+        value
     }
 
     /// The payload of `domain.*` events.
