@@ -365,7 +365,7 @@ fn resends_document_has_a_schema_for_every_resend_event_herald_sends() {
         },
     });
     assert_eq!(schemas.violations(&valid), Some(vec![]));
-    let mut broken = valid.clone();
+    let mut broken = valid;
     broken["data"]["to"] = json!("user@example.net");
     broken["created_at"] = json!("yesterday");
     let violations = schemas.violations(&broken).expect("email.sent has a schema");

@@ -5,7 +5,8 @@ Usage: RESEND_BASE_URL=http://127.0.0.1:PORT RESEND_API_KEY=<operator key> \
 
 1. Prepares the server the way a user of the document would find Resend: the document's
    example senders (`resend.dev`, `example.com`) on domains verified without DNS (the
-   operator's key may), a key of the test's own and a spare.
+   operator's key may), a key of the test's own and a spare, and one resource of each
+   kind, whose ids schemathesis uses for half of the requests that take an id.
 2. Prints every operation it leaves out (exclusions.yaml) with its reason, and checks
    each still answers `404 not_found`.
 3. Runs schemathesis over every other operation (examples, coverage, fuzzing and stateful

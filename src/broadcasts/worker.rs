@@ -332,6 +332,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
 }
 
 /// A contact that is not sent its email, and the subject its record shows.
+#[derive(Clone, Copy)]
 struct Skipped<'a> {
     prepared: &'a personalise::Prepared,
     address: &'a str,
