@@ -64,7 +64,9 @@ async fn run(emails: usize) {
     let started = Instant::now();
     let token = tokio::task::spawn_blocking(move || {
         let store = state.store();
-        let user = herald::users::store::by_email(store, "bench@bench.test")
+        let user = state
+            .users()
+            .by_email("bench@bench.test")
             .expect("read")
             .expect("the user");
         let team = user.team_id;
@@ -110,7 +112,7 @@ async fn run(emails: usize) {
         // Out of the memtable into compacted files on disk, as a long-running store has them.
         store.compact(herald_queue::Table::EMAIL_STATUS);
         store.compact(herald_queue::Table::EMAILS_BY_STATUS);
-        herald::users::sessions::start(store, &user).expect("a session")
+        herald::users::sessions::start(&state, &user).expect("a session")
     })
     .await
     .expect("load");

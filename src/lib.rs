@@ -43,6 +43,44 @@
 //! - [`telemetry`]: logs and metrics.
 //! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
 //! - [`wire`]: timestamps as the records' JSON and every adapter write them.
+//! - [`storage`]: the layer under the services: the unit of work
+//!   ([`storage::Change`]) and pages of lists ([`storage::page`]).
+//!
+//! ## Layers
+//!
+//! From the top: the shell (`main`, [`server`], [`cli`], [`client`]), the adapters
+//! ([`api`] over [`http`], [`smtp`], [`dashboard`], the public pages, [`dns`],
+//! [`outbound`]), the engines ([`delivery`], webhook dispatch, the workers, [`runner`],
+//! [`retention`]), the services, storage (the `store.rs` files and [`storage`]), and
+//! the vocabulary (config, [`wire`], an email's states, record types). A file imports
+//! only from its own layer or those below; `tests/layers.rs` reads the import graph and
+//! holds what does not yet, as a list that may only shrink.
+//!
+//! ## Records: who owns them, where they live
+//!
+//! Each record has one owning module; its store trait is what the services see, and
+//! [`services::Backends`] is the one place that names the RocksDB implementations. On one
+//! node everything is in the data directory's RocksDB; in a cluster (DESIGN.md, "the
+//! storage map") the spool stays on the node and the rest is shared.
+//!
+//! | records | owner (store) | in a cluster |
+//! |---|---|---|
+//! | spool: messages, envelopes, due index | [`herald_queue`] | the node's RocksDB |
+//! | teams, API keys | [`accounts`] ([`accounts::AccountStore`]) | PostgreSQL |
+//! | users, invitations, sessions | [`users`] ([`users::store::UserStore`]) | PostgreSQL |
+//! | domains, DKIM keys | [`domains`] ([`domains::DomainStore`]) | PostgreSQL, cached per node |
+//! | webhooks | [`webhooks`] ([`webhooks::WebhookStore`]) | PostgreSQL, cached per node |
+//! | suppressions | [`suppressions`] ([`suppressions::SuppressionStore`]) | PostgreSQL |
+//! | contacts, segments, topics, properties, imports | [`contacts`] ([`contacts::ContactStore`], [`contacts::AudienceStore`]) | PostgreSQL |
+//! | templates | [`templates`] ([`templates::TemplateStore`]) | PostgreSQL |
+//! | email records, statuses, timelines, the status index | [`emails`] (no trait yet) | PostgreSQL |
+//! | idempotency records | [`emails::idempotency`] (no trait yet) | PostgreSQL, unique across nodes |
+//! | broadcasts, their markers and counts | [`broadcasts`] (no trait yet) | PostgreSQL |
+//! | images | [`images`] (no trait yet) | PostgreSQL |
+//! | events outbox, webhook messages and attempts | [`events`], [`webhooks`] (no trait yet) | the node's outbox, then PostgreSQL |
+//! | request logs | [`http`]'s request log (no trait yet) | PostgreSQL |
+//! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |
+//! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |
 
 pub mod accounts;
 pub mod api;
@@ -74,6 +112,7 @@ pub mod server;
 pub mod services;
 pub mod shutdown;
 pub mod smtp;
+pub mod storage;
 pub mod suppressions;
 pub mod telemetry;
 pub mod templates;

@@ -1687,3 +1687,40 @@ async fn an_image_removed_in_the_editor_is_served_no_more() {
     assert!(!editor.contains(&path), "the asset manager no longer lists it");
     assert!(editor.contains(&kept_path));
 }
+
+/// A page whose read fails answers `503` and says so, instead of an empty list that
+/// would tell the person they have no segments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_whose_read_fails_says_so_instead_of_showing_an_empty_list() {
+    use herald_queue::{Batch, Table};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let running = util::start_api(dir.path(), "").await;
+    let addr = running.http_addr;
+    let added = call(
+        addr,
+        Method::POST,
+        "/users",
+        Some(OPERATOR_KEY),
+        Some(json!({ "email": "ann@example.com", "role": "admin", "password": PASSWORD })),
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    let team: herald_queue::Id = added.json()["team_id"]
+        .as_str()
+        .expect("a team")
+        .parse()
+        .expect("an id");
+    let mut browser = signed_in(addr, "ann@example.com", PASSWORD).await;
+    let page = browser.get(addr, "/dashboard/audience").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    // A segment record no decoder takes: the team's segments cannot be read.
+    let store = running.state.store();
+    let mut batch = Batch::new();
+    let key = [team.as_bytes().as_slice(), store.next_id().as_bytes()].concat();
+    batch.put_raw(Table::SEGMENTS, key, vec![0xff, 0x00, 0x13]);
+    store.commit(batch).await.expect("commit");
+    let page = browser.get(addr, "/dashboard/audience").await;
+    assert_eq!(page.status, StatusCode::SERVICE_UNAVAILABLE, "{}", page.text());
+    assert!(page.text().contains("Cannot read"), "{}", page.text());
+}

@@ -127,12 +127,10 @@ async fn google_and_github_identities_sign_in_their_users() {
 
     // With TOTP on, an identity reaches only the code form.
     tokio::task::block_in_place(|| {
-        let store = running.state.store();
-        let mut user = herald::users::store::by_email(store, "ann@example.com")
-            .expect("read")
-            .expect("ann");
+        let users = running.state.users();
+        let mut user = users.by_email("ann@example.com").expect("read").expect("ann");
         user.totp_secret = Some(herald::users::totp::secret());
-        herald::users::store::put(store, &user).expect("put");
+        users.put(&user).expect("put");
     });
     provider.sign_in_as(Person {
         emails: vec![("ann@example.com".into(), true)],

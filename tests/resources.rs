@@ -19,7 +19,7 @@ use herald::emails::service as emails;
 use herald::emails::submit::{self};
 use herald::emails::{Email, EmailState, Source, validate};
 use herald::services::Error;
-use herald::services::page::{Cursor, PageRequest};
+use herald::storage::page::{Cursor, PageRequest};
 use herald::suppressions::service::{self as suppressions, BATCH_MAX, RemoveTargets};
 use herald::suppressions::{Origin, Suppression};
 use herald::webhooks::WebhookStatus;

@@ -253,3 +253,76 @@ fn a_tracking_key_that_cannot_be_loaded_is_tried_again_a_minute_later() {
     assert!(services.tracking_signer().expect("kept").verify_tag(&[b"x"], &tag));
     assert!(key.is_file(), "made and kept");
 }
+
+/// A broadcast whose segment cannot be read gets the store's error (a `500`, or `503`
+/// when the store refuses), not a `422` telling the caller their segment is wrong.
+#[test]
+fn a_broadcast_whose_segment_cannot_be_read_is_a_storage_error_not_a_refusal() {
+    use herald::broadcasts::service::{self, Fields};
+    use herald::services::Error;
+    use herald_queue::{Batch, Table};
+
+    let world = World::new();
+    let services = &world.services;
+    let store = services.store();
+    let caller = herald::accounts::Caller {
+        team_id: world.team,
+        key_id: store.next_id(),
+        permission: herald::accounts::Permission::FullAccess,
+        domain_id: None,
+        operator: true,
+    };
+    let segment = store.next_id();
+    let fields = || Fields {
+        segment_id: Some(segment.to_string()),
+        from: Some("News <news@example.test>".into()),
+        subject: Some("Hello".into()),
+        html: Some("<p>Hi</p>".into()),
+        ..Fields::default()
+    };
+    // No such segment: the caller's mistake, named.
+    match service::create(services, &caller, fields(), false, None) {
+        Err(Error::Invalid { message, .. }) => assert!(message.contains("segment_id"), "{message}"),
+        other => panic!("expected a refusal naming segment_id, got {other:?}"),
+    }
+    // A segment record no decoder takes: the store failed, and says so.
+    let mut batch = Batch::new();
+    let key = [world.team.as_bytes().as_slice(), segment.as_bytes()].concat();
+    batch.put_raw(Table::SEGMENTS, key, vec![0xff, 0x00, 0x13]);
+    store.commit(batch).wait().expect("commit");
+    match service::create(services, &caller, fields(), false, None) {
+        Err(Error::Store(_)) => {}
+        other => panic!("expected the store's error, got {other:?}"),
+    }
+}
+
+/// A sending key bound to a domain whose record cannot be read is a fault of herald's
+/// (`500`), not a `403` naming "its own domain".
+#[test]
+fn a_bound_key_whose_domain_cannot_be_read_is_a_fault_not_a_refusal() {
+    use herald::accounts::Permission;
+    use herald_queue::{Batch, Table};
+
+    let world = World::new();
+    let services = &world.services;
+    let store = services.store();
+    let bound = store.next_id();
+    let sender = submit::Sender {
+        permission: Permission::SendingAccess,
+        domain_id: Some(bound),
+        ..world.sender()
+    };
+    // The bound domain is gone: refused, as its own domain only.
+    match submit::authorize_domain(services, &sender, "example.test") {
+        Err(submit::SendError::DomainNotAllowed(allowed)) => assert_eq!(allowed, "its own domain"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let mut batch = Batch::new();
+    let key = [world.team.as_bytes().as_slice(), bound.as_bytes()].concat();
+    batch.put_raw(Table::DOMAINS, key, vec![0xff, 0x00, 0x13]);
+    store.commit(batch).wait().expect("commit");
+    match submit::authorize_domain(services, &sender, "example.test") {
+        Err(submit::SendError::Internal(_)) => {}
+        other => panic!("expected the read's failure, got {other:?}"),
+    }
+}

@@ -198,6 +198,12 @@ async fn get_never_unsubscribes_and_post_does_over_https() {
     assert_eq!(ann["unsubscribed"], false, "out of the topic only");
     let counted = api(addr, Method::GET, "/emails/metrics?metrics=unsubscribed", None).await;
     assert_eq!(counted.json()["totals"]["unsubscribed"], 1, "{}", counted.text());
+    // The count goes in the contact's own write: a second click (a mail client retrying,
+    // a scanner) changes nothing, and counts nothing.
+    let (again, _) = one_click(https, path).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text());
+    let counted = api(addr, Method::GET, "/emails/metrics?metrics=unsubscribed", None).await;
+    assert_eq!(counted.json()["totals"]["unsubscribed"], 1, "{}", counted.text());
     let arrived = receiver
         .wait_for(WAIT, |r| {
             let kinds: Vec<Value> = r.all().iter().map(|e| e.payload()["type"].clone()).collect();

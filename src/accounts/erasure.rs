@@ -18,8 +18,8 @@ use herald_queue::{Batch, Error, Id, Scan, Table};
 use super::Team;
 use crate::runner::Wake;
 use crate::services::Services;
-use crate::services::page::{Cursor, PageRequest};
 use crate::shutdown::Shutdown;
+use crate::storage::page::{Cursor, PageRequest};
 
 /// Records deleted per write.
 const BATCH: usize = 512;

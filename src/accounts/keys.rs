@@ -4,8 +4,8 @@
 use herald_queue::{Id, Timestamp};
 
 use super::{ApiKey, Caller, Permission, Token};
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services, required_text};
+use crate::storage::page::PageRequest;
 
 /// Longest key name.
 const NAME_MAX: usize = 50;

@@ -12,7 +12,7 @@ use herald_queue::{Batch, Error, Id, RecordCache, Scan, Store, Timestamp};
 
 use super::api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage};
 use super::team::Team;
-use crate::services::page::PageRequest;
+use crate::storage::page::PageRequest;
 
 /// Decoded key records kept at most (a key is a few hundred bytes).
 const KEY_CACHE_MAX: usize = 4096;

@@ -170,9 +170,9 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     if team.operator {
         return Err(Error::invalid("The operator's team cannot be deleted"));
     }
-    let page = crate::services::page::PageRequest {
-        limit: crate::services::page::LIMIT_MAX,
-        cursor: crate::services::page::Cursor::Start,
+    let page = crate::storage::page::PageRequest {
+        limit: crate::storage::page::LIMIT_MAX,
+        cursor: crate::storage::page::Cursor::Start,
     };
     loop {
         let (keys, _) = services.accounts().keys(id, &page)?;

@@ -8,7 +8,7 @@ use crate::broadcasts::service::{self, Fields, Kind};
 use crate::emails::input::OneOrMany;
 use crate::http::ApiError;
 use crate::http::pagination::{PageRequest, envelope};
-use crate::services::page::{Cursor, LIMIT_MAX};
+use crate::storage::page::{Cursor, LIMIT_MAX};
 
 #[derive(Debug, Default, serde::Deserialize)]
 struct Body {

@@ -6,10 +6,11 @@ use super::{Broadcast, Counts, Outcome, Recipient, Status, personalise, store};
 use crate::accounts::Caller;
 use crate::emails::EmailState;
 use crate::emails::record::{EmailRecord, EmailStatus};
-use crate::emails::{schedule, submit};
-use crate::services::page::PageRequest;
+use crate::emails::schedule;
+use crate::emails::submit::{self, SendError};
 use crate::services::{Error, Services};
 use crate::services::{parse_id, required_text};
+use crate::storage::page::PageRequest;
 
 /// Longest name, in characters.
 const NAME_MAX: usize = 256;
@@ -71,8 +72,7 @@ fn apply(services: &Services, broadcast: &mut Broadcast, fields: Fields) -> Resu
     }
     if let Some(segment) = fields.segment_id {
         let id = parse_id(&segment, "segment")?;
-        crate::contacts::segments::find(services, team, id)
-            .map_err(|_| Error::invalid(format!("Invalid `segment_id` field: the team has no segment {id}")))?;
+        segment_of(services, team, id)?;
         broadcast.segment_id = id;
     }
     if let Some(from) = fields.from {
@@ -138,8 +138,29 @@ fn check(services: &Services, caller: &Caller, broadcast: &Broadcast) -> Result<
     }
     let from = crate::emails::address::Mailbox::parse(&broadcast.from)
         .map_err(|e| Error::invalid(format!("Invalid `from` field: {e}")))?;
-    submit::authorize_domain(services, &sender(caller), from.domain()).map_err(|e| Error::invalid(e.to_string()))?;
+    submit::authorize_domain(services, &sender(caller), from.domain()).map_err(|error| match error {
+        SendError::DomainNotVerified(_) | SendError::DomainNotAllowed(_) | SendError::Quota(_) => {
+            Error::invalid(error.to_string())
+        }
+        // The store refused or failed: the answer the rest of the API gives, not a 422.
+        SendError::Unavailable(refusal) => Error::Store(herald_queue::Error::Unavailable(refusal)),
+        SendError::Internal(error) => {
+            tracing::error!(%error, "cannot read a broadcast's sending domain");
+            Error::Internal("cannot read the sending domain")
+        }
+    })?;
     Ok(())
+}
+
+/// The segment `id` of `team`: a refusal naming the field when the team has none, and
+/// the store's own error when it cannot be read.
+fn segment_of(services: &Services, team: Id, id: Id) -> Result<crate::contacts::segments::Segment, Error> {
+    match crate::contacts::segments::find(services, team, id) {
+        Err(Error::NotFound(_)) => Err(Error::invalid(format!(
+            "Invalid `segment_id` field: the team has no segment {id}"
+        ))),
+        found => found,
+    }
 }
 
 fn sender(caller: &Caller) -> submit::Sender {
@@ -242,15 +263,10 @@ pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Erro
 /// Makes `broadcast` (a draft) scheduled or sending, after checking it can go.
 fn queue(services: &Services, caller: &Caller, broadcast: &mut Broadcast, at: Option<String>) -> Result<(), Error> {
     check(services, caller, broadcast)?;
-    let segment = crate::contacts::segments::find(services, broadcast.team_id, broadcast.segment_id).map_err(|_| {
-        Error::invalid(format!(
-            "Invalid `segment_id` field: the team has no segment {}",
-            broadcast.segment_id
-        ))
-    })?;
+    let segment = segment_of(services, broadcast.team_id, broadcast.segment_id)?;
     let first = PageRequest {
         limit: 1,
-        cursor: crate::services::page::Cursor::Start,
+        cursor: crate::storage::page::Cursor::Start,
     };
     if services
         .contacts()
@@ -406,11 +422,18 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     };
     record.merge(store.get::<EmailStatus>(&key)?);
     let now = store.now();
-    let was = record.last_event;
-    record.last_event = EmailState::Canceled;
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
         batch.add(canceled_key(team_id, broadcast_id), 1);
-        crate::emails::by_status::moved(batch, team_id, id, record.broadcast_id, was, EmailState::Canceled);
+        let mut last_event = record.last_event;
+        crate::emails::by_status::advance(
+            batch,
+            team_id,
+            id,
+            record.broadcast_id,
+            &mut last_event,
+            EmailState::Canceled,
+        );
+        record.last_event = last_event;
         batch.put(&key, &record)?;
         batch.put(&key, &record.status())?;
         crate::emails::retention::arm_final(batch, team_id, id, now);

@@ -6,7 +6,7 @@
 use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
 
 use super::{Broadcast, Recipient};
-use crate::services::page::PageRequest;
+use crate::storage::page::PageRequest;
 
 impl Record for Broadcast {
     const TABLE: Table = Table::BROADCASTS;

@@ -24,9 +24,9 @@ use crate::emails::EmailState;
 use crate::emails::accept::accept_with;
 use crate::emails::record::Source;
 use crate::emails::submit::{self, Sender};
-use crate::services::page::{Cursor, PageRequest};
 use crate::services::{Error, Services};
 use crate::shutdown::Shutdown;
+use crate::storage::page::{Cursor, PageRequest};
 
 /// Contacts expanded per write.
 const PAGE: usize = 500;

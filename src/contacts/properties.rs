@@ -8,8 +8,8 @@ use herald_queue::{Id, Timestamp};
 use serde_json::{Map, Value, json};
 
 use crate::accounts::Caller;
-use crate::services::page::PageRequest;
 use crate::services::{Error, Services};
+use crate::storage::page::PageRequest;
 use crate::wire;
 
 /// Longest key, in characters.

@@ -5,8 +5,8 @@ use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use crate::accounts::Caller;
-use crate::services::page::PageRequest;
 use crate::services::{Error, Services, required_text};
+use crate::storage::page::PageRequest;
 use crate::wire;
 
 /// Longest segment name, in characters.

@@ -11,8 +11,9 @@ use super::{
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
 use crate::events::{self, Event, EventKind};
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
+use crate::storage::Change;
+use crate::storage::page::PageRequest;
 
 /// Longest first or last name, in characters.
 const NAME_MAX: usize = 256;
@@ -144,6 +145,11 @@ pub fn existing_topics(services: &Services, team_id: Id, choices: &[TopicChoice]
 
 /// Creates a contact; its id. An address the team already has is a conflict.
 pub fn create(services: &Services, caller: &Caller, new: NewContact) -> Result<Id, Error> {
+    create_with(services, caller, new, Change::new())
+}
+
+/// [`create`], with what `with` stages in the same write.
+fn create_with(services: &Services, caller: &Caller, new: NewContact, with: Change) -> Result<Id, Error> {
     caller.require_full_access()?;
     let Some(text) = new.email.filter(|text| !text.trim().is_empty()) else {
         return Err(Error::MissingField("email"));
@@ -183,7 +189,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewContact) -> Result<I
     let events: Vec<Event> = event(services, &contact, EventKind::ContactCreated)?
         .into_iter()
         .collect();
-    services.contacts().put(&contact, None, &events)?;
+    services.contacts().put(&contact, None, &events, with)?;
     Ok(contact.id)
 }
 
@@ -327,7 +333,19 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Contac
 /// Writes `contact`, changed from `previous`, with an event of each of `kinds`; nothing
 /// when nothing changed. What it says of segments, topics and properties deleted since
 /// it was last written goes with the write.
-fn save(services: &Services, mut contact: Contact, previous: &Contact, kinds: &[EventKind]) -> Result<Id, Error> {
+fn save(services: &Services, contact: Contact, previous: &Contact, kinds: &[EventKind]) -> Result<Id, Error> {
+    save_with(services, contact, previous, kinds, Change::new())
+}
+
+/// [`save`], with what `with` stages in the same write; `with` goes unwritten when
+/// nothing changed.
+fn save_with(
+    services: &Services,
+    mut contact: Contact,
+    previous: &Contact,
+    kinds: &[EventKind],
+    with: Change,
+) -> Result<Id, Error> {
     if contact == *previous {
         return Ok(contact.id);
     }
@@ -352,7 +370,7 @@ fn save(services: &Services, mut contact: Contact, previous: &Contact, kinds: &[
     for kind in kinds {
         events.extend(event(services, &contact, *kind)?);
     }
-    services.contacts().put(&contact, Some(previous), &events)?;
+    services.contacts().put(&contact, Some(previous), &events, with)?;
     Ok(contact.id)
 }
 
@@ -473,6 +491,75 @@ pub fn set_topics(
     let now = contact.topics.clone();
     let id = save(services, contact, &previous, kinds)?;
     Ok((id, now))
+}
+
+/// A recipient's own choice, from an unsubscribe link: whether the address is
+/// unsubscribed from everything (`None` leaves it) and its choices for some topics,
+/// made on the team's contact for the address (a new one when it has none) in one
+/// write with what `stage` stages. Nothing is written, and `stage` not called, when
+/// the choice changes nothing. Whether anything was written.
+pub fn choose(
+    services: &Services,
+    caller: &Caller,
+    address: &str,
+    unsubscribed: Option<bool>,
+    choices: &[TopicChoice],
+    stage: impl Fn(&mut Change),
+) -> Result<bool, Error> {
+    caller.require_full_access()?;
+    let team = caller.team_id;
+    // A contact made meanwhile by another request is found on the second pass.
+    for _ in 0..2 {
+        let guard = lock(services, team);
+        let choices = existing_topics(services, team, choices)?;
+        let Some(previous) = services.contacts().by_email(team, address)? else {
+            drop(guard);
+            let new = NewContact {
+                email: Some(address.to_owned()),
+                unsubscribed: Some(unsubscribed.unwrap_or(false)),
+                topics: choices.clone(),
+                ..NewContact::default()
+            };
+            let mut with = Change::new();
+            stage(&mut with);
+            match create_with(services, caller, new, with) {
+                Err(Error::Conflict(_)) => continue,
+                made => return made.map(|_| true),
+            }
+        };
+        let mut contact = previous.clone();
+        let mut kinds = Vec::new();
+        let mut opted_out = false;
+        for choice in &choices {
+            let before = previous
+                .topics
+                .iter()
+                .find(|c| c.id == choice.id)
+                .map(|c| c.subscription);
+            opted_out |= choice.subscription == Subscription::OptOut && before != Some(Subscription::OptOut);
+            contact.topics.retain(|c| c.id != choice.id);
+            contact.topics.push(*choice);
+        }
+        if contact.topics != previous.topics {
+            kinds.push(EventKind::ContactTopicsUpdated);
+        }
+        if let Some(unsubscribed) = unsubscribed {
+            contact.unsubscribed = unsubscribed;
+        }
+        if opted_out || contact.unsubscribed != previous.unsubscribed {
+            kinds.push(EventKind::ContactUpdated);
+        }
+        if contact == previous {
+            return Ok(false);
+        }
+        let mut with = Change::new();
+        stage(&mut with);
+        save_with(services, contact, &previous, &kinds, with)?;
+        return Ok(true);
+    }
+    Err(Error::Internal(
+        "a contact was made and deleted while an unsubscribe was applied",
+    ))
 }
 
 /// The answer's list of topic choices.

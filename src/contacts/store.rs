@@ -19,7 +19,8 @@ use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
 use super::imports::{ContactImport, ImportError};
 use super::{Contact, ContactProperty, Segment, Topic, normalize};
 use crate::events::{self, Event};
-use crate::services::page::PageRequest;
+use crate::storage::Change;
+use crate::storage::page::PageRequest;
 
 /// A team's contacts.
 pub trait ContactStore: Send + Sync + std::fmt::Debug {
@@ -34,8 +35,8 @@ pub trait ContactStore: Send + Sync + std::fmt::Debug {
     /// How many contacts the team has.
     fn count(&self, team_id: Id) -> Result<u64, Error>;
     /// Writes `contact`, new (`previous` is `None`) or changed from `previous`, with
-    /// `events`, durably.
-    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event]) -> Result<(), Error>;
+    /// `events` and what `with` stages, in one durable write.
+    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event], with: Change) -> Result<(), Error>;
     /// Deletes `contact` with its lookups, and writes `events`, durably.
     fn delete(&self, contact: &Contact, events: &[Event]) -> Result<(), Error>;
     /// Writes a chunk of an import in one batch: each contact new or changed from the
@@ -282,8 +283,8 @@ impl ContactStore for RocksContacts {
         Ok(keys.len() as u64)
     }
 
-    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event]) -> Result<(), Error> {
-        let mut batch = Batch::new();
+    fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event], with: Change) -> Result<(), Error> {
+        let mut batch = with.into_batch();
         Self::stage(&mut batch, contact, previous)?;
         self.stage_count(&mut batch, contact.team_id, u64::from(previous.is_none()), 0)?;
         self.commit(batch, events)

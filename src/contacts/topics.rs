@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::accounts::Caller;
 use crate::events::{self, EventKind};
-use crate::services::page::PageRequest;
 use crate::services::{Error, Services, required_text};
+use crate::storage::page::PageRequest;
 use crate::wire;
 
 /// Longest topic name, in characters.

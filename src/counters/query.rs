@@ -14,8 +14,8 @@ use super::{BUCKET_MS, Metric, bucket_of, domain_of, read, start_of};
 use crate::accounts::Caller;
 use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
-use crate::services::page::{Cursor, PageRequest};
 use crate::services::{Error, Services};
+use crate::storage::page::{Cursor, PageRequest};
 
 /// Every name `metrics` may hold, in Resend's order.
 pub const NAMES: [&str; 22] = [

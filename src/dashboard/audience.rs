@@ -14,7 +14,7 @@ use super::{Ctx, Signed, answer_status, html, pages, redirect, text};
 use crate::contacts::imports::{self, NewImport};
 use crate::contacts::service::{self as contacts, ContactChange, NewContact};
 use crate::contacts::{properties, segments, topics};
-use crate::services::page::{Cursor, PageRequest};
+use crate::storage::page::{Cursor, PageRequest};
 use crate::users::Role;
 
 /// Contacts per page.
@@ -42,10 +42,9 @@ pub fn contacts_route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &st
     }
 }
 
-fn segment_names(ctx: &Ctx<'_>, signed: &Signed) -> Vec<(String, String)> {
+fn segment_names(ctx: &Ctx<'_>, signed: &Signed) -> Result<Vec<(String, String)>, crate::services::Error> {
     segments::list(ctx.state, &signed.caller(), &super::first_page())
         .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())
-        .unwrap_or_default()
 }
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
@@ -70,7 +69,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
         let page = PageRequest { limit: 100, cursor };
         let (found, more) = match contacts::list(ctx.state, &caller, &page, segment) {
             Ok(found) => found,
-            Err(error) => return text(StatusCode::UNPROCESSABLE_ENTITY, &error.to_string()),
+            Err(error) => return super::refused(error),
         };
         let mut last = None;
         for contact in found {
@@ -112,7 +111,7 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
             _ => break,
         }
     }
-    let imports = imports::list(
+    let imports = match imports::list(
         ctx.state,
         &caller,
         &PageRequest {
@@ -134,8 +133,10 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
                 at: super::when(i.created_at),
             })
             .collect()
-    })
-    .unwrap_or_default();
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let kept: String = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(
             ["segment", "unsubscribed", "topic", "q"]
@@ -143,17 +144,23 @@ fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<
                 .filter_map(|name| query(name).map(|v| (*name, v))),
         )
         .finish();
+    let segments = match segment_names(ctx, signed) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
+    let topic_names = match topics::list(ctx.state, &caller, &super::first_page()) {
+        Ok((list, _)) => list.into_iter().map(|t| (t.id.to_string(), t.name)).collect(),
+        Err(error) => return super::unreadable(&error),
+    };
     let status = answer_status(error.is_some());
     let page = pages::Contacts {
         chrome: signed.chrome("contacts"),
         can_manage: signed.user.role >= Role::Admin,
         rows,
         next,
-        segments: segment_names(ctx, signed),
+        segments,
         segment: segment.unwrap_or_default(),
-        topics: topics::list(ctx.state, &caller, &super::first_page())
-            .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
-            .unwrap_or_default(),
+        topics: topic_names,
         topic: query("topic").unwrap_or_default(),
         unsubscribed: unsubscribed.unwrap_or_default(),
         query: query("q").unwrap_or_default(),
@@ -190,7 +197,10 @@ fn contact(
     let Ok(found) = contacts::get(ctx.state, &signed.caller(), id) else {
         return text(StatusCode::NOT_FOUND, "No such contact");
     };
-    let names = segment_names(ctx, signed);
+    let names = match segment_names(ctx, signed) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let in_segments = found
         .segments
         .iter()
@@ -361,47 +371,53 @@ fn choice<T: serde::de::DeserializeOwned>(ctx: &Ctx<'_>, name: &str) -> Option<T
 
 fn settings(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
     let caller = signed.caller();
-    let topics = topics::list(ctx.state, &caller, &super::first_page())
-        .map(|(list, _)| {
-            list.into_iter()
-                .map(|t| {
-                    (
-                        t.id.to_string(),
-                        t.name,
-                        t.default_subscription.name().to_owned(),
-                        serde_json::to_value(t.visibility)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let properties = properties::list(ctx.state, &caller, &super::first_page())
-        .map(|(list, _)| {
-            list.into_iter()
-                .map(|p| {
-                    (
-                        p.id.to_string(),
-                        p.key,
-                        serde_json::to_value(p.kind)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        p.fallback_value
-                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                            .unwrap_or_default(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let topics = match topics::list(ctx.state, &caller, &super::first_page()).map(|(list, _)| {
+        list.into_iter()
+            .map(|t| {
+                (
+                    t.id.to_string(),
+                    t.name,
+                    t.default_subscription.name().to_owned(),
+                    serde_json::to_value(t.visibility)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
+    let properties = match properties::list(ctx.state, &caller, &super::first_page()).map(|(list, _)| {
+        list.into_iter()
+            .map(|p| {
+                (
+                    p.id.to_string(),
+                    p.key,
+                    serde_json::to_value(p.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    p.fallback_value
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
+    let segments = match segment_names(ctx, signed) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let status = answer_status(error.is_some());
     let page = pages::Audience {
         chrome: signed.chrome("audience"),
         can_manage: signed.user.role >= Role::Admin,
-        segments: segment_names(ctx, signed),
+        segments,
         topics,
         properties,
         error,

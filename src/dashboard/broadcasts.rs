@@ -19,7 +19,7 @@ use crate::broadcasts::{Broadcast, Status};
 use crate::contacts::{Contact, segments, topics};
 use crate::emails::Source;
 use crate::emails::submit::{self, Sender};
-use crate::services::page::{Cursor, PageRequest};
+use crate::storage::page::{Cursor, PageRequest};
 use crate::users::Role;
 
 /// Addresses one test send may go to.
@@ -97,37 +97,39 @@ fn fields(ctx: &Ctx<'_>) -> Fields {
 type Options = Vec<(String, String)>;
 
 /// The team's segments and topics, for the forms.
-fn choices(ctx: &Ctx<'_>, signed: &Signed) -> (Options, Options) {
+fn choices(ctx: &Ctx<'_>, signed: &Signed) -> Result<(Options, Options), crate::services::Error> {
     let caller = signed.caller();
     let segments = segments::list(ctx.state, &caller, &super::first_page())
-        .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())
-        .unwrap_or_default();
+        .map(|(list, _)| list.into_iter().map(|s| (s.id.to_string(), s.name)).collect())?;
     let topics = topics::list(ctx.state, &caller, &super::first_page())
-        .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())
-        .unwrap_or_default();
-    (segments, topics)
+        .map(|(list, _)| list.into_iter().map(|t| (t.id.to_string(), t.name)).collect())?;
+    Ok((segments, topics))
 }
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
-    let (segments, topics) = choices(ctx, signed);
-    let rows = broadcasts::list(ctx.state, &signed.caller(), &super::first_page())
-        .map(|(found, _)| {
-            found
-                .into_iter()
-                .map(|b| pages::BroadcastRow {
-                    id: b.id.to_string(),
-                    name: b.name.clone(),
-                    status: b.status.name(),
-                    segment: segments
-                        .iter()
-                        .find(|(id, _)| *id == b.segment_id.to_string())
-                        .map_or_else(|| b.segment_id.to_string(), |(_, n)| n.clone()),
-                    sent: b.counts.sent,
-                    created: super::when(b.created_at),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let (segments, topics) = match choices(ctx, signed) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
+    let rows = match broadcasts::list(ctx.state, &signed.caller(), &super::first_page()).map(|(found, _)| {
+        found
+            .into_iter()
+            .map(|b| pages::BroadcastRow {
+                id: b.id.to_string(),
+                name: b.name.clone(),
+                status: b.status.name(),
+                segment: segments
+                    .iter()
+                    .find(|(id, _)| *id == b.segment_id.to_string())
+                    .map_or_else(|| b.segment_id.to_string(), |(_, n)| n.clone()),
+                sent: b.counts.sent,
+                created: super::when(b.created_at),
+            })
+            .collect()
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let status = answer_status(error.is_some());
     let page = pages::Broadcasts {
         chrome: signed.chrome("broadcasts"),
@@ -333,7 +335,10 @@ fn detail(
     let Ok(broadcast) = broadcasts::get(ctx.state, &signed.caller(), id) else {
         return text(StatusCode::NOT_FOUND, "No such broadcast");
     };
-    let (segments, topics) = choices(ctx, signed);
+    let (segments, topics) = match choices(ctx, signed) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let done = matches!(broadcast.status, Status::Sent | Status::Canceled);
     let outcomes = if done || broadcast.status == Status::Sending {
         let sent = broadcast.counts.sent;
@@ -346,7 +351,10 @@ fn detail(
                 format!("{percent:.1} %")
             }
         };
-        let counted = broadcasts::outcomes(ctx.state, &signed.caller(), id).unwrap_or_default();
+        let counted = match broadcasts::outcomes(ctx.state, &signed.caller(), id) {
+            Ok(found) => found,
+            Err(error) => return super::unreadable(&error),
+        };
         let delivered = counted.delivered;
         [
             ("Delivered", delivered, rate(delivered, sent)),
@@ -369,8 +377,11 @@ fn detail(
         Vec::new()
     };
     let links = if done {
-        broadcasts::clicked_links(ctx.state, &signed.caller(), id)
-            .unwrap_or_default()
+        let clicked = match broadcasts::clicked_links(ctx.state, &signed.caller(), id) {
+            Ok(found) => found,
+            Err(error) => return super::unreadable(&error),
+        };
+        clicked
             .into_iter()
             .take(10)
             .map(|l| (l.url, l.clicks, l.unique_clicks))

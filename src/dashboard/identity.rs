@@ -190,11 +190,14 @@ pub(super) fn callback(ctx: &Ctx<'_>, provider: Provider) -> Response<Full<Bytes
         }
         Some(Ok(addresses)) => addresses,
     };
-    let store = ctx.state.store();
-    let user = addresses
-        .iter()
-        .find_map(|address| users::store::by_email(store, address).ok().flatten());
-    let Some(user) = user else {
+    let signed_in = match users::account::sign_in_as(ctx.state, &addresses) {
+        Ok(signed_in) => signed_in,
+        Err(error) => {
+            tracing::error!(%error, "cannot start a dashboard session");
+            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
+        }
+    };
+    let Some(users::account::SignedIn { user, token }) = signed_in else {
         guard.fail(&keys);
         metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "failed").increment(1);
         let shown = addresses.first().map(String::as_str).unwrap_or_default();
@@ -203,13 +206,6 @@ pub(super) fn callback(ctx: &Ctx<'_>, provider: Provider) -> Response<Full<Bytes
             provider,
             &format!("no herald user has the address {shown}; ask an owner of your team for an invitation"),
         );
-    };
-    let token = match sessions::start(store, &user) {
-        Ok(token) => token,
-        Err(error) => {
-            tracing::error!(%error, "cannot start a dashboard session");
-            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
-        }
     };
     metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => provider.name()).increment(1);
     let mut response = redirect(if user.totp_secret.is_some() {

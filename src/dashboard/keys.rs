@@ -33,9 +33,12 @@ fn page(ctx: &Ctx<'_>, signed: &Signed, token: Option<String>, error: Option<Str
         Ok((found, _)) => found,
         Err(error) => return text(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
     };
-    let domains: Vec<(String, String)> = crate::domains::service::list(ctx.state, &signed.caller(), &request)
+    let domains: Vec<(String, String)> = match crate::domains::service::list(ctx.state, &signed.caller(), &request)
         .map(|(list, _)| list.into_iter().map(|d| (d.id.to_string(), d.name)).collect())
-        .unwrap_or_default();
+    {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let rows = found
         .iter()
         .map(|listed| pages::KeyRow {

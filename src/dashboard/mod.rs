@@ -43,6 +43,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use crate::accounts::{Caller, Permission};
 use crate::http::{ApiRequest, Body};
 use crate::server::AppState;
+use crate::users::account::{Enrolment, PasswordChange, SecondFactor};
 use crate::users::sessions::{self, Session};
 use crate::users::{self, User, totp};
 
@@ -167,7 +168,7 @@ async fn session_role(state: &Arc<AppState>, request: &Request<Incoming>) -> Opt
     let token = token?;
     let state = Arc::clone(state);
     tokio::task::spawn_blocking(move || {
-        sessions::find(state.store(), &token)
+        sessions::find(&state, &token)
             .ok()
             .flatten()
             .filter(|(session, _)| session.mfa_passed)
@@ -229,7 +230,7 @@ impl Ctx<'_> {
     /// The signed-in session and user, if any.
     fn session(&self) -> Option<(String, Session, User)> {
         let token = self.cookie(SESSION_COOKIE)?;
-        let (session, user) = sessions::find(self.state.store(), &token).ok()??;
+        let (session, user) = sessions::find(self.state, &token).ok()??;
         Some((token, session, user))
     }
 }
@@ -396,25 +397,21 @@ fn login(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
     }
     let keys = [format!("ip:{}", ctx.peer), format!("user:{}", users::normalize(&email))];
     let guard = &ctx.state.dashboard_guard;
-    let user = users::store::by_email(ctx.state.store(), &email).ok().flatten();
+    let locked = guard.locked(&keys);
     // The password is checked even when locked or unknown: the time taken says nothing.
-    let matched = users::check_password(user.as_ref(), &password);
-    if guard.locked(&keys) || !matched {
-        guard.fail(&keys);
-        metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "failed").increment(1);
-        return login_page(ctx, Some(SIGN_IN_FAILED), &email);
-    }
-    let Some(user) = user else {
-        return login_page(ctx, Some(SIGN_IN_FAILED), &email);
-    };
-    guard.succeed(&keys[1]);
-    let token = match sessions::start(ctx.state.store(), &user) {
-        Ok(token) => token,
+    let signed_in = match users::account::sign_in(ctx.state, &email, &password) {
+        Ok(signed_in) => signed_in,
         Err(error) => {
-            tracing::error!(%error, "cannot start a dashboard session");
+            tracing::error!(%error, "cannot sign in to the dashboard");
             return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
         }
     };
+    let Some(users::account::SignedIn { user, token }) = signed_in.filter(|_| !locked) else {
+        guard.fail(&keys);
+        metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "failed").increment(1);
+        return login_page(ctx, Some(SIGN_IN_FAILED), &email);
+    };
+    guard.succeed(&keys[1]);
     metrics::counter!("herald_dashboard_sign_ins_total", "outcome" => "password").increment(1);
     let next = if user.totp_secret.is_some() {
         "/dashboard/login/mfa"
@@ -454,7 +451,7 @@ fn mfa_page(ctx: &Ctx<'_>, error: Option<&str>) -> Response<Full<Bytes>> {
 }
 
 fn mfa(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
-    let Some((token, session, mut user)) = ctx.session() else {
+    let Some((token, session, user)) = ctx.session() else {
         return redirect("/dashboard/login");
     };
     if session.mfa_passed {
@@ -469,39 +466,33 @@ fn mfa(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
     ];
     let guard = &ctx.state.dashboard_guard;
     let code = ctx.form("code").unwrap_or_default();
-    let now = ctx.state.store().now().as_millis() / 1000;
-    let by_totp = user.totp_secret.as_deref().is_some_and(|s| totp::check(s, &code, now));
-    let recovery = totp::recovery_digest(&code);
-    let by_recovery = !by_totp && user.recovery_codes.contains(&recovery);
-    if guard.locked(&keys) || !(by_totp || by_recovery) {
+    let wrong = "That code is not right, or this account is locked for a while.";
+    if guard.locked(&keys) {
         guard.fail(&keys);
-        return mfa_page(
-            ctx,
-            Some("That code is not right, or this account is locked for a while."),
-        );
+        return mfa_page(ctx, Some(wrong));
     }
-    guard.succeed(&keys[1]);
-    let store = ctx.state.store();
-    if by_recovery {
-        // Each recovery code works once.
-        user.recovery_codes.retain(|c| *c != recovery);
-        if let Err(error) = users::store::put(store, &user) {
-            tracing::error!(%error, "cannot spend a recovery code");
-            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
+    match users::account::pass_second_factor(ctx.state, &token, &code) {
+        Ok(SecondFactor::Passed | SecondFactor::AlreadyPassed) => {
+            guard.succeed(&keys[1]);
+            redirect("/dashboard/emails")
+        }
+        Ok(SecondFactor::Wrong) => {
+            guard.fail(&keys);
+            mfa_page(ctx, Some(wrong))
+        }
+        Ok(SecondFactor::NoSession) => redirect("/dashboard/login"),
+        Err(error) => {
+            tracing::error!(%error, "cannot check a second factor");
+            text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly")
         }
     }
-    if let Err(error) = sessions::pass_mfa(store, &token, &session) {
-        tracing::error!(%error, "cannot update a dashboard session");
-        return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot sign in now; try again shortly");
-    }
-    redirect("/dashboard/emails")
 }
 
 fn logout(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
     if let Some((token, session, _)) = ctx.session()
         && csrf_ok(ctx.form("csrf").as_deref(), &session.csrf)
     {
-        let _ = sessions::end(ctx.state.store(), &token);
+        let _ = sessions::end(ctx.state, &token);
     }
     let mut response = redirect("/dashboard/login");
     ctx.set_cookie(&mut response, SESSION_COOKIE, "", Some(0));
@@ -509,12 +500,22 @@ fn logout(ctx: &Ctx<'_>) -> Response<Full<Bytes>> {
 }
 
 fn invite(ctx: &Ctx<'_>, method: &Method, token: &str) -> Response<Full<Bytes>> {
-    let store = ctx.state.store();
-    let Some(mut user) = users::store::invited(store, token).ok().flatten() else {
-        return text(
+    let invalid = || {
+        text(
             StatusCode::NOT_FOUND,
             "This invitation link is not valid: it was used, or it expired",
-        );
+        )
+    };
+    let user = match users::account::invited(ctx.state, token) {
+        Ok(Some(user)) => user,
+        Ok(None) => return invalid(),
+        Err(error) => {
+            tracing::error!(%error, "cannot read an invitation");
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Cannot read the invitation now; try again shortly",
+            );
+        }
     };
     let csrf = ctx
         .cookie(CSRF_COOKIE)
@@ -541,18 +542,17 @@ fn invite(ctx: &Ctx<'_>, method: &Method, token: &str) -> Response<Full<Bytes>> 
     ) {
         return page(Some("The form expired; try again."));
     }
-    match users::hash_password(&ctx.form("password").unwrap_or_default()) {
-        Err(error) => page(Some(&error.to_string())),
-        Ok(hash) => {
-            user.password_hash = Some(hash);
-            if let Err(error) = users::store::accept_invitation(store, token, &user) {
-                tracing::error!(%error, "cannot accept an invitation");
-                return text(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Cannot set the password now; try again shortly",
-                );
-            }
-            redirect("/dashboard/login")
+    let password = ctx.form("password").unwrap_or_default();
+    match users::account::accept_invitation(ctx.state, token, &password) {
+        Ok(Some(_)) => redirect("/dashboard/login"),
+        Ok(None) => invalid(),
+        Err(error @ crate::services::Error::Invalid { .. }) => page(Some(&error.to_string())),
+        Err(error) => {
+            tracing::error!(%error, "cannot accept an invitation");
+            text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Cannot set the password now; try again shortly",
+            )
         }
     }
 }
@@ -566,22 +566,11 @@ fn profile(
 ) -> Response<Full<Bytes>> {
     let mfa = signed.user.totp_secret.is_some();
     // A secret to enrol is made once per session and kept there until a code confirms it.
-    let pending = if mfa {
-        None
-    } else {
-        match &signed.session.pending_totp {
-            Some(secret) => Some(secret.clone()),
-            None => {
-                let secret = totp::secret();
-                let session = Session {
-                    pending_totp: Some(secret.clone()),
-                    ..signed.session.clone()
-                };
-                if sessions::save(ctx.state.store(), &signed.token, &session).is_err() {
-                    return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot show the profile now");
-                }
-                Some(secret)
-            }
+    let pending = match users::account::pending_totp(ctx.state, &signed.token, &signed.session, &signed.user) {
+        Ok(pending) => pending,
+        Err(error) => {
+            tracing::error!(%error, "cannot keep a TOTP secret to enrol");
+            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot show the profile now");
         }
     };
     let qr = pending
@@ -609,27 +598,34 @@ fn change_password(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     ];
     let guard = &ctx.state.dashboard_guard;
     let current = ctx.form("current").unwrap_or_default();
-    if guard.locked(&keys) || !users::check_password(Some(&signed.user), &current) {
-        guard.fail(&keys);
-        return profile(
+    let new = ctx.form("password").unwrap_or_default();
+    let wrong = |ctx: &Ctx<'_>, signed: &Signed| {
+        profile(
             ctx,
             signed,
             None,
             Some("The current password is not right."),
             Vec::new(),
-        );
-    }
-    let hash = match users::hash_password(&ctx.form("password").unwrap_or_default()) {
-        Ok(hash) => hash,
-        Err(error) => return profile(ctx, signed, None, Some(&error.to_string()), Vec::new()),
+        )
     };
-    let user = User {
-        password_hash: Some(hash),
-        ..signed.user.clone()
-    };
-    if users::store::put(ctx.state.store(), &user).is_err() {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot change the password now");
+    if guard.locked(&keys) {
+        guard.fail(&keys);
+        return wrong(ctx, signed);
     }
+    let user = match users::account::change_password(ctx.state, &signed.user, &current, &new) {
+        Ok(PasswordChange::Changed(user)) => user,
+        Ok(PasswordChange::WrongPassword) => {
+            guard.fail(&keys);
+            return wrong(ctx, signed);
+        }
+        Err(error @ crate::services::Error::Invalid { .. }) => {
+            return profile(ctx, signed, None, Some(&error.to_string()), Vec::new());
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot change a password");
+            return text(StatusCode::SERVICE_UNAVAILABLE, "Cannot change the password now");
+        }
+    };
     let signed = Signed {
         user,
         token: signed.token.clone(),
@@ -639,47 +635,38 @@ fn change_password(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
 }
 
 fn enrol(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
-    let Some(secret) = signed
-        .session
-        .pending_totp
-        .clone()
-        .filter(|_| signed.user.totp_secret.is_none())
-    else {
-        return redirect("/dashboard/profile");
-    };
-    let now = ctx.state.store().now().as_millis() / 1000;
-    if !totp::check(&secret, &ctx.form("code").unwrap_or_default(), now) {
-        return profile(
+    let code = ctx.form("code").unwrap_or_default();
+    match users::account::enrol_totp(ctx.state, &signed.token, &signed.session, &code) {
+        Ok(Enrolment::Enrolled(enrolled)) => {
+            let signed = Signed {
+                user: enrolled.user,
+                session: enrolled.session,
+                token: signed.token.clone(),
+            };
+            profile(
+                ctx,
+                &signed,
+                Some("Two-factor authentication is on."),
+                None,
+                enrolled.recovery_codes,
+            )
+        }
+        Ok(Enrolment::WrongCode) => profile(
             ctx,
             signed,
             None,
             Some("That code is not right; check the time on your device and try again."),
             Vec::new(),
-        );
+        ),
+        Ok(Enrolment::NothingPending) => redirect("/dashboard/profile"),
+        Err(error) => {
+            tracing::error!(%error, "cannot turn on two-factor authentication");
+            text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Cannot turn on two-factor authentication now",
+            )
+        }
     }
-    let (codes, digests) = totp::recovery_codes();
-    let user = User {
-        totp_secret: Some(secret),
-        recovery_codes: digests,
-        ..signed.user.clone()
-    };
-    let session = Session {
-        pending_totp: None,
-        ..signed.session.clone()
-    };
-    let store = ctx.state.store();
-    if users::store::put(store, &user).is_err() || sessions::save(store, &signed.token, &session).is_err() {
-        return text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Cannot turn on two-factor authentication now",
-        );
-    }
-    let signed = Signed {
-        user,
-        session,
-        token: signed.token.clone(),
-    };
-    profile(ctx, &signed, Some("Two-factor authentication is on."), None, codes)
 }
 
 fn asset(file: &str) -> Response<Full<Bytes>> {
@@ -717,6 +704,29 @@ fn html(status: StatusCode, rendered: askama::Result<String>) -> Response<Full<B
         .headers_mut()
         .insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// The answer when a page cannot read what it shows: the error logged, the person told
+/// to try again; never an empty list, which would read as "there is nothing".
+fn unreadable(error: &dyn std::fmt::Display) -> Response<Full<Bytes>> {
+    tracing::error!(%error, "a dashboard page cannot read what it shows");
+    text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Cannot read this page's data now; try again shortly",
+    )
+}
+
+/// The answer to a service's refusal: the person's mistake with its reason, a fault of
+/// herald's as [`unreadable`].
+fn refused(error: crate::services::Error) -> Response<Full<Bytes>> {
+    use crate::services::Error;
+    match error {
+        Error::Invalid { .. } | Error::MissingField(_) => text(StatusCode::UNPROCESSABLE_ENTITY, &error.to_string()),
+        Error::NotFound(message) => text(StatusCode::NOT_FOUND, message),
+        Error::Forbidden(_) | Error::Restricted => text(StatusCode::FORBIDDEN, &error.to_string()),
+        Error::Conflict(_) => text(StatusCode::CONFLICT, &error.to_string()),
+        other => unreadable(&other),
+    }
 }
 
 fn text(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
@@ -785,10 +795,10 @@ fn answer_status(refused: bool) -> StatusCode {
 }
 
 /// The first page of a list the forms choose from (segments, topics, keys, domains).
-fn first_page() -> crate::services::page::PageRequest {
-    crate::services::page::PageRequest {
+fn first_page() -> crate::storage::page::PageRequest {
+    crate::storage::page::PageRequest {
         limit: 100,
-        cursor: crate::services::page::Cursor::Start,
+        cursor: crate::storage::page::Cursor::Start,
     }
 }
 

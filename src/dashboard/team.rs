@@ -7,7 +7,7 @@ use http_body_util::Full;
 use hyper::{Method, Response, StatusCode};
 
 use super::{Ctx, Signed, answer_status, html, pages, text};
-use crate::services::page::{Cursor, PageRequest};
+use crate::storage::page::{Cursor, PageRequest};
 use crate::suppressions::service as suppressions;
 use crate::users::{self, NewUser, Role};
 

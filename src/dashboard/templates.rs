@@ -86,20 +86,21 @@ pub fn route(ctx: &Ctx<'_>, signed: &Signed, method: &Method, rest: &str) -> Res
 
 fn list(ctx: &Ctx<'_>, signed: &Signed, error: Option<String>) -> Response<Full<Bytes>> {
     let page = super::first_page();
-    let rows = templates::list(ctx.state, &signed.caller(), &page)
-        .map(|(found, _)| {
-            found
-                .into_iter()
-                .map(|t| pages::TemplateRow {
-                    id: t.id.to_string(),
-                    name: t.name,
-                    alias: t.alias.unwrap_or_default(),
-                    status: if t.published { "published" } else { "draft" },
-                    updated: super::when(t.updated_at),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let rows = match templates::list(ctx.state, &signed.caller(), &page).map(|(found, _)| {
+        found
+            .into_iter()
+            .map(|t| pages::TemplateRow {
+                id: t.id.to_string(),
+                name: t.name,
+                alias: t.alias.unwrap_or_default(),
+                status: if t.published { "published" } else { "draft" },
+                updated: super::when(t.updated_at),
+            })
+            .collect()
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let status = answer_status(error.is_some());
     let page = pages::Templates {
         chrome: signed.chrome("templates"),

@@ -26,11 +26,15 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
     let Ok(record) = crate::emails::service::get(ctx.state, &signed.caller(), id) else {
         return text(StatusCode::NOT_FOUND, "No such email");
     };
-    let events = ctx
+    let events = match ctx
         .state
         .store()
         .scan::<EmailEvent>(herald_queue::Scan::prefix(record.id.as_bytes()))
-        .unwrap_or_default()
+    {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
+    let events = events
         .into_iter()
         .map(|(_, event)| pages::EventRow {
             kind: event.kind.to_string(),
@@ -126,14 +130,15 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let store = ctx.state.store();
     let prefix = signed.user.team_id.as_bytes();
     let key_names = super::key_names(ctx, signed);
-    let scanned = store
-        .scan::<RequestLog>(herald_queue::Scan {
-            prefix,
-            after: None,
-            reverse: true,
-            limit: LOGS_SCANNED_MAX,
-        })
-        .unwrap_or_default();
+    let scanned = match store.scan::<RequestLog>(herald_queue::Scan {
+        prefix,
+        after: None,
+        reverse: true,
+        limit: LOGS_SCANNED_MAX,
+    }) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let rows = scanned
         .into_iter()
         .map(|(_, log)| log)

@@ -10,7 +10,7 @@ use hyper::{Method, Response, StatusCode};
 
 use super::{Ctx, Signed, answer_status, html, pages, text};
 use crate::events::EventKind;
-use crate::services::page::{Cursor, PageRequest};
+use crate::storage::page::{Cursor, PageRequest};
 use crate::users::Role;
 use crate::webhooks::history;
 use crate::webhooks::service::{self as webhooks, NewWebhook, WebhookChange};
@@ -133,9 +133,10 @@ fn page(
         limit: MESSAGES_SHOWN,
         cursor: Cursor::Start,
     };
-    let found = history::messages(ctx.state, &caller, parsed, &page)
-        .map(|(m, _)| m)
-        .unwrap_or_default();
+    let found = match history::messages(ctx.state, &caller, parsed, &page).map(|(m, _)| m) {
+        Ok(found) => found,
+        Err(error) => return super::unreadable(&error),
+    };
     let messages = found
         .iter()
         .map(|m| {

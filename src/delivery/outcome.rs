@@ -228,14 +228,14 @@ fn event(
     let Some(record) = record else {
         return Ok(());
     };
-    // An open or a click can be recorded before the delivery it proves (the receiver
-    // showed the message before the outcome's write landed): `delivered` does not take
-    // `last_event` back from it.
-    let engaged = matches!(record.last_event, EmailState::Opened | EmailState::Clicked);
-    if !(kind == EmailState::Delivered && engaged) {
-        crate::emails::by_status::moved(batch, job.team_id, job.id, record.broadcast_id, record.last_event, kind);
-        record.last_event = kind;
-    }
+    crate::emails::by_status::advance(
+        batch,
+        job.team_id,
+        job.id,
+        record.broadcast_id,
+        &mut record.last_event,
+        kind,
+    );
     let timeline = EmailEvent {
         id: store.next_id(),
         email_id: job.id,

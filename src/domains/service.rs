@@ -8,8 +8,8 @@ use super::model::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 use crate::accounts::Caller;
 use crate::config::{DkimAlgorithm, values};
 use crate::events::{self, EventKind};
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
+use crate::storage::page::PageRequest;
 
 /// Resend's `capabilities`: what a domain is used for. herald only sends.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize)]

@@ -14,7 +14,7 @@ use herald_queue::{Batch, DueIndex, Error, Id, RawEntry, Record, RecordCache, Sc
 
 use super::model::Domain;
 use crate::events::{self, Event};
-use crate::services::page::PageRequest;
+use crate::storage::page::PageRequest;
 
 /// Domains by the time of their next check (`next_check_at`), keyed as the domains are:
 /// what the background verifier runs from.

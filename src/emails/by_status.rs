@@ -64,8 +64,27 @@ pub fn put(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, state:
     }
 }
 
+/// Records an event of kind `kind` on the email `id` of `team_id` (one of `broadcast`'s
+/// when given) whose `last_event` is `*last_event`: moves it as the one rule says
+/// ([`EmailState::after`]), with the email's entry here and its broadcast's count, in
+/// `batch`. The one writer of an email's `last_event`; whether it moved.
+pub fn advance(
+    batch: &mut Batch,
+    team_id: Id,
+    id: Id,
+    broadcast: Option<Id>,
+    last_event: &mut EmailState,
+    kind: EmailState,
+) -> bool {
+    let next = last_event.after(kind);
+    moved(batch, team_id, id, broadcast, *last_event, next);
+    let changed = next != *last_event;
+    *last_event = next;
+    changed
+}
+
 /// Moves, in `batch`, an email's entry from `from` to `to` (and its broadcast's count).
-pub fn moved(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, from: EmailState, to: EmailState) {
+fn moved(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, from: EmailState, to: EmailState) {
     if from != to {
         batch.delete_raw(TABLE, key(team_id, from, id));
         batch.put_raw(TABLE, key(team_id, to, id), Vec::new());
@@ -163,5 +182,47 @@ mod tests {
                 .expect("page")
                 .is_empty()
         );
+    }
+
+    /// Every state, for the generators.
+    fn any_state() -> impl proptest::strategy::Strategy<Value = EmailState> {
+        proptest::sample::select(STATES.to_vec())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Whatever events arrive, in whatever order and however split across writes,
+        /// the status index holds the email under its `last_event` alone, and its
+        /// broadcast counts it once, in that status.
+        #[test]
+        fn the_index_and_the_broadcast_counts_follow_last_event(
+            first in any_state(),
+            events in proptest::collection::vec((any_state(), proptest::bool::ANY), 0..24),
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (store, _clock) = crate::testing::store(dir.path(), 1_795_334_400_000);
+            let (team, email, broadcast) = (store.next_id(), store.next_id(), store.next_id());
+            let mut last_event = first;
+            let mut batch = Batch::new();
+            put(&mut batch, team, email, Some(broadcast), first);
+            for (kind, commit_now) in events {
+                let before = last_event;
+                let moved = advance(&mut batch, team, email, Some(broadcast), &mut last_event, kind);
+                proptest::prop_assert_eq!(last_event, before.after(kind));
+                proptest::prop_assert_eq!(moved, before != last_event);
+                if commit_now && !batch.is_empty() {
+                    store.commit(std::mem::take(&mut batch)).wait().expect("commit");
+                }
+            }
+            store.commit(batch).wait().expect("commit");
+            for state in STATES {
+                let listed = page(&store, team, state, None, 10).expect("page");
+                let expected = if state == last_event { vec![email] } else { Vec::new() };
+                proptest::prop_assert_eq!(listed, expected, "{:?}", state);
+            }
+            let counts = crate::broadcasts::counts::read(&store, team, broadcast).expect("counts");
+            proptest::prop_assert_eq!(counts.into_iter().collect::<Vec<_>>(), vec![(last_event, 1)]);
+        }
     }
 }

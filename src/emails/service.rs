@@ -6,8 +6,8 @@ use herald_queue::{Batch, Id, RecipientState, Timestamp, Updated};
 use super::record::EmailStatus;
 use super::{EmailRecord, EmailState, schedule, submit};
 use crate::accounts::Caller;
-use crate::services::page::PageRequest;
 use crate::services::{Error, Services};
+use crate::storage::page::PageRequest;
 
 use super::lock;
 
@@ -107,19 +107,19 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     let mut record = load(services, caller, id)?;
     still_scheduled(services, &record, "canceled")?;
     let now = store.now();
-    let was = record.last_event;
-    record.last_event = EmailState::Canceled;
     let outcome = services.spool().cancel(record.id, |_, batch| {
-        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
-        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
-        super::by_status::moved(
+        let mut last_event = record.last_event;
+        super::by_status::advance(
             batch,
             record.team_id,
             record.id,
             record.broadcast_id,
-            was,
+            &mut last_event,
             EmailState::Canceled,
         );
+        record.last_event = last_event;
+        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
         super::retention::arm_final(batch, record.team_id, record.id, now);
         submit::append_event(batch, store, &record, EmailState::Canceled, now)
     })?;

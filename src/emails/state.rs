@@ -30,6 +30,30 @@ pub enum EmailState {
 }
 
 impl EmailState {
+    /// The email's `last_event` once an event of kind `incoming` is recorded while it is
+    /// `self`: the one precedence rule of every writer
+    /// ([`crate::emails::by_status::advance`]). The latest event wins, except that
+    ///
+    /// - a delay never takes back an outcome (a late report of a deferral);
+    /// - `delivered` never takes back an open or a click (the receiver showed the
+    ///   message before the outcome of its delivery was written);
+    /// - `canceled` never takes back an outcome: only mail not yet out is canceled;
+    /// - nothing takes an email back to `scheduled` or `sent` once it is past them.
+    pub fn after(self, incoming: EmailState) -> EmailState {
+        use EmailState::*;
+        let outcome = matches!(
+            self,
+            Delivered | Bounced | Complained | Opened | Clicked | Failed | Suppressed | Canceled
+        );
+        let keeps = match incoming {
+            DeliveryDelayed | Canceled => outcome,
+            Delivered => matches!(self, Opened | Clicked),
+            Scheduled | Sent => !matches!(self, Scheduled | Sent),
+            _ => false,
+        };
+        if keeps { self } else { incoming }
+    }
+
     /// The wire name, as `last_event` shows it.
     pub fn name(self) -> &'static str {
         match self {
@@ -94,5 +118,55 @@ mod tests {
             Some("email.delivery_delayed")
         );
         assert_eq!(EmailState::Canceled.event_kind(), None);
+    }
+
+    /// The precedence rule, row by row: `(last_event, incoming, last_event after)`.
+    #[test]
+    fn the_one_precedence_rule() {
+        use EmailState::*;
+        let rows = [
+            // The latest event wins...
+            (Sent, Delivered, Delivered),
+            (Scheduled, Sent, Sent),
+            (Sent, DeliveryDelayed, DeliveryDelayed),
+            (DeliveryDelayed, Delivered, Delivered),
+            (DeliveryDelayed, Bounced, Bounced),
+            (Delivered, Opened, Opened),
+            (Opened, Clicked, Clicked),
+            (Clicked, Opened, Opened),
+            (Delivered, Complained, Complained),
+            (Delivered, Bounced, Bounced),
+            (Bounced, Delivered, Delivered),
+            (Sent, Failed, Failed),
+            (Scheduled, Canceled, Canceled),
+            (Sent, Canceled, Canceled),
+            (DeliveryDelayed, Canceled, Canceled),
+            (Sent, Suppressed, Suppressed),
+            (Delivered, Delivered, Delivered),
+            // ...but a delay never takes back an outcome,
+            (Delivered, DeliveryDelayed, Delivered),
+            (Opened, DeliveryDelayed, Opened),
+            (Clicked, DeliveryDelayed, Clicked),
+            (Bounced, DeliveryDelayed, Bounced),
+            (Complained, DeliveryDelayed, Complained),
+            (Failed, DeliveryDelayed, Failed),
+            (Canceled, DeliveryDelayed, Canceled),
+            // delivered never takes back an open or a click,
+            (Opened, Delivered, Opened),
+            (Clicked, Delivered, Clicked),
+            // canceled never takes back an outcome,
+            (Delivered, Canceled, Delivered),
+            (Bounced, Canceled, Bounced),
+            (Failed, Canceled, Failed),
+            (Suppressed, Canceled, Suppressed),
+            // and nothing goes back to scheduled or sent.
+            (Delivered, Sent, Delivered),
+            (DeliveryDelayed, Scheduled, DeliveryDelayed),
+            (Canceled, Sent, Canceled),
+            (Sent, Scheduled, Scheduled),
+        ];
+        for (current, incoming, expected) in rows {
+            assert_eq!(current.after(incoming), expected, "{current} then {incoming}");
+        }
     }
 }

@@ -85,10 +85,11 @@ pub fn authorize_domain(state: &Services, sender: &Sender, name: &str) -> Result
         .filter(|d| d.status == DomainStatus::Verified)
         .ok_or_else(|| SendError::DomainNotVerified(name.clone()))?;
     if sender.permission == Permission::SendingAccess && sender.domain_id.is_some_and(|id| id != domain.id) {
-        let allowed = sender
-            .domain_id
-            .and_then(|id| state.domains().cached(sender.team_id, id).ok().flatten())
-            .map_or_else(|| "its own domain".to_owned(), |d| d.name.clone());
+        let bound = match sender.domain_id {
+            Some(id) => state.domains().cached(sender.team_id, id)?,
+            None => None,
+        };
+        let allowed = bound.map_or_else(|| "its own domain".to_owned(), |d| d.name.clone());
         return Err(SendError::DomainNotAllowed(allowed));
     }
     Ok(domain)

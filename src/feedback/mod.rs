@@ -311,26 +311,14 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
     let mut batch = Batch::new();
     let mut suppressed = std::collections::HashSet::new();
     for (address, state, extra, suppress) in events {
-        // A late delay report never moves an email back from a later state.
-        let later = matches!(
-            status.last_event,
-            EmailState::Delivered
-                | EmailState::Opened
-                | EmailState::Clicked
-                | EmailState::Bounced
-                | EmailState::Complained
+        crate::emails::by_status::advance(
+            &mut batch,
+            status.team_id,
+            status.id,
+            status.broadcast_id,
+            &mut status.last_event,
+            state,
         );
-        if !(state == EmailState::DeliveryDelayed && later) {
-            crate::emails::by_status::moved(
-                &mut batch,
-                status.team_id,
-                status.id,
-                status.broadcast_id,
-                status.last_event,
-                state,
-            );
-            status.last_event = state;
-        }
         let mut data = extra.clone();
         if !address.is_empty() {
             data["to"] = json!([address]);

@@ -1,13 +1,13 @@
 //! Cursor pagination on the wire, shared by every list: the `limit`, `after` and `before`
 //! query parameters, and the `{"object": "list", "has_more", "data"}` envelope. The page
-//! itself and how it loads are [`crate::services::page`]'s.
+//! itself and how it loads are [`crate::storage::page`]'s.
 
 use herald_queue::Id;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiRequest};
 
-pub use crate::services::page::{Cursor, LIMIT_MAX, PageRequest};
+pub use crate::storage::page::{Cursor, LIMIT_MAX, PageRequest};
 
 impl PageRequest {
     /// Reads `limit`, `after` and `before`. Without `limit`, `default_limit` applies;

@@ -191,15 +191,14 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             }
         }
         if let Some(status) = status.as_mut() {
-            crate::emails::by_status::moved(
+            crate::emails::by_status::advance(
                 batch,
                 status.team_id,
                 status.id,
                 status.broadcast_id,
-                status.last_event,
+                &mut status.last_event,
                 EmailState::Canceled,
             );
-            status.last_event = EmailState::Canceled;
             put_status(batch, status)?;
         }
         if let Some(team) = team {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Allowance, Period, resets_at};
 use crate::services::Services;
-use crate::services::page::{Cursor, LIMIT_MAX, PageRequest};
+use crate::storage::page::{Cursor, LIMIT_MAX, PageRequest};
 
 /// The usage of `team`.
 pub fn usage(services: &Services, team: Id) -> Result<Value, Error> {

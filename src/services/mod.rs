@@ -5,7 +5,6 @@
 //! through their own state; tests build one on a store in a temp dir, without sockets.
 
 mod error;
-pub mod page;
 
 pub use error::{Error, parse_id, required_text};
 
@@ -23,6 +22,7 @@ use crate::outbound::Outbound;
 use crate::runner::Wake;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
 use crate::templates::{RocksTemplates, TemplateStore};
+use crate::users::store::{RocksUsers, UserStore};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
 
 /// What every service operation may use.
@@ -52,6 +52,8 @@ pub struct Services {
     contacts: Box<dyn ContactStore>,
     audience: Box<dyn AudienceStore>,
     templates: Box<dyn TemplateStore>,
+    /// Dashboard users, invitations and sessions.
+    users: Box<dyn UserStore>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -112,20 +114,85 @@ pub struct RecordName<'a> {
     pub key: &'a [u8],
 }
 
-impl Services {
-    /// Services over `store` and `spool`, whose operator team is `operator_team`.
-    pub fn new(config: Config, store: Store, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
-        let destinations = LocalDestinations::new(store.clock().clone());
-        let regions = crate::regions::Regions::new(&config, &destinations);
-        Services {
+/// The stores the services keep their records in, one per kind of record: what a node
+/// on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] is the one
+/// place that names the RocksDB implementations; a test may put any other in a field.
+#[derive(Debug)]
+pub struct Backends {
+    /// Teams and API keys.
+    pub accounts: Box<dyn AccountStore>,
+    /// Sending domains.
+    pub domains: Box<dyn DomainStore>,
+    /// Webhook endpoints.
+    pub webhooks: Box<dyn WebhookStore>,
+    /// Suppressed addresses.
+    pub suppressions: Box<dyn SuppressionStore>,
+    /// Contacts.
+    pub contacts: Box<dyn ContactStore>,
+    /// Segments, topics, contact properties and imports.
+    pub audience: Box<dyn AudienceStore>,
+    /// Templates.
+    pub templates: Box<dyn TemplateStore>,
+    /// Dashboard users, invitations and sessions.
+    pub users: Box<dyn UserStore>,
+}
+
+impl Backends {
+    /// Every store in the node's RocksDB, `store`.
+    pub fn rocksdb(store: &Store) -> Backends {
+        Backends {
             accounts: Box::new(RocksAccounts::new(store.clone())),
-            idempotency: Idempotency::new(store.clone()),
             domains: Box::new(RocksDomains::new(store.clone())),
             webhooks: Box::new(RocksWebhooks::new(store.clone())),
             suppressions: Box::new(RocksSuppressions::new(store.clone())),
             contacts: Box::new(RocksContacts::new(store.clone())),
             audience: Box::new(RocksContacts::new(store.clone())),
             templates: Box::new(RocksTemplates::new(store.clone())),
+            users: Box::new(RocksUsers::new(store.clone())),
+        }
+    }
+}
+
+impl Services {
+    /// Services over `store` and `spool`, whose operator team is `operator_team`, with
+    /// every record in `store` ([`Backends::rocksdb`]).
+    pub fn new(config: Config, store: Store, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
+        let backends = Backends::rocksdb(&store);
+        Services::assemble(config, backends, store, spool, operator_team, outbound)
+    }
+
+    /// Services whose records are kept in `backends`, the rest (the spool, the clock and
+    /// ids, and what has no store of its own yet) in `store`.
+    pub fn assemble(
+        config: Config,
+        backends: Backends,
+        store: Store,
+        spool: Spool,
+        operator_team: Id,
+        outbound: Outbound,
+    ) -> Services {
+        let destinations = LocalDestinations::new(store.clock().clone());
+        let regions = crate::regions::Regions::new(&config, &destinations);
+        let Backends {
+            accounts,
+            domains,
+            webhooks,
+            suppressions,
+            contacts,
+            audience,
+            templates,
+            users,
+        } = backends;
+        Services {
+            accounts,
+            idempotency: Idempotency::new(store.clone()),
+            domains,
+            webhooks,
+            suppressions,
+            contacts,
+            audience,
+            templates,
+            users,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -170,6 +237,21 @@ impl Services {
             return Ok(None);
         };
         Ok(self.config.plans.iter().find(|plan| plan.name == name))
+    }
+
+    /// The time now, on the services' clock.
+    pub fn now(&self) -> herald_queue::Timestamp {
+        self.store.now()
+    }
+
+    /// A new id, time-ordered.
+    pub fn next_id(&self) -> Id {
+        self.store.next_id()
+    }
+
+    /// Dashboard users, invitations and sessions.
+    pub fn users(&self) -> &dyn UserStore {
+        &*self.users
     }
 
     /// The validated config.

@@ -10,8 +10,8 @@ use super::{Origin, Suppression, normalize};
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
 use crate::events::{self, Event, EventKind};
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
+use crate::storage::page::PageRequest;
 
 /// Most addresses or ids in one batch request, as Resend documents. It bounds the work
 /// one request does under the list's lock and the size of its commit.

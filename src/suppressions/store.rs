@@ -12,7 +12,7 @@ use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
 
 use super::{Origin, Suppression, normalize};
 use crate::events::{self, Event};
-use crate::services::page::{Cursor, PageRequest};
+use crate::storage::page::{Cursor, PageRequest};
 
 /// Id index entries read at a time when a list is filtered by origin. Unfiltered lists
 /// read one page's worth; a filter may skip many entries, so it reads in larger steps.

@@ -8,8 +8,8 @@ use super::merge::{self, check_name};
 use super::{Template, Variable, VariableType, Version};
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services, required_text};
+use crate::storage::page::PageRequest;
 
 /// Longest template name, in characters.
 const NAME_MAX: usize = 256;

@@ -6,7 +6,7 @@
 use herald_queue::{Batch, Error, Id, Record, Store, Table};
 
 use super::{Template, TemplateSummary};
-use crate::services::page::PageRequest;
+use crate::storage::page::PageRequest;
 
 /// A team's templates.
 pub trait TemplateStore: Send + Sync + std::fmt::Debug {

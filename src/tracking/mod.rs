@@ -193,15 +193,14 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
         });
     }
     let mut batch = Batch::new();
-    crate::emails::by_status::moved(
+    crate::emails::by_status::advance(
         &mut batch,
         team_id,
         email_id,
         status.broadcast_id,
-        status.last_event,
+        &mut status.last_event,
         kind,
     );
-    status.last_event = kind;
     // A person's first open or click of the email is its unique one.
     let first = !machine
         && match kind {

@@ -27,7 +27,7 @@ use herald_queue::Id;
 pub use token::Unsubscribe;
 
 use crate::accounts::{Caller, Permission};
-use crate::contacts::service::{self as contacts, ContactChange, NewContact};
+use crate::contacts::service as contacts;
 use crate::contacts::topics::{Subscription, Topic, TopicChoice, Visibility};
 use crate::emails::Email;
 use crate::services::{Error, Services};
@@ -233,30 +233,9 @@ pub fn preferences(services: &Services, unsubscribe: &Unsubscribe) -> Result<Pre
 }
 
 /// Carries out `choice` for `unsubscribe`'s address, and counts an unsubscription from
-/// everything (or the email's topic) under the email's sending domain.
+/// everything (or the email's topic) under the email's sending domain, in the same write
+/// as the contact's change: a choice that changes nothing is not counted again.
 pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Result<(), Error> {
-    change(services, unsubscribe, choice)?;
-    let counted = match choice {
-        Choice::OneClick => true,
-        Choice::Preferences { all, .. } => !all,
-    };
-    let store = services.store();
-    let key = crate::emails::EmailRecord::key(unsubscribe.team_id, unsubscribe.email_id);
-    if counted && let Some(status) = store.get::<crate::emails::record::EmailStatus>(&key)? {
-        let mut batch = herald_queue::Batch::new();
-        crate::counters::count(
-            &mut batch,
-            unsubscribe.team_id,
-            &status.from,
-            store.now(),
-            crate::counters::Metric::Unsubscribed,
-        );
-        store.commit(batch).wait()?;
-    }
-    Ok(())
-}
-
-fn change(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Result<(), Error> {
     live_team(services, unsubscribe.team_id)?;
     let caller = recipient(unsubscribe.team_id);
     let topics = services.audience().topics(unsubscribe.team_id)?;
@@ -281,33 +260,37 @@ fn change(services: &Services, unsubscribe: &Unsubscribe, choice: &Choice) -> Re
                 .collect(),
         ),
     };
-    let existing = services
-        .contacts()
-        .by_email(unsubscribe.team_id, &unsubscribe.address)?;
-    let Some(contact) = existing else {
-        contacts::create(
-            services,
-            &caller,
-            NewContact {
-                email: Some(unsubscribe.address.clone()),
-                unsubscribed: Some(unsubscribed.unwrap_or(false)),
-                topics: choices,
-                ..NewContact::default()
-            },
-        )?;
-        return Ok(());
+    let counted = match choice {
+        Choice::OneClick => true,
+        Choice::Preferences { all, .. } => !all,
     };
-    let target = contact.id.to_string();
-    if !choices.is_empty() {
-        contacts::set_topics(services, &caller, &target, &choices)?;
-    }
-    if let Some(unsubscribed) = unsubscribed {
-        let change = ContactChange {
-            unsubscribed: Some(unsubscribed),
-            ..ContactChange::default()
-        };
-        contacts::update(services, &caller, &target, change)?;
-    }
+    let store = services.store();
+    let key = crate::emails::EmailRecord::key(unsubscribe.team_id, unsubscribe.email_id);
+    let from = match counted {
+        true => store
+            .get::<crate::emails::record::EmailStatus>(&key)?
+            .map(|status| status.from),
+        false => None,
+    };
+    let now = store.now();
+    contacts::choose(
+        services,
+        &caller,
+        &unsubscribe.address,
+        unsubscribed,
+        &choices,
+        |change| {
+            if let Some(from) = &from {
+                crate::counters::count(
+                    change.batch(),
+                    unsubscribe.team_id,
+                    from,
+                    now,
+                    crate::counters::Metric::Unsubscribed,
+                );
+            }
+        },
+    )?;
     Ok(())
 }
 

@@ -6,18 +6,20 @@
 //! for seven days where the person sets one. Emails are unique across the node,
 //! compared case-insensitively. Sessions are in [`sessions`].
 
+pub mod account;
+pub mod model;
 pub mod sessions;
 pub mod store;
 pub mod totp;
 
+pub use model::{Role, User, normalize};
+
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use herald_queue::{Id, Timestamp};
-use serde_json::{Value, json};
+use herald_queue::Id;
 
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
-use crate::wire;
 
 /// Shortest password, in characters.
 pub const PASSWORD_MIN: usize = 12;
@@ -27,83 +29,6 @@ pub const PASSWORD_MAX: usize = 1024;
 
 /// How long an invitation link works.
 pub const INVITATION_VALID: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
-
-/// What a user may do in their team.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// Sees everything; may not create keys, delete domains or manage members.
-    Member,
-    /// Manages keys, domains, webhooks and suppressions.
-    Admin,
-    /// And the team's members.
-    Owner,
-}
-
-impl Role {
-    /// The role named `name`.
-    pub fn parse(name: &str) -> Option<Role> {
-        match name {
-            "member" => Some(Role::Member),
-            "admin" => Some(Role::Admin),
-            "owner" => Some(Role::Owner),
-            _ => None,
-        }
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Member => "member",
-            Role::Admin => "admin",
-            Role::Owner => "owner",
-        }
-    }
-}
-
-/// One user.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct User {
-    /// Its id.
-    pub id: Id,
-    /// The team it belongs to.
-    pub team_id: Id,
-    /// The address it signs in with, as given.
-    pub email: String,
-    /// Its role.
-    pub role: Role,
-    /// The Argon2id PHC string of its password; `None` until an invitation is taken.
-    pub password_hash: Option<String>,
-    /// The TOTP secret, once enrolled.
-    #[serde(default)]
-    pub totp_secret: Option<Vec<u8>>,
-    /// SHA-256 digests of the recovery codes not yet used.
-    #[serde(default)]
-    pub recovery_codes: Vec<String>,
-    /// When it was added.
-    pub created_at: Timestamp,
-}
-
-impl User {
-    /// The answer of `POST /users` and the members list.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "object": "user",
-            "id": self.id,
-            "team_id": self.team_id,
-            "email": self.email,
-            "role": self.role.name(),
-            "mfa": self.totp_secret.is_some(),
-            "invited": self.password_hash.is_none(),
-            "created_at": wire::timestamp(self.created_at),
-        })
-    }
-}
-
-/// `email` as compared: trimmed, lower-cased.
-pub fn normalize(email: &str) -> String {
-    email.trim().to_ascii_lowercase()
-}
 
 /// The Argon2id hash of `password`, after checking its length.
 pub fn hash_password(password: &str) -> Result<String, Error> {
@@ -185,24 +110,36 @@ pub fn add(services: &Services, caller: &Caller, new: NewUser) -> Result<(User, 
         )));
     }
     let password_hash = new.password.as_deref().map(hash_password).transpose()?;
-    let store = services.store();
     let user = User {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id,
         email,
         role: new.role.unwrap_or(Role::Member),
         password_hash,
         totp_secret: None,
         recovery_codes: Vec::new(),
-        created_at: store.now(),
+        created_at: services.now(),
     };
     let invitation = user.password_hash.is_none().then(sessions::token);
-    store::insert(store, &user, invitation.as_deref())?;
+    let expires_at = services.now().saturating_add(INVITATION_VALID);
+    // One address, one user: two adds of it at once find each other under this lock.
+    let address = normalize(&user.email);
+    let _lock = services.lock_record(crate::services::RecordName {
+        table: "user_emails",
+        key: address.as_bytes(),
+    });
+    let invited = invitation.as_deref().map(|token| (token, expires_at));
+    if !services.users().insert(&user, invited)? {
+        return Err(Error::Conflict(format!(
+            "A user with the email {} already exists",
+            user.email
+        )));
+    }
     Ok((user, invitation))
 }
 
 /// The caller's team's users.
 pub fn list(services: &Services, caller: &Caller) -> Result<Vec<User>, Error> {
     caller.require_full_access()?;
-    Ok(store::team_users(services.store(), caller.team_id)?)
+    Ok(services.users().team_users(caller.team_id)?)
 }

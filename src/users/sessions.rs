@@ -5,10 +5,11 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use herald_queue::{Batch, Error, Id, Record, Store, Table, Timestamp};
-use sha2::{Digest, Sha256};
+use herald_queue::Error;
 
 use super::User;
+pub use super::model::{Session, digest};
+use crate::services::Services;
 
 /// A session unused for this long ends.
 pub const IDLE: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
@@ -19,30 +20,6 @@ pub const ABSOLUTE: std::time::Duration = std::time::Duration::from_secs(7 * 24 
 /// `last_seen` is written at most this often.
 const TOUCH_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// One session.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Session {
-    /// The user's team.
-    pub team_id: Id,
-    /// The user.
-    pub user_id: Id,
-    /// When it began.
-    pub created_at: Timestamp,
-    /// When it was last used.
-    pub last_seen: Timestamp,
-    /// Whether the user gave its second factor (or has none).
-    pub mfa_passed: bool,
-    /// The CSRF token forms of this session carry.
-    pub csrf: String,
-    /// A TOTP secret being enrolled, until a code confirms it.
-    #[serde(default)]
-    pub pending_totp: Option<Vec<u8>>,
-}
-
-impl Record for Session {
-    const TABLE: Table = Table::SESSIONS;
-}
-
 /// A new random token: 32 bytes, URL-safe base64.
 pub fn token() -> String {
     let mut bytes = [0u8; 32];
@@ -50,15 +27,10 @@ pub fn token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The SHA-256 of `token`: what is stored.
-pub fn digest(token: &str) -> Vec<u8> {
-    Sha256::digest(token.as_bytes()).to_vec()
-}
-
 /// Starts a session for `user`; its token.
-pub fn start(store: &Store, user: &User) -> Result<String, Error> {
+pub fn start(services: &Services, user: &User) -> Result<String, Error> {
     let token = token();
-    let now = store.now();
+    let now = services.now();
     let session = Session {
         team_id: user.team_id,
         user_id: user.id,
@@ -68,58 +40,46 @@ pub fn start(store: &Store, user: &User) -> Result<String, Error> {
         csrf: self::token(),
         pending_totp: None,
     };
-    let mut batch = Batch::new();
-    batch.put(digest(&token), &session)?;
-    store.commit(batch).wait()?;
+    services.users().put_session(&token, &session)?;
     Ok(token)
 }
 
 /// The live session of `token` and its user, touching `last_seen` now and then; an
 /// expired session is deleted.
-pub fn find(store: &Store, token: &str) -> Result<Option<(Session, User)>, Error> {
-    let key = digest(token);
-    let Some(mut session) = store.get::<Session>(&key)? else {
+pub fn find(services: &Services, token: &str) -> Result<Option<(Session, User)>, Error> {
+    let users = services.users();
+    let Some(mut session) = users.session(token)? else {
         return Ok(None);
     };
-    let now = store.now();
+    let now = services.now();
     let expired = session.last_seen.saturating_add(IDLE) <= now || session.created_at.saturating_add(ABSOLUTE) <= now;
-    let user = super::store::get(store, session.team_id, session.user_id)?;
+    let user = users.get(session.team_id, session.user_id)?;
     let Some(user) = user.filter(|_| !expired) else {
-        end(store, token)?;
+        users.end_session(token)?;
         return Ok(None);
     };
     if session.last_seen.saturating_add(TOUCH_EVERY) <= now {
         session.last_seen = now;
-        let mut batch = Batch::new();
-        batch.put(&key, &session)?;
-        store.commit(batch).wait()?;
+        users.put_session(token, &session)?;
     }
     Ok(Some((session, user)))
 }
 
 /// Rewrites the session of `token`.
-pub fn save(store: &Store, token: &str, session: &Session) -> Result<(), Error> {
-    let mut batch = Batch::new();
-    batch.put(digest(token), session)?;
-    store.commit(batch).wait()
+pub fn save(services: &Services, token: &str, session: &Session) -> Result<(), Error> {
+    services.users().put_session(token, session)
 }
 
 /// Marks the session of `token` as past its second factor.
-pub fn pass_mfa(store: &Store, token: &str, session: &Session) -> Result<(), Error> {
-    let mut batch = Batch::new();
-    batch.put(
-        digest(token),
-        &Session {
-            mfa_passed: true,
-            ..session.clone()
-        },
-    )?;
-    store.commit(batch).wait()
+pub fn pass_mfa(services: &Services, token: &str, session: &Session) -> Result<(), Error> {
+    let passed = Session {
+        mfa_passed: true,
+        ..session.clone()
+    };
+    services.users().put_session(token, &passed)
 }
 
 /// Ends the session of `token`.
-pub fn end(store: &Store, token: &str) -> Result<(), Error> {
-    let mut batch = Batch::new();
-    batch.delete::<Session>(digest(token));
-    store.commit(batch).wait()
+pub fn end(services: &Services, token: &str) -> Result<(), Error> {
+    services.users().end_session(token)
 }

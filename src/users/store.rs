@@ -1,11 +1,55 @@
-//! Where users, their email index and invitations are kept. Users are keyed by team
-//! and id (so erasing a team erases them); the email index and invitations point at a
-//! user and are ignored once it is gone.
+//! Where users, their email index, invitations and sessions are kept. [`UserStore`] is
+//! what the users service speaks to; [`RocksUsers`] keeps them in the node's RocksDB.
+//! Users are keyed by team and id (so erasing a team erases them); the email index and
+//! invitations point at a user and are ignored once it is gone; sessions are kept by the
+//! SHA-256 of their token.
 
 use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table, Timestamp};
 
-use super::{User, normalize};
-use crate::services::Error as ServiceError;
+use super::model::{Session, User, digest, normalize};
+
+/// Users, their invitations and their dashboard sessions.
+pub trait UserStore: Send + Sync + std::fmt::Debug {
+    /// The user `id` of `team_id`.
+    fn get(&self, team_id: Id, id: Id) -> Result<Option<User>, Error>;
+    /// The user signing in as `email`, if any.
+    fn by_email(&self, email: &str) -> Result<Option<User>, Error>;
+    /// Writes a new user, its email entry and an invitation (a token, valid until a
+    /// time), durably; `false`, with nothing written, when the email is taken.
+    fn insert(&self, user: &User, invitation: Option<(&str, Timestamp)>) -> Result<bool, Error>;
+    /// Rewrites a user, durably.
+    fn put(&self, user: &User) -> Result<(), Error>;
+    /// The user an invitation `token` unexpired at `now` is for, while it has no
+    /// password.
+    fn invited(&self, token: &str, now: Timestamp) -> Result<Option<User>, Error>;
+    /// Sets the password of an invited user and spends the invitation, in one write.
+    fn accept_invitation(&self, token: &str, user: &User) -> Result<(), Error>;
+    /// The users of `team_id`, oldest first.
+    fn team_users(&self, team_id: Id) -> Result<Vec<User>, Error>;
+    /// The session of `token`, as stored (expired or not).
+    fn session(&self, token: &str) -> Result<Option<Session>, Error>;
+    /// Writes the session of `token`, durably.
+    fn put_session(&self, token: &str, session: &Session) -> Result<(), Error>;
+    /// Deletes the session of `token`, durably.
+    fn end_session(&self, token: &str) -> Result<(), Error>;
+}
+
+/// Users in the node's RocksDB.
+#[derive(Debug, Clone)]
+pub struct RocksUsers {
+    store: Store,
+}
+
+impl RocksUsers {
+    /// Users in `store`.
+    pub fn new(store: Store) -> RocksUsers {
+        RocksUsers { store }
+    }
+}
+
+impl Record for Session {
+    const TABLE: Table = Table::SESSIONS;
+}
 
 impl Record for User {
     const TABLE: Table = Table::USERS;
@@ -43,78 +87,85 @@ fn key(team_id: Id, id: Id) -> Vec<u8> {
     [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
 }
 
-/// The user `id` of `team_id`.
-pub fn get(store: &Store, team_id: Id, id: Id) -> Result<Option<User>, Error> {
-    store.get::<User>(key(team_id, id))
-}
-
-/// The user signing in as `email`, if any.
-pub fn by_email(store: &Store, email: &str) -> Result<Option<User>, Error> {
-    let Some(EmailEntry(pointer)) = store.get::<EmailEntry>(normalize(email).as_bytes())? else {
-        return Ok(None);
-    };
-    get(store, pointer.team_id, pointer.user_id)
-}
-
-/// Writes a new user, its email entry and `invitation` (a token), durably; a conflict
-/// when the email is taken.
-pub fn insert(store: &Store, user: &User, invitation: Option<&str>) -> Result<(), ServiceError> {
-    if by_email(store, &user.email)?.is_some() {
-        return Err(ServiceError::Conflict(format!(
-            "A user with the email {} already exists",
-            user.email
-        )));
+impl UserStore for RocksUsers {
+    fn get(&self, team_id: Id, id: Id) -> Result<Option<User>, Error> {
+        self.store.get::<User>(key(team_id, id))
     }
-    let mut batch = Batch::new();
-    batch.put(key(user.team_id, user.id), user)?;
-    let pointer = Pointer {
-        team_id: user.team_id,
-        user_id: user.id,
-        expires_at: None,
-    };
-    batch.put(normalize(&user.email).as_bytes(), &EmailEntry(pointer.clone()))?;
-    if let Some(token) = invitation {
-        let expires_at = Some(store.now().saturating_add(super::INVITATION_VALID));
-        batch.put(
-            super::sessions::digest(token),
-            &Invitation(Pointer { expires_at, ..pointer }),
-        )?;
+
+    fn by_email(&self, email: &str) -> Result<Option<User>, Error> {
+        let Some(EmailEntry(pointer)) = self.store.get::<EmailEntry>(normalize(email).as_bytes())? else {
+            return Ok(None);
+        };
+        self.get(pointer.team_id, pointer.user_id)
     }
-    store.commit(batch).wait()?;
-    Ok(())
-}
 
-/// Rewrites a user, durably.
-pub fn put(store: &Store, user: &User) -> Result<(), Error> {
-    let mut batch = Batch::new();
-    batch.put(key(user.team_id, user.id), user)?;
-    store.commit(batch).wait()
-}
-
-/// The user an unexpired invitation `token` is for.
-pub fn invited(store: &Store, token: &str) -> Result<Option<User>, Error> {
-    let Some(Invitation(pointer)) = store.get::<Invitation>(super::sessions::digest(token))? else {
-        return Ok(None);
-    };
-    if pointer.expires_at.is_some_and(|at| at <= store.now()) {
-        return Ok(None);
+    fn insert(&self, user: &User, invitation: Option<(&str, Timestamp)>) -> Result<bool, Error> {
+        if self.by_email(&user.email)?.is_some() {
+            return Ok(false);
+        }
+        let mut batch = Batch::new();
+        batch.put(key(user.team_id, user.id), user)?;
+        let pointer = Pointer {
+            team_id: user.team_id,
+            user_id: user.id,
+            expires_at: None,
+        };
+        batch.put(normalize(&user.email).as_bytes(), &EmailEntry(pointer.clone()))?;
+        if let Some((token, expires_at)) = invitation {
+            let expires_at = Some(expires_at);
+            batch.put(digest(token), &Invitation(Pointer { expires_at, ..pointer }))?;
+        }
+        self.store.commit(batch).wait()?;
+        Ok(true)
     }
-    Ok(get(store, pointer.team_id, pointer.user_id)?.filter(|u| u.password_hash.is_none()))
-}
 
-/// Sets the password of an invited user and spends the invitation, in one write.
-pub fn accept_invitation(store: &Store, token: &str, user: &User) -> Result<(), Error> {
-    let mut batch = Batch::new();
-    batch.put(key(user.team_id, user.id), user)?;
-    batch.delete::<Invitation>(super::sessions::digest(token));
-    store.commit(batch).wait()
-}
+    fn put(&self, user: &User) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(key(user.team_id, user.id), user)?;
+        self.store.commit(batch).wait()
+    }
 
-/// The users of `team_id`, oldest first.
-pub fn team_users(store: &Store, team_id: Id) -> Result<Vec<User>, Error> {
-    Ok(store
-        .scan::<User>(Scan::prefix(team_id.as_bytes()))?
-        .into_iter()
-        .map(|(_, user)| user)
-        .collect())
+    fn invited(&self, token: &str, now: Timestamp) -> Result<Option<User>, Error> {
+        let Some(Invitation(pointer)) = self.store.get::<Invitation>(digest(token))? else {
+            return Ok(None);
+        };
+        if pointer.expires_at.is_some_and(|at| at <= now) {
+            return Ok(None);
+        }
+        Ok(self
+            .get(pointer.team_id, pointer.user_id)?
+            .filter(|u| u.password_hash.is_none()))
+    }
+
+    fn accept_invitation(&self, token: &str, user: &User) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(key(user.team_id, user.id), user)?;
+        batch.delete::<Invitation>(digest(token));
+        self.store.commit(batch).wait()
+    }
+
+    fn team_users(&self, team_id: Id) -> Result<Vec<User>, Error> {
+        Ok(self
+            .store
+            .scan::<User>(Scan::prefix(team_id.as_bytes()))?
+            .into_iter()
+            .map(|(_, user)| user)
+            .collect())
+    }
+
+    fn session(&self, token: &str) -> Result<Option<Session>, Error> {
+        self.store.get::<Session>(digest(token))
+    }
+
+    fn put_session(&self, token: &str, session: &Session) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.put(digest(token), session)?;
+        self.store.commit(batch).wait()
+    }
+
+    fn end_session(&self, token: &str) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        batch.delete::<Session>(digest(token));
+        self.store.commit(batch).wait()
+    }
 }

@@ -435,7 +435,15 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     let store = state.store();
     let config = &state.config().webhooks;
     let (key, old_due) = (message.key(), message.next_attempt);
-    let webhook = state.webhooks().get(message.team_id, message.webhook_id).ok().flatten();
+    let webhook = match state.webhooks().get(message.team_id, message.webhook_id) {
+        Ok(webhook) => webhook,
+        Err(error) => {
+            // A read that failed says nothing of the endpoint: the message stays armed
+            // and the claim goes back, so it is tried again.
+            tracing::error!(%error, webhook_id = %message.webhook_id, "cannot read a webhook message's endpoint");
+            return;
+        }
+    };
     let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
         // Deleted or disabled: the message goes with it.
         let mut batch = Batch::new();
@@ -567,7 +575,7 @@ pub fn messages(
     store: &Store,
     team_id: Id,
     webhook_id: Id,
-    page: &crate::services::page::PageRequest,
+    page: &crate::storage::page::PageRequest,
 ) -> Result<(Vec<WebhookMessage>, bool), herald_queue::Error> {
     let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
     page.load::<WebhookMessage>(store, &prefix)
@@ -588,7 +596,7 @@ pub fn attempts(
     store: &Store,
     team_id: Id,
     webhook_id: Id,
-    page: &crate::services::page::PageRequest,
+    page: &crate::storage::page::PageRequest,
 ) -> Result<(Vec<WebhookAttempt>, bool), herald_queue::Error> {
     let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
     page.load::<WebhookAttempt>(store, &prefix)
@@ -647,6 +655,112 @@ mod tests {
         let messages = store.scan::<WebhookMessage>(Scan::prefix(b"")).expect("scan");
         let count = |webhook: Id| messages.iter().filter(|(_, m)| m.webhook_id == webhook).count();
         assert_eq!((count(first), count(second)), (2, 1));
+    }
+
+    /// Webhooks in RocksDB whose reads fail while `failing` is set: a storage fault
+    /// that passes.
+    #[derive(Debug)]
+    struct Flaky {
+        inner: crate::webhooks::RocksWebhooks,
+        failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl crate::webhooks::WebhookStore for Flaky {
+        fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, herald_queue::Error> {
+            if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(herald_queue::Error::Unavailable(herald_queue::Refusal::Storage(
+                    "injected".into(),
+                )));
+            }
+            self.inner.get(team_id, id)
+        }
+        fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, herald_queue::Error> {
+            self.inner.for_team(team_id)
+        }
+        fn any(&self, team_id: Id) -> Result<bool, herald_queue::Error> {
+            self.inner.any(team_id)
+        }
+        fn list(
+            &self,
+            team_id: Id,
+            page: &crate::storage::page::PageRequest,
+        ) -> Result<(Vec<Webhook>, bool), herald_queue::Error> {
+            self.inner.list(team_id, page)
+        }
+        fn put(&self, webhook: &Webhook) -> Result<(), herald_queue::Error> {
+            self.inner.put(webhook)
+        }
+        fn delete(&self, webhook: &Webhook) -> Result<(), herald_queue::Error> {
+            self.inner.delete(webhook)
+        }
+    }
+
+    /// A failed read of the endpoint is not a deleted endpoint: the message and its due
+    /// entry stay, and once the store reads again the endpoint and its message are there.
+    #[test]
+    fn a_failed_read_of_the_endpoint_leaves_the_message_armed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let (spool, _) = herald_queue::Spool::open(store.clone()).expect("spool");
+        let outbound = crate::outbound::Outbound::new(false, Vec::new()).expect("outbound");
+        let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut backends = crate::services::Backends::rocksdb(&store);
+        backends.webhooks = Box::new(Flaky {
+            inner: crate::webhooks::RocksWebhooks::new(store.clone()),
+            failing: failing.clone(),
+        });
+        let team = store.next_id();
+        let config = crate::config::Config::defaults();
+        let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
+        let webhook = Webhook {
+            id: store.next_id(),
+            team_id: team,
+            endpoint: "https://hooks.example.com/h".into(),
+            events: vec!["email.sent".into()],
+            status: WebhookStatus::Enabled,
+            signing_secret: SigningSecret::generate().expect("random"),
+            previous_secret: None,
+            created_at: store.now(),
+        };
+        services.webhooks().put(&webhook).expect("put the webhook");
+        let message = WebhookMessage {
+            event_id: store.next_id(),
+            webhook_id: webhook.id,
+            team_id: team,
+            kind: EventKind::EmailSent,
+            body: "{}".into(),
+            attempts: 0,
+            state: MessageState::Pending,
+            next_attempt: store.now(),
+            attempt_ids: Vec::new(),
+            finished_at: None,
+        };
+        let key = message.key();
+        let mut batch = Batch::new();
+        batch.put(&key, &message).expect("encode");
+        DUE.arm(&mut batch, message.next_attempt, &key);
+        store.commit(batch).wait().expect("commit");
+
+        failing.store(true, std::sync::atomic::Ordering::SeqCst);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(deliver(&services, message.clone()));
+        failing.store(false, std::sync::atomic::Ordering::SeqCst);
+
+        assert_eq!(store.get::<WebhookMessage>(&key).expect("read"), Some(message.clone()));
+        assert!(
+            DUE.contains(&store, message.next_attempt, &key)
+                .expect("read the index"),
+            "still due"
+        );
+        let read = services
+            .webhooks()
+            .get(team, webhook.id)
+            .expect("read")
+            .expect("the webhook");
+        assert_eq!(read.signing_secret.expose(), webhook.signing_secret.expose());
     }
 
     #[test]

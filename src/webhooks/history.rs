@@ -6,8 +6,8 @@ use herald_queue::Id;
 
 use super::dispatch::{self, WebhookAttempt, WebhookMessage};
 use crate::accounts::Caller;
-use crate::services::page::PageRequest;
 use crate::services::{Error, Services};
+use crate::storage::page::PageRequest;
 
 /// The id of the caller's webhook `id`, if it exists.
 fn webhook(services: &Services, caller: &Caller, id: Id) -> Result<Id, Error> {

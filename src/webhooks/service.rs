@@ -13,8 +13,8 @@ use super::model::{ENDPOINT_MAX, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook,
 use super::secret::SigningSecret;
 use crate::accounts::Caller;
 use crate::outbound::OutboundError;
-use crate::services::page::PageRequest;
 use crate::services::{Error, RecordName, Services};
+use crate::storage::page::PageRequest;
 
 /// How long a rotated-out signing secret keeps signing requests next to the new one:
 /// Svix's choice, a day for receivers to deploy the new secret.

@@ -9,7 +9,7 @@
 use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
 
 use super::model::Webhook;
-use crate::services::page::PageRequest;
+use crate::storage::page::PageRequest;
 
 /// Webhook endpoints by team.
 pub trait WebhookStore: Send + Sync + std::fmt::Debug {

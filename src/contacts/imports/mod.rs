@@ -21,8 +21,8 @@ use super::TopicChoice;
 use super::segments;
 use super::service::{existing_segments, existing_topics};
 use crate::accounts::Caller;
-use crate::services::page::{Cursor, PageRequest};
 use crate::services::{Error, Services};
+use crate::storage::page::{Cursor, PageRequest};
 use crate::wire;
 
 /// Refused rows shown with an import (`GET /contacts/imports/{id}`); the first

@@ -1,0 +1,50 @@
+//! Storage: the layer under the services that alone reads and writes tables. Its pieces
+//! so far are the unit of work ([`Change`]) and pages of lists ([`page`]); the stores
+//! themselves live beside the records they keep (the `store.rs` files) until they move
+//! here.
+//!
+//! A service that needs writes of two stores to land together (a contact's change and
+//! the counter it moves, say) stages them into one [`Change`] and hands it to the store
+//! that commits: on RocksDB one synced batch, as every write has always been, so the
+//! durability contract is untouched; on a shared backend the seam where the node's
+//! writes part from the shared ones.
+
+pub mod page;
+
+use herald_queue::Batch;
+
+/// Writes staged to land in one durable write with a store's own. Opaque outside
+/// storage: a service stages into it through the stores' and counters' functions and
+/// passes it on.
+#[derive(Debug)]
+pub struct Change {
+    batch: Batch,
+}
+
+impl Change {
+    /// Nothing staged.
+    pub fn new() -> Change {
+        Change { batch: Batch::new() }
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// The writes, for the store that commits them or stages more.
+    pub(crate) fn batch(&mut self) -> &mut Batch {
+        &mut self.batch
+    }
+
+    /// The writes, for the store that commits them.
+    pub(crate) fn into_batch(self) -> Batch {
+        self.batch
+    }
+}
+
+impl Default for Change {
+    fn default() -> Change {
+        Change::new()
+    }
+}

@@ -1,0 +1,234 @@
+//! The store traits as contracts: one suite per trait that any implementation must pass,
+//! run against the RocksDB one on a real store in a temp directory, and against an
+//! in-memory one kept here. The in-memory store then carries a service (the webhooks
+//! service, assembled with [`Services::assemble`]) to show that the services reach their
+//! records through the trait alone.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use herald::accounts::{Caller, Permission};
+use herald::services::{Backends, Services};
+use herald::storage::page::{Cursor, PageRequest};
+use herald::webhooks::{RocksWebhooks, SigningSecret, Webhook, WebhookStatus, WebhookStore};
+use herald_queue::{Error, Id, Scan, Spool, Store};
+
+/// Webhooks in a map: what a test (or another backend) can put behind the trait.
+#[derive(Debug, Default)]
+struct MemoryWebhooks {
+    webhooks: Mutex<BTreeMap<(Id, Id), Webhook>>,
+}
+
+impl MemoryWebhooks {
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Id, Id), Webhook>> {
+        self.webhooks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl WebhookStore for MemoryWebhooks {
+    fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, Error> {
+        Ok(self.map().get(&(team_id, id)).cloned())
+    }
+
+    fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, Error> {
+        Ok(self.map().values().filter(|w| w.team_id == team_id).cloned().collect())
+    }
+
+    fn any(&self, team_id: Id) -> Result<bool, Error> {
+        Ok(self.map().keys().any(|(team, _)| *team == team_id))
+    }
+
+    fn list(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Webhook>, bool), Error> {
+        Ok(page.slice(self.for_team(team_id)?, |w| w.id))
+    }
+
+    fn put(&self, webhook: &Webhook) -> Result<(), Error> {
+        self.map().insert((webhook.team_id, webhook.id), webhook.clone());
+        Ok(())
+    }
+
+    fn delete(&self, webhook: &Webhook) -> Result<(), Error> {
+        self.map().remove(&(webhook.team_id, webhook.id));
+        Ok(())
+    }
+}
+
+/// A real store in a temp directory.
+fn rocksdb() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
+    options.min_free_space = 0;
+    let store = Store::open(options).expect("open the store");
+    (dir, store)
+}
+
+/// A webhook as stored, secret and all: what two reads of one webhook agree on.
+fn json(webhook: Option<&Webhook>) -> serde_json::Value {
+    serde_json::to_value(webhook).expect("encode")
+}
+
+fn webhook(store: &Store, team_id: Id, endpoint: &str) -> Webhook {
+    Webhook {
+        id: store.next_id(),
+        team_id,
+        endpoint: endpoint.into(),
+        events: vec!["email.sent".into()],
+        status: WebhookStatus::Enabled,
+        signing_secret: SigningSecret::generate().expect("random"),
+        previous_secret: None,
+        created_at: store.now(),
+    }
+}
+
+/// What every [`WebhookStore`] does: `ids` is where ids and times come from.
+fn webhook_store_conformance(webhooks: &dyn WebhookStore, ids: &Store) {
+    let (team, other) = (ids.next_id(), ids.next_id());
+    assert!(webhooks.get(team, ids.next_id()).expect("get").is_none());
+    assert!(!webhooks.any(team).expect("any"));
+    let made: Vec<Webhook> = (0..5)
+        .map(|n| webhook(ids, team, &format!("https://hooks.example.com/{n}")))
+        .collect();
+    for one in &made {
+        webhooks.put(one).expect("put");
+    }
+    let stranger = webhook(ids, other, "https://hooks.example.org/x");
+    webhooks.put(&stranger).expect("put");
+    assert!(webhooks.any(team).expect("any") && webhooks.any(other).expect("any"));
+    assert_eq!(
+        json(webhooks.get(team, made[2].id).expect("get").as_ref()),
+        json(Some(&made[2]))
+    );
+    assert!(
+        webhooks.get(other, made[2].id).expect("get").is_none(),
+        "a team sees its own only"
+    );
+    let mut all = webhooks.for_team(team).expect("for team");
+    all.sort_by_key(|w| w.id);
+    assert_eq!(
+        all.iter().map(|w| json(Some(w))).collect::<Vec<_>>(),
+        made.iter().map(|w| json(Some(w))).collect::<Vec<_>>()
+    );
+
+    // Pages: newest first, `after` continues older, `before` comes back.
+    let first = PageRequest {
+        limit: 2,
+        cursor: Cursor::Start,
+    };
+    let (page, more) = webhooks.list(team, &first).expect("list");
+    assert_eq!(
+        page.iter().map(|w| w.id).collect::<Vec<_>>(),
+        vec![made[4].id, made[3].id]
+    );
+    assert!(more);
+    let next = PageRequest {
+        limit: 2,
+        cursor: Cursor::After(made[3].id),
+    };
+    let (page, more) = webhooks.list(team, &next).expect("list");
+    assert_eq!(
+        page.iter().map(|w| w.id).collect::<Vec<_>>(),
+        vec![made[2].id, made[1].id]
+    );
+    assert!(more);
+    let last = PageRequest {
+        limit: 2,
+        cursor: Cursor::After(made[1].id),
+    };
+    let (page, more) = webhooks.list(team, &last).expect("list");
+    assert_eq!(page.iter().map(|w| w.id).collect::<Vec<_>>(), vec![made[0].id]);
+    assert!(!more);
+    let back = PageRequest {
+        limit: 2,
+        cursor: Cursor::Before(made[2].id),
+    };
+    let (page, _) = webhooks.list(team, &back).expect("list");
+    assert_eq!(
+        page.iter().map(|w| w.id).collect::<Vec<_>>(),
+        vec![made[4].id, made[3].id]
+    );
+
+    // A change replaces; a delete removes that one alone.
+    let changed = Webhook {
+        status: WebhookStatus::Disabled,
+        ..made[1].clone()
+    };
+    webhooks.put(&changed).expect("put");
+    assert_eq!(
+        json(webhooks.get(team, changed.id).expect("get").as_ref()),
+        json(Some(&changed))
+    );
+    webhooks.delete(&changed).expect("delete");
+    assert!(webhooks.get(team, changed.id).expect("get").is_none());
+    assert_eq!(webhooks.for_team(team).expect("for team").len(), 4);
+    for one in made.iter().filter(|w| w.id != changed.id) {
+        webhooks.delete(one).expect("delete");
+    }
+    assert!(!webhooks.any(team).expect("any"), "none left");
+    assert!(webhooks.any(other).expect("any"), "the other team's stays");
+}
+
+#[test]
+fn rocksdb_webhooks_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    webhook_store_conformance(&RocksWebhooks::new(store.clone()), &store);
+}
+
+#[test]
+fn memory_webhooks_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    webhook_store_conformance(&MemoryWebhooks::default(), &store);
+}
+
+/// The webhooks service on webhooks kept in memory: every change lands there, and none
+/// in RocksDB's table, so the service reaches its records through the trait alone.
+#[test]
+fn the_webhooks_service_runs_on_an_in_memory_store() {
+    let (_dir, store) = rocksdb();
+    let (spool, _) = Spool::open(store.clone()).expect("open the spool");
+    let team = store.next_id();
+    let outbound = herald::outbound::Outbound::new(false, Vec::new()).expect("outbound");
+    let mut backends = Backends::rocksdb(&store);
+    backends.webhooks = Box::new(MemoryWebhooks::default());
+    let config = herald::config::Config::defaults();
+    let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
+    let caller = Caller {
+        team_id: team,
+        key_id: store.next_id(),
+        permission: Permission::FullAccess,
+        domain_id: None,
+        operator: true,
+    };
+    // The service checks an endpoint's addresses on the runtime, as on the blocking pool.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let _context = runtime.enter();
+    let made = herald::webhooks::service::create(
+        &services,
+        &caller,
+        herald::webhooks::service::NewWebhook {
+            endpoint: Some("https://hooks.example.com/in-memory".into()),
+            events: Some(vec!["email.delivered".into()]),
+        },
+    )
+    .expect("create");
+    assert_eq!(
+        json(services.webhooks().get(team, made.id).expect("get").as_ref()),
+        json(Some(&made))
+    );
+    let (listed, _) = herald::webhooks::service::list(
+        &services,
+        &caller,
+        &PageRequest {
+            limit: 10,
+            cursor: Cursor::Start,
+        },
+    )
+    .expect("list");
+    assert_eq!(
+        listed.iter().map(|w| json(Some(w))).collect::<Vec<_>>(),
+        vec![json(Some(&made))]
+    );
+    let in_rocksdb = store.scan::<Webhook>(Scan::prefix(b"")).expect("scan");
+    assert!(in_rocksdb.is_empty(), "nothing reached RocksDB: {in_rocksdb:?}");
+    herald::webhooks::service::delete(&services, &caller, made.id).expect("delete");
+    assert!(services.webhooks().get(team, made.id).expect("get").is_none());
+}
