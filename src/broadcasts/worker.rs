@@ -241,7 +241,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         if !contact.receives(topic.as_ref()) {
             recipient.outcome = Outcome::Unsubscribed;
             broadcast.counts.unsubscribed += 1;
-        } else if let Some(suppression) = crate::suppressions::find(store, team, &contact.email)? {
+        } else if let Some(suppression) = services.suppressions().find(team, &contact.email)? {
             recipient.outcome = Outcome::Suppressed;
             broadcast.counts.suppressed += 1;
             // Recorded as the contact would have got it, where its content can be made.

@@ -286,7 +286,6 @@ fn rendered(ctx: &Ctx<'_>, broadcast: &Broadcast, address: &str) -> Result<(Stri
 fn audience(ctx: &Ctx<'_>, broadcast: &Broadcast) -> (u64, u64, u64) {
     let (mut members, mut unsubscribed, mut suppressed) = (0, 0, 0);
     let mut cursor = Cursor::Start;
-    let store = ctx.state.store();
     let topic = broadcast
         .topic_id
         .and_then(|id| topics::find(ctx.state, broadcast.team_id, id).ok());
@@ -307,7 +306,10 @@ fn audience(ctx: &Ctx<'_>, broadcast: &Broadcast) -> (u64, u64, u64) {
             });
             if contact.unsubscribed || opted_out {
                 unsubscribed += 1;
-            } else if crate::suppressions::find(store, broadcast.team_id, &contact.email)
+            } else if ctx
+                .state
+                .suppressions()
+                .find(broadcast.team_id, &contact.email)
                 .ok()
                 .flatten()
                 .is_some()

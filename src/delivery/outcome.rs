@@ -32,7 +32,7 @@ pub const GROUP_MAX: usize = 512;
 /// Writes the outcomes of `jobs` in one durable write, and releases their claims (their
 /// runner claims as the jobs drop). Blocks until durable.
 pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
-    let (store, spool, config) = (services.store(), services.spool(), &services.config().delivery);
+    let (spool, config) = (services.spool(), &services.config().delivery);
     let mut pending: Vec<(Arc<MessageJob>, Vec<Option<Outcome>>)> = Vec::with_capacity(jobs.len());
     for job in jobs {
         let results = job.take_results();
@@ -57,7 +57,7 @@ pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
         let written = spool.update_many(
             &pending,
             |(job, _)| job.id,
-            |(job, results), envelope, batch| apply(store, config, job, results, &mut suppressed, envelope, batch),
+            |(job, results), envelope, batch| apply(services, config, job, results, &mut suppressed, envelope, batch),
         );
         drop(locked);
         let mut failed = Vec::new();
@@ -87,7 +87,7 @@ pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
 const WRITE_ATTEMPTS: u32 = 16;
 
 fn apply(
-    store: &Store,
+    services: &Services,
     config: &DeliveryConfig,
     job: &MessageJob,
     results: &[Option<Outcome>],
@@ -96,6 +96,7 @@ fn apply(
     batch: &mut Batch,
 ) -> Result<(), herald_queue::Error> {
     let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
+    let store = services.store();
     let now = store.now();
     // A record that cannot be read loses its events, not the delivery state.
     let mut record = store
@@ -137,7 +138,7 @@ fn apply(
         let decision = decide(result, recipient.attempts, now, policy, jitter);
         if decision.suppresses()
             && suppressed_now.insert((job.team_id, suppressions::normalize(&address)))
-            && suppressions::find(store, job.team_id, &address)?.is_none()
+            && services.suppressions().find(job.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
             suppressions::stage(batch, &entry)?;

@@ -11,7 +11,6 @@ use super::Shared;
 use super::job::{Links, MessageJob, Outcome, Outgoing};
 use super::schedule::Held;
 use crate::domains::TlsPolicy;
-use crate::suppressions;
 
 /// Prepares `held` (on a worker thread). Its runner claim goes with the job, or is
 /// dropped here when there is nothing to send.
@@ -73,7 +72,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
     let mut by_domain: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for index in due {
         let address = &envelope.recipients[index].address;
-        match suppressions::find(store, team_id, address) {
+        match shared.state.suppressions().find(team_id, address) {
             Ok(Some(entry)) => suppressed.push((index, entry.origin)),
             Ok(None) => by_domain.entry(recipient_domain(address)).or_default().push(index),
             Err(error) => {

@@ -344,7 +344,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
         if let Some(origin) = suppress
             && !address.is_empty()
             && suppressed.insert(suppressions::normalize(&address))
-            && suppressions::find(store, status.team_id, &address)?.is_none()
+            && services.suppressions().find(status.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, status.team_id, &address, origin, Some(status.id));
             suppressions::stage(&mut batch, &entry)?;

@@ -80,14 +80,9 @@ pub fn stage(batch: &mut Batch, suppression: &Suppression) -> Result<(), Error> 
     )
 }
 
-/// The team's entry for `email` in `store` (delivery's check before connecting).
-pub fn find(store: &Store, team_id: Id, email: &str) -> Result<Option<Suppression>, Error> {
-    store.get::<Suppression>(address_key(team_id, email))
-}
-
 impl SuppressionStore for RocksSuppressions {
     fn find(&self, team_id: Id, email: &str) -> Result<Option<Suppression>, Error> {
-        find(&self.store, team_id, email)
+        self.store.get::<Suppression>(address_key(team_id, email))
     }
 
     fn find_by_id(&self, team_id: Id, id: Id) -> Result<Option<Suppression>, Error> {
