@@ -57,9 +57,9 @@ async fn phase(endpoints: usize, events: usize) {
     let started = Instant::now();
     let mut batch = herald_queue::Batch::new();
     for n in 0..events {
-        herald::events::push(
+        herald::services::outbox::push(
             &mut batch,
-            &store,
+            &running.state,
             team_id,
             herald::events::EventKind::DomainUpdated,
             || serde_json::json!({ "id": n, "name": "bench.test", "status": "verified" }),

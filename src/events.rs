@@ -1,7 +1,7 @@
 //! Events: what happened to a resource, written in the same batch as the change that
 //! caused it, into the outbox the webhook dispatcher drains.
 
-use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
+use herald_queue::{Batch, Id, Record, Table, Timestamp};
 use serde_json::Value;
 
 /// Every kind of event herald can report, by its wire name (`email.sent`, ...): the
@@ -162,48 +162,6 @@ pub struct Event {
 
 impl Record for Event {
     const TABLE: Table = Table::OUTBOX;
-}
-
-/// Adds an event of `kind` for `team_id` to `batch` (see [`new`]).
-pub fn push(
-    batch: &mut Batch,
-    store: &Store,
-    team_id: Id,
-    kind: EventKind,
-    data: impl FnOnce() -> Value,
-) -> Result<Id, herald_queue::Error> {
-    match new(store, team_id, kind, data)? {
-        Some(event) => {
-            stage(batch, &event)?;
-            Ok(event.id)
-        }
-        None => Ok(store.next_id()),
-    }
-}
-
-/// An event of `kind` for `team_id`, to be written with the change that caused it; `data`
-/// makes its payload, only when there is an event to write.
-///
-/// The outbox only feeds webhooks: for a team that has none, there is no event (it is as
-/// if it happened before the team's first webhook existed), which spares a write now and
-/// its fan-out later on every email of such teams.
-pub fn new(
-    store: &Store,
-    team_id: Id,
-    kind: EventKind,
-    data: impl FnOnce() -> Value,
-) -> Result<Option<Event>, herald_queue::Error> {
-    let id = store.next_id();
-    if !crate::webhooks::any_webhook(store, team_id)? {
-        return Ok(None);
-    }
-    Ok(Some(Event {
-        id,
-        team_id,
-        kind,
-        created_at: store.now(),
-        data: data(),
-    }))
 }
 
 /// Adds `event` to `batch`, keyed by its time-ordered id so the outbox drains in order.

@@ -308,15 +308,10 @@ fn rocksdb_suppressions_keep_the_contract() {
 /// say) stays suppressed, under its new entry. The trait promises the additions and the
 /// removals "at once", so a change holding both must leave what it added.
 ///
-/// Fails on RocksDB: `RocksSuppressions::apply` stages the additions before the
-/// removals, and an entry's address key is the same for the old entry and the new, so
-/// the removal deletes the new entry's record and leaves its id index pointing at
-/// nothing: the address is no longer suppressed. No caller makes such a change yet (the
-/// service adds and removes in separate changes), so it is kept out of the suite and
-/// ignored until the store is fixed: `cargo test --test conformance_suppressions --
-/// --ignored` shows it.
+/// (`RocksSuppressions::apply` once staged the additions before the removals; an
+/// entry's address key is the same for the old entry and the new, so the removal
+/// deleted the new entry and left its id index pointing at nothing.)
 #[test]
-#[ignore = "RocksSuppressions::apply removes after it adds, losing an entry replaced in one change"]
 fn an_address_replaced_in_one_change_stays_suppressed() {
     let (_dir, store) = rocksdb();
     let suppressions = RocksSuppressions::new(store.clone());

@@ -261,14 +261,14 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
         let store = herald_queue::Store::open(herald_queue::StoreOptions::new(dir.path().join("data").join("spool")))
             .expect("store");
         let mut batch = herald_queue::Batch::new();
-        herald::events::push(
-            &mut batch,
-            &store,
+        let event = herald::events::Event {
+            id: store.next_id(),
             team_id,
-            herald::events::EventKind::DomainUpdated,
-            || json!({ "name": "queued.test" }),
-        )
-        .expect("event");
+            kind: herald::events::EventKind::DomainUpdated,
+            created_at: store.now(),
+            data: json!({ "name": "queued.test" }),
+        };
+        herald::events::stage(&mut batch, &event).expect("event");
         store.commit(batch).await.expect("commit");
     }
     assert!(seen.lock().expect("lock").is_empty());

@@ -360,12 +360,7 @@ fn skipped(
         state,
         detail,
     };
-    Ok(submit::record_unsent(
-        batch,
-        services.store(),
-        &services.config().server.hostname,
-        unsent,
-    )?)
+    Ok(submit::record_unsent(batch, services, unsent)?)
 }
 
 /// Takes one email of the team's `allowance` for a recipient, adding its counters to

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
-use crate::events::{self, Event, EventKind};
+use crate::events::{Event, EventKind};
 use crate::services::{Error, RecordName, Services};
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
@@ -109,7 +109,7 @@ pub fn check_room(services: &Services, team_id: Id, adding: u64) -> Result<(), E
 /// The event of a change to `contact`, for a team with webhooks: `contact.topics.updated`
 /// also carries the contact's topic choices.
 fn event(services: &Services, contact: &Contact, kind: EventKind) -> Result<Option<Event>, Error> {
-    Ok(events::new(services.store(), contact.team_id, kind, || {
+    Ok(crate::services::outbox::new(services, contact.team_id, kind, || {
         let mut data = contact.event_json();
         if let (EventKind::ContactTopicsUpdated, Value::Object(map)) = (kind, &mut data) {
             map.insert("topics".into(), choices_json(&contact.topics));

@@ -6,7 +6,7 @@ use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use crate::accounts::Caller;
-use crate::events::{self, EventKind};
+use crate::events::EventKind;
 use crate::services::{Error, Services, required_text};
 use crate::storage::page::PageRequest;
 use crate::wire;
@@ -174,7 +174,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
         created_at: now,
         updated_at: now,
     };
-    let event = events::new(store, caller.team_id, EventKind::TopicCreated, || {
+    let event = crate::services::outbox::new(services, caller.team_id, EventKind::TopicCreated, || {
         topic.event_json(false)
     })?;
     services.audience().put_topic(&topic, event.as_ref())?;
@@ -236,7 +236,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
     }
     if topic != before {
         topic.updated_at = services.store().now();
-        let event = events::new(services.store(), caller.team_id, EventKind::TopicUpdated, || {
+        let event = crate::services::outbox::new(services, caller.team_id, EventKind::TopicUpdated, || {
             topic.event_json(false)
         })?;
         services.audience().put_topic(&topic, event.as_ref())?;
@@ -250,7 +250,7 @@ pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Erro
     caller.require_full_access()?;
     let _guard = super::service::lock(services, caller.team_id);
     let topic = get(services, caller, id)?;
-    let event = events::new(services.store(), caller.team_id, EventKind::TopicDeleted, || {
+    let event = crate::services::outbox::new(services, caller.team_id, EventKind::TopicDeleted, || {
         topic.event_json(true)
     })?;
     services.audience().delete_topic(&topic, event.as_ref())?;

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Batch, Envelope, RecipientState, Store, Timestamp};
+use herald_queue::{Batch, Envelope, RecipientState, Timestamp};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -142,7 +142,7 @@ fn apply(
         {
             let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
             suppressions::stage(batch, &entry)?;
-            crate::events::push(batch, store, job.team_id, EventKind::SuppressionAdded, || {
+            crate::services::outbox::push(batch, services, job.team_id, EventKind::SuppressionAdded, || {
                 entry.event_json()
             })?;
         }
@@ -150,7 +150,7 @@ fn apply(
         count(&recipient.state);
         tracing::debug!(recipient = %address, outcome = ?recipient.state, reply = ?recipient.last_response, "delivery outcome");
         if let Some((state, data)) = decision.event() {
-            event(store, batch, record.as_mut(), job, &address, state, now, &data)?;
+            event(services, batch, record.as_mut(), job, &address, state, now, &data)?;
         }
     }
     // Each transaction made from a source address counts against its day (warm-up):
@@ -217,7 +217,7 @@ fn push_log(logs: &mut Vec<(Option<Via>, String, Vec<String>)>, via: Option<&Via
 /// webhook outbox; `last_event` follows.
 #[allow(clippy::too_many_arguments)]
 fn event(
-    store: &Store,
+    services: &Services,
     batch: &mut Batch,
     record: Option<&mut EmailStatus>,
     job: &MessageJob,
@@ -229,6 +229,7 @@ fn event(
     let Some(record) = record else {
         return Ok(());
     };
+    let store = services.store();
     crate::emails::by_status::advance(
         batch,
         job.team_id,
@@ -249,7 +250,7 @@ fn event(
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());
     };
-    crate::events::push(batch, store, record.team_id, webhook_kind, || {
+    crate::services::outbox::push(batch, services, record.team_id, webhook_kind, || {
         let mut data = record.event_data(at);
         data["to"] = json!([address]);
         merge(data, extra)

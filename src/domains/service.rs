@@ -7,7 +7,7 @@ use herald_queue::Id;
 use super::model::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 use crate::accounts::Caller;
 use crate::config::{DkimAlgorithm, values};
-use crate::events::{self, EventKind};
+use crate::events::EventKind;
 use crate::services::{Error, RecordName, Services};
 use crate::storage::page::PageRequest;
 
@@ -204,7 +204,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         next_check_at: None,
         failed_checks: 0,
     };
-    let event = events::new(store, team_id, EventKind::DomainCreated, || {
+    let event = crate::services::outbox::new(services, team_id, EventKind::DomainCreated, || {
         domain.event_json(services.config())
     })?;
     services.domains().insert(&domain, event.as_ref())?;
@@ -240,7 +240,7 @@ pub fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'
 /// of every change of a domain, and only of changes). The caller holds its [`lock`].
 pub fn save(services: &Services, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
     let event = if changed {
-        events::new(services.store(), domain.team_id, EventKind::DomainUpdated, || {
+        crate::services::outbox::new(services, domain.team_id, EventKind::DomainUpdated, || {
             domain.event_json(services.config())
         })?
     } else {
@@ -282,7 +282,7 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     caller.require_full_access()?;
     let _guard = lock(services, caller.team_id, id);
     let domain = get(services, caller, id)?;
-    let event = events::new(services.store(), domain.team_id, EventKind::DomainDeleted, || {
+    let event = crate::services::outbox::new(services, domain.team_id, EventKind::DomainDeleted, || {
         domain.event_json(services.config())
     })?;
     services.domains().delete(&domain, event.as_ref())?;

@@ -140,7 +140,7 @@ pub fn prepare(
         .map_err(SendError::from)?;
     super::by_status::put(&mut records, sender.team_id, id, None, EmailState::Sent);
     append_event(&mut records, store, &record, EmailState::Sent, now).map_err(SendError::from)?;
-    crate::events::push(&mut records, store, sender.team_id, EventKind::EmailSent, || {
+    crate::services::outbox::push(&mut records, state, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)
     })
     .map_err(SendError::from)?;

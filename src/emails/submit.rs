@@ -158,7 +158,7 @@ pub fn prepare(
     records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
     super::by_status::put(&mut records, sender.team_id, id, email.broadcast_id, last_event);
     append_event(&mut records, store, &record, last_event, now)?;
-    crate::events::push(&mut records, store, sender.team_id, kind, || record.event_data(now))?;
+    crate::services::outbox::push(&mut records, state, sender.team_id, kind, || record.event_data(now))?;
     let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);
     if let Some(broadcast) = email.broadcast_id {
         // Delivery drops the email if the broadcast is canceled before its attempt.
@@ -204,13 +204,10 @@ pub struct Unsent<'a> {
 
 /// Writes into `batch` the record, status, timeline entry and event of an email that is
 /// never sent; nothing enters the spool. Its id.
-pub fn record_unsent(
-    batch: &mut Batch,
-    store: &herald_queue::Store,
-    hostname: &str,
-    unsent: Unsent<'_>,
-) -> Result<Id, herald_queue::Error> {
+pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>) -> Result<Id, herald_queue::Error> {
     debug_assert!(matches!(unsent.state, EmailState::Suppressed | EmailState::Failed));
+    let store = services.store();
+    let hostname = &services.config().server.hostname;
     let now = store.now();
     let id = store.next_id();
     let record = EmailRecord {
@@ -247,7 +244,7 @@ pub fn record_unsent(
     super::by_status::put(batch, unsent.team_id, id, unsent.broadcast_id, unsent.state);
     append_event(batch, store, &record, unsent.state, now)?;
     if let Some(kind) = unsent.state.event_kind() {
-        crate::events::push(batch, store, unsent.team_id, kind, || {
+        crate::services::outbox::push(batch, services, unsent.team_id, kind, || {
             let mut data = record.event_data(now);
             if let (serde_json::Value::Object(data), serde_json::Value::Object(detail)) = (&mut data, unsent.detail) {
                 if let Some(broadcast) = unsent.broadcast_id {

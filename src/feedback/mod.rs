@@ -333,7 +333,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
         batch.put(EmailEvent::key(status.id, timeline.id), &timeline)?;
         crate::counters::count_event(&mut batch, status.team_id, &status.from, now, state, &data);
         if let Some(kind) = state.event_kind() {
-            crate::events::push(&mut batch, store, status.team_id, kind, || {
+            crate::services::outbox::push(&mut batch, services, status.team_id, kind, || {
                 let mut payload = status.event_data(now);
                 if let (Value::Object(payload), Value::Object(data)) = (&mut payload, &data) {
                     payload.extend(data.clone());
@@ -348,9 +348,13 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
         {
             let entry = Suppression::new(store, status.team_id, &address, origin, Some(status.id));
             suppressions::stage(&mut batch, &entry)?;
-            crate::events::push(&mut batch, store, status.team_id, EventKind::SuppressionAdded, || {
-                entry.event_json()
-            })?;
+            crate::services::outbox::push(
+                &mut batch,
+                services,
+                status.team_id,
+                EventKind::SuppressionAdded,
+                || entry.event_json(),
+            )?;
         }
     }
     batch.put(&key, &status)?;

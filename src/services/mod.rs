@@ -5,6 +5,7 @@
 //! through their own state; tests build one on a store in a temp dir, without sockets.
 
 mod error;
+pub mod outbox;
 
 pub use error::{Error, parse_id, required_text};
 

@@ -9,7 +9,7 @@ use herald_queue::Id;
 use super::{Origin, Suppression, normalize};
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
-use crate::events::{self, Event, EventKind};
+use crate::events::{Event, EventKind};
 use crate::services::{Error, RecordName, Services};
 use crate::storage::page::PageRequest;
 
@@ -89,9 +89,12 @@ fn add_addresses(services: &Services, caller: &Caller, addresses: &[String]) -> 
             continue;
         }
         let suppression = Suppression::new(store, team_id, email, Origin::Manual, None);
-        added_events.extend(events::new(store, team_id, EventKind::SuppressionAdded, || {
-            suppression.event_json()
-        })?);
+        added_events.extend(crate::services::outbox::new(
+            services,
+            team_id,
+            EventKind::SuppressionAdded,
+            || suppression.event_json(),
+        )?);
         ids.push(suppression.id);
         added.push(suppression);
     }
@@ -209,8 +212,8 @@ fn remove_found(services: &Services, found: Vec<Option<Suppression>>) -> Result<
 fn remove_entries(services: &Services, entries: &[Suppression]) -> Result<(), Error> {
     let mut removed_events = Vec::new();
     for suppression in entries {
-        removed_events.extend(events::new(
-            services.store(),
+        removed_events.extend(crate::services::outbox::new(
+            services,
             suppression.team_id,
             EventKind::SuppressionRemoved,
             || suppression.event_json(),

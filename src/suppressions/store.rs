@@ -151,12 +151,14 @@ impl SuppressionStore for RocksSuppressions {
 
     fn apply(&self, added: &[Suppression], removed: &[Suppression], events: &[Event]) -> Result<(), Error> {
         let mut batch = Batch::new();
-        for suppression in added {
-            stage(&mut batch, suppression)?;
-        }
+        // Removals first: an address removed and added again in one change shares its
+        // key with the new entry, and the later write in a batch wins.
         for suppression in removed {
             batch.delete::<Suppression>(address_key(suppression.team_id, &suppression.email));
             batch.delete::<SuppressionId>(id_key(suppression.team_id, suppression.id));
+        }
+        for suppression in added {
+            stage(&mut batch, suppression)?;
         }
         for event in events {
             events::stage(&mut batch, event)?;

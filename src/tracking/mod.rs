@@ -232,7 +232,7 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     }
     metrics::counter!("herald_tracking_total", "kind" => kind.name()).increment(1);
     if let Some(webhook_kind) = kind.event_kind() {
-        crate::events::push(&mut batch, store, team_id, webhook_kind, || {
+        crate::services::outbox::push(&mut batch, services, team_id, webhook_kind, || {
             let mut data = status.event_data(now);
             if let (Value::Object(data), Value::Object(extra)) = (&mut data, &extra) {
                 data.extend(extra.clone());

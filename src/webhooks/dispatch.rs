@@ -22,8 +22,8 @@ use bytes::Bytes;
 use herald_queue::{Batch, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
 use hyper::Method;
 
+use super::Webhook;
 use super::signature;
-use super::{Webhook, for_team};
 use crate::events::{Event, EventKind};
 use crate::outbound::Limits;
 use crate::runner::{self, Claimed, Handler, Runner, Wake};
@@ -221,7 +221,7 @@ async fn fan_out_loop(state: Arc<Services>, due: Wake, mut shutdown: Shutdown) {
         let (fan_state, fan_cursor) = (Arc::clone(&state), Arc::clone(&cursor));
         let fanned = tokio::task::spawn_blocking(move || {
             let mut cursor = fan_cursor.lock().unwrap_or_else(PoisonError::into_inner);
-            fan_out(fan_state.store(), &mut cursor)
+            fan_out(&fan_state, &mut cursor)
         })
         .await
         .unwrap_or(Ok(0))
@@ -324,7 +324,8 @@ async fn disarm(store: &Store, claimed: &Claimed) {
 /// The outbox is a queue in an LSM tree: every event taken leaves a tombstone until
 /// compaction, and a scan from the start walks them all. So a scan starts from `cursor`
 /// (see [`FanOutCursor`]) unless a full pass is due.
-fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_queue::Error> {
+fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, herald_queue::Error> {
+    let store = services.store();
     let start = cursor.start();
     let events = store.scan::<Event>(Scan {
         prefix: b"",
@@ -342,7 +343,9 @@ fn fan_out(store: &Store, cursor: &mut FanOutCursor) -> Result<usize, herald_que
     for (key, event) in &events {
         let team_hooks = match webhooks.entry(event.team_id) {
             std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => slot.insert(for_team(store, event.team_id)?),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(services.webhooks().for_team(event.team_id)?)
+            }
         };
         let body = serde_json::json!({
             "type": event.kind,
@@ -615,14 +618,18 @@ pub fn attempt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, EventKind};
+    use crate::events::EventKind;
     use crate::webhooks::{SigningSecret, WebhookStatus};
 
     #[test]
     fn a_webhook_hears_only_of_events_after_it_was_created() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
+        let (spool, _) = herald_queue::Spool::open(store.clone()).expect("spool");
+        let outbound = crate::outbound::Outbound::new(false, Vec::new()).expect("outbound");
         let team = store.next_id();
+        let config = crate::config::Config::defaults();
+        let services = Services::new(config, store.clone(), spool, team, outbound);
         let add_webhook = |store: &Store| -> Id {
             let webhook = Webhook {
                 id: store.next_id(),
@@ -634,15 +641,15 @@ mod tests {
                 previous_secret: None,
                 created_at: store.now(),
             };
-            use crate::webhooks::WebhookStore;
-            crate::webhooks::RocksWebhooks::new(store.clone())
-                .put(&webhook)
-                .expect("put");
+            services.webhooks().put(&webhook).expect("put");
             webhook.id
         };
         let push = |store: &Store| {
             let mut batch = Batch::new();
-            events::push(&mut batch, store, team, EventKind::EmailSent, || serde_json::json!({})).expect("push");
+            crate::services::outbox::push(&mut batch, &services, team, EventKind::EmailSent, || {
+                serde_json::json!({})
+            })
+            .expect("push");
             store.commit(batch).wait().expect("commit");
         };
         let first = add_webhook(&store);
@@ -651,7 +658,7 @@ mod tests {
         // Created while the first event still waits in the outbox.
         let second = add_webhook(&store);
         push(&store);
-        assert_eq!(fan_out(&store, &mut FanOutCursor::new()).expect("fan out"), 2);
+        assert_eq!(fan_out(&services, &mut FanOutCursor::new()).expect("fan out"), 2);
         let messages = store.scan::<WebhookMessage>(Scan::prefix(b"")).expect("scan");
         let count = |webhook: Id| messages.iter().filter(|(_, m)| m.webhook_id == webhook).count();
         assert_eq!((count(first), count(second)), (2, 1));

@@ -17,4 +17,4 @@ mod store;
 
 pub use model::{ENDPOINT_MAX, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events};
 pub use secret::{PREFIX as SECRET_PREFIX, SECRET_BYTES, SigningSecret};
-pub use store::{RocksWebhooks, WebhookStore, any as any_webhook, for_team};
+pub use store::{RocksWebhooks, WebhookStore};

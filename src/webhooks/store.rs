@@ -61,7 +61,9 @@ impl WebhookStore for RocksWebhooks {
     }
 
     fn any(&self, team_id: Id) -> Result<bool, Error> {
-        any(&self.store, team_id)
+        // Asked by each event written: a prefix check the store answers from memory
+        // until the webhooks change.
+        self.store.has_prefix(Table::WEBHOOKS, team_id.as_bytes())
     }
 
     fn list(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Webhook>, bool), Error> {
@@ -79,16 +81,4 @@ impl WebhookStore for RocksWebhooks {
         batch.delete::<Webhook>(key(webhook.team_id, webhook.id));
         self.store.commit(batch).wait()
     }
-}
-
-/// Every webhook of `team_id` in `store` (the dispatcher's fan-out, which works on the
-/// node's store).
-pub fn for_team(store: &Store, team_id: Id) -> Result<Vec<Webhook>, Error> {
-    RocksWebhooks::new(store.clone()).for_team(team_id)
-}
-
-/// Whether `team_id` has any webhook in `store` (what each event written on this node
-/// asks first; kept until the webhooks change, so asking costs no read).
-pub fn any(store: &Store, team_id: Id) -> Result<bool, Error> {
-    store.has_prefix(Table::WEBHOOKS, team_id.as_bytes())
 }

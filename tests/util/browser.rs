@@ -121,23 +121,30 @@ pub async fn click(client: &Client, locator: Locator<'_>) {
 /// The text of the element at `css`, waiting up to 10 s for it (a form's submission
 /// navigates after the click returns).
 pub async fn text_of(client: &Client, css: &str) -> String {
-    let found = client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await;
-    match found {
-        Ok(found) => match found.text().await {
-            Ok(text) => text,
-            // The page changed between finding and reading (htmx swapped it, or a form's
-            // answer arrived): read the new one.
-            Err(_) => Box::pin(text_of(client, css)).await,
-        },
-        Err(error) => {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let found = client
+            .wait()
+            .at_most(left.max(Duration::from_millis(100)))
+            .for_element(Locator::Css(css))
+            .await;
+        let error = match found {
+            Ok(found) => match found.text().await {
+                Ok(text) => return text,
+                Err(error) => error,
+            },
+            Err(error) => error,
+        };
+        // A navigation (a form's answer arriving, htmx swapping the page) aborts a find
+        // or a read under way ("aborted by navigation", a stale element): look again on
+        // the new page, until the time is up.
+        if std::time::Instant::now() >= deadline {
             let url = client.current_url().await.map(|u| u.to_string()).unwrap_or_default();
             let source = client.source().await.unwrap_or_default();
             panic!("{css} on {url}: {error}\n{source}");
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -268,7 +268,7 @@ fn write(services: &Services, import: &mut ContactImport, rows: Vec<ReadRow>) ->
     let store = services.store();
     let team = import.team_id;
     let limits = services.config().contacts;
-    let hooks = crate::webhooks::any_webhook(store, team)?;
+    let hooks = services.webhooks().any(team)?;
     let _guard = service::lock(services, team);
     // A team's erasure marks it deleted, then range-deletes its contacts under this
     // lock: a chunk written after the mark would outlive the erasure.

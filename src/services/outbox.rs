@@ -1,0 +1,51 @@
+//! Events as the services write them: one for a team only when it has a webhook to
+//! hear of it (the outbox only feeds webhooks), made with the change that caused it.
+//! The record and the outbox's keys are [`crate::events`]'.
+
+use herald_queue::{Batch, Id};
+use serde_json::Value;
+
+use super::Services;
+use crate::events::{Event, EventKind, stage};
+
+/// Adds an event of `kind` for `team_id` to `batch` (see [`new`]).
+pub fn push(
+    batch: &mut Batch,
+    services: &Services,
+    team_id: Id,
+    kind: EventKind,
+    data: impl FnOnce() -> Value,
+) -> Result<Id, herald_queue::Error> {
+    match new(services, team_id, kind, data)? {
+        Some(event) => {
+            stage(batch, &event)?;
+            Ok(event.id)
+        }
+        None => Ok(services.next_id()),
+    }
+}
+
+/// An event of `kind` for `team_id`, to be written with the change that caused it; `data`
+/// makes its payload, only when there is an event to write.
+///
+/// The outbox only feeds webhooks: for a team that has none, there is no event (it is as
+/// if it happened before the team's first webhook existed), which spares a write now and
+/// its fan-out later on every email of such teams.
+pub fn new(
+    services: &Services,
+    team_id: Id,
+    kind: EventKind,
+    data: impl FnOnce() -> Value,
+) -> Result<Option<Event>, herald_queue::Error> {
+    let id = services.next_id();
+    if !services.webhooks().any(team_id)? {
+        return Ok(None);
+    }
+    Ok(Some(Event {
+        id,
+        team_id,
+        kind,
+        created_at: services.now(),
+        data: data(),
+    }))
+}
