@@ -6,8 +6,12 @@
 //! trait writes and the other reads: an import chunk's progress and refused rows, and a
 //! deleted segment's membership.
 
+#[path = "util/conformance.rs"]
+mod conformance;
+
 use std::collections::BTreeMap;
 
+use conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
 use herald::contacts::imports::{Columns, ContactImport, ImportCounts, ImportError, ImportStatus, OnConflict};
 use herald::contacts::properties::PropertyType;
 use herald::contacts::topics::Visibility;
@@ -18,15 +22,6 @@ use herald::events::{Event, EventKind};
 use herald::storage::Change;
 use herald::storage::page::{Cursor, PageRequest};
 use herald_queue::{Id, Store};
-
-/// A real store in a temp directory.
-fn rocksdb() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
-    options.min_free_space = 0;
-    let store = Store::open(options).expect("open the store");
-    (dir, store)
-}
 
 /// A new contact of `team_id` at `email`, in `segments`.
 fn contact(ids: &Store, team_id: Id, email: &str, segments: &[Id]) -> Contact {
@@ -54,13 +49,6 @@ fn event(ids: &Store, contact: &Contact, kind: EventKind) -> Event {
         created_at: ids.now(),
         data: contact.event_json(),
     }
-}
-
-/// Whether `event` is in the outbox, where webhooks are fed from. The outbox is the
-/// node's store (`ids`): an event is written in the same write as the change it
-/// reports, so whatever keeps contacts must get it there.
-fn in_outbox(ids: &Store, event: &Event) -> bool {
-    ids.get::<Event>(event.id.as_bytes()).expect("read the outbox").as_ref() == Some(event)
 }
 
 /// A new import of `team_id`, waiting for the worker.
@@ -95,16 +83,6 @@ fn refused(row: u64) -> ImportError {
         line: row + 1,
         reason: format!("row {row} has no address"),
     }
-}
-
-/// A page of `limit` items from `cursor`.
-fn page(limit: usize, cursor: Cursor) -> PageRequest {
-    PageRequest { limit, cursor }
-}
-
-/// The ids of `contacts`, in their order.
-fn ids_of(contacts: &[Contact]) -> Vec<Id> {
-    contacts.iter().map(|c| c.id).collect()
 }
 
 /// What every [`ContactStore`] does: `ids` is where ids and times come from, and holds
@@ -202,29 +180,15 @@ fn contacts_are_found_by_id_and_by_address_in_their_team(
     made
 }
 
-/// Pages of contacts: newest first, `after` continues older, `before` comes back, and
-/// `has_more` says whether more lie beyond in the direction of travel.
+/// Pages of contacts keep the cursor cases of [`pages_go_newest_first`], and a page of
+/// all of them holds them whole.
 fn contacts_page_newest_first(contacts: &dyn ContactStore, team: Id, made: &[Contact]) {
-    let listed = |request: PageRequest| {
-        let (page, more) = contacts.page(team, &request).expect("page");
-        (ids_of(&page), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = contacts.page(team, request).expect("page");
+        (ids_of(&page, |c| c.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[4].id, made[3].id], true));
-    assert_eq!(
-        listed(page(2, Cursor::After(made[3].id))),
-        (vec![made[2].id, made[1].id], true)
-    );
-    assert_eq!(listed(page(2, Cursor::After(made[1].id))), (vec![made[0].id], false));
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[0].id))),
-        (vec![made[2].id, made[1].id], true)
-    );
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[2].id))),
-        (vec![made[4].id, made[3].id], false)
-    );
-    let (whole, more) = contacts.page(team, &page(5, Cursor::Start)).expect("page");
-    assert!(!more, "exactly a page is not more");
+    pages_go_newest_first(listed, &ids_of(made, |c| c.id));
+    let (whole, _) = contacts.page(team, &page(5, Cursor::Start)).expect("page");
     assert_eq!(whole, made.iter().rev().cloned().collect::<Vec<_>>(), "whole records");
 }
 
@@ -232,7 +196,7 @@ fn contacts_page_newest_first(contacts: &dyn ContactStore, team: Id, made: &[Con
 fn segment_members_page_newest_first(contacts: &dyn ContactStore, team: Id, odd: Id, made: &[Contact]) {
     let listed = |request: PageRequest| {
         let (page, more) = contacts.segment_page(team, odd, &request).expect("segment page");
-        (ids_of(&page), more)
+        (ids_of(&page, |c| c.id), more)
     };
     assert_eq!(listed(page(10, Cursor::Start)), (vec![made[3].id, made[1].id], false));
     assert_eq!(listed(page(1, Cursor::Start)), (vec![made[3].id], true));
@@ -285,7 +249,7 @@ fn a_changed_contact_is_found_at_its_new_address_and_segments(
         let (page, _) = contacts
             .segment_page(team, segment, &page(10, Cursor::Start))
             .expect("segment page");
-        ids_of(&page)
+        ids_of(&page, |c| c.id)
     };
     assert!(!members(odd).contains(&before.id), "it left the segment");
     assert!(members(even).contains(&before.id), "it joined the other");
@@ -330,7 +294,10 @@ fn a_deleted_contact_is_gone_every_way_alone(
     assert!(contacts.by_email(team, &gone.email).expect("by email").is_none());
     assert_eq!(contacts.count(team).expect("count"), 4);
     let (left, more) = contacts.page(team, &page(10, Cursor::Start)).expect("page");
-    assert_eq!(ids_of(&left), vec![made[4].id, made[2].id, made[1].id, made[0].id]);
+    assert_eq!(
+        ids_of(&left, |c| c.id),
+        vec![made[4].id, made[2].id, made[1].id, made[0].id]
+    );
     assert!(!more);
     let (members, _) = contacts
         .segment_page(team, odd, &page(10, Cursor::Start))
@@ -384,7 +351,7 @@ fn an_import_chunk_writes_its_contacts_and_counts_the_new(contacts: &dyn Contact
     }
     assert_eq!(contacts.count(team).expect("count"), counted + 2, "the new ones alone");
     let (listed, _) = contacts.page(team, &page(2, Cursor::Start)).expect("page");
-    assert_eq!(ids_of(&listed), vec![new[1].id, new[0].id], "newest first");
+    assert_eq!(ids_of(&listed, |c| c.id), vec![new[1].id, new[0].id], "newest first");
 }
 
 /// What every [`AudienceStore`] does: `ids` is where ids and times come from, and holds
@@ -427,13 +394,12 @@ fn segments_are_kept_per_team(audience: &dyn AudienceStore, ids: &Store, team: I
         audience.segment(other, made[1].id).expect("segment").is_none(),
         "a team sees its own only"
     );
-    let listed = |request: PageRequest| {
-        let (page, more) = audience.segment_page(team, &request).expect("segment page");
-        (page.iter().map(|s| s.id).collect::<Vec<_>>(), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = audience.segment_page(team, request).expect("segment page");
+        (ids_of(&page, |s| s.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[2].id, made[1].id], true));
-    assert_eq!(listed(page(2, Cursor::After(made[1].id))), (vec![made[0].id], false));
-    assert_eq!(listed(page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
+    pages_go_newest_first(listed, &ids_of(&made, |one| one.id));
+    assert_eq!(listed(&page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
     assert_eq!(sorted(audience.segments(team).expect("segments"), |s| s.id), made);
     assert_eq!(audience.segments(other).expect("segments"), vec![stranger.clone()]);
 
@@ -452,7 +418,7 @@ fn segments_are_kept_per_team(audience: &dyn AudienceStore, ids: &Store, team: I
         sorted(audience.segments(team).expect("segments"), |s| s.id),
         vec![made[0].clone(), made[2].clone()]
     );
-    assert_eq!(listed(page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
+    assert_eq!(listed(&page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
     assert_eq!(audience.segments(other).expect("segments"), vec![stranger]);
 }
 
@@ -498,13 +464,12 @@ fn topics_are_kept_per_team_with_their_events(audience: &dyn AudienceStore, ids:
         audience.topic(other, made[1].id).expect("topic").is_none(),
         "a team sees its own only"
     );
-    let listed = |request: PageRequest| {
-        let (page, more) = audience.topic_page(team, &request).expect("topic page");
-        (page.iter().map(|t| t.id).collect::<Vec<_>>(), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = audience.topic_page(team, request).expect("topic page");
+        (ids_of(&page, |t| t.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[2].id, made[1].id], true));
-    assert_eq!(listed(page(2, Cursor::After(made[1].id))), (vec![made[0].id], false));
-    assert_eq!(listed(page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
+    pages_go_newest_first(listed, &ids_of(&made, |one| one.id));
+    assert_eq!(listed(&page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
     assert_eq!(sorted(audience.topics(team).expect("topics"), |t| t.id), made);
     assert_eq!(audience.topics(other).expect("topics"), vec![stranger.clone()]);
 
@@ -522,7 +487,7 @@ fn topics_are_kept_per_team_with_their_events(audience: &dyn AudienceStore, ids:
     audience.delete_topic(&private, Some(&deleted)).expect("delete topic");
     assert!(in_outbox(ids, &deleted));
     assert!(audience.topic(team, private.id).expect("topic").is_none());
-    assert_eq!(listed(page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
+    assert_eq!(listed(&page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
     audience.delete_topic(&made[0], None).expect("delete topic");
     assert_eq!(audience.topics(team).expect("topics"), vec![made[2].clone()]);
     assert_eq!(audience.topics(other).expect("topics"), vec![stranger]);
@@ -563,13 +528,12 @@ fn properties_are_kept_per_team(audience: &dyn AudienceStore, ids: &Store, team:
         audience.property(other, made[1].id).expect("property").is_none(),
         "a team sees its own only"
     );
-    let listed = |request: PageRequest| {
-        let (page, more) = audience.property_page(team, &request).expect("property page");
-        (page.iter().map(|p| p.id).collect::<Vec<_>>(), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = audience.property_page(team, request).expect("property page");
+        (ids_of(&page, |p| p.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[2].id, made[1].id], true));
-    assert_eq!(listed(page(2, Cursor::After(made[1].id))), (vec![made[0].id], false));
-    assert_eq!(listed(page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
+    pages_go_newest_first(listed, &ids_of(&made, |one| one.id));
+    assert_eq!(listed(&page(1, Cursor::Before(made[0].id))), (vec![made[1].id], true));
     assert_eq!(sorted(audience.properties(team).expect("properties"), |p| p.id), made);
     assert_eq!(audience.properties(other).expect("properties"), vec![stranger.clone()]);
 
@@ -584,7 +548,7 @@ fn properties_are_kept_per_team(audience: &dyn AudienceStore, ids: &Store, team:
     );
     audience.delete_property(&with_fallback).expect("delete property");
     assert!(audience.property(team, with_fallback.id).expect("property").is_none());
-    assert_eq!(listed(page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
+    assert_eq!(listed(&page(10, Cursor::Start)), (vec![made[2].id, made[0].id], false));
     assert_eq!(audience.properties(other).expect("properties"), vec![stranger]);
 }
 
@@ -620,13 +584,12 @@ fn imports_are_kept_per_team_and_queued_until_finished(audience: &dyn AudienceSt
             .expect("import errors")
             .is_empty()
     );
-    let listed = |request: PageRequest| {
-        let (page, more) = audience.import_page(team, &request).expect("import page");
-        (page.iter().map(|i| i.id).collect::<Vec<_>>(), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = audience.import_page(team, request).expect("import page");
+        (ids_of(&page, |i| i.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![third.id, second.id], true));
-    assert_eq!(listed(page(2, Cursor::After(second.id))), (vec![first.id], false));
-    assert_eq!(listed(page(1, Cursor::Before(first.id))), (vec![second.id], true));
+    pages_go_newest_first(listed, &[first.id, second.id, third.id]);
+    assert_eq!(listed(&page(1, Cursor::Before(first.id))), (vec![second.id], true));
     let (theirs_listed, _) = audience.import_page(other, &start).expect("import page");
     assert_eq!(theirs_listed, vec![theirs.clone()]);
     assert_eq!(

@@ -4,6 +4,10 @@
 //! and shared, every team's for the verifier, and the `domain.*` events written with
 //! each change.
 
+#[path = "util/conformance.rs"]
+mod conformance;
+
+use conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
 use herald::config::DkimAlgorithm;
 use herald::domains::{
     Domain, DomainStatus, DomainStore, RecordChecks, RecordStatus, RocksDomains, TlsPolicy, generate_dkim_key,
@@ -11,15 +15,6 @@ use herald::domains::{
 use herald::events::{Event, EventKind};
 use herald::storage::page::{Cursor, PageRequest};
 use herald_queue::{Id, Store};
-
-/// A real store in a temp directory.
-fn rocksdb() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
-    options.min_free_space = 0;
-    let store = Store::open(options).expect("open the store");
-    (dir, store)
-}
 
 /// A new domain of `team_id` named `name`, as the domains service makes one.
 fn domain(ids: &Store, team_id: Id, name: &str) -> Domain {
@@ -55,23 +50,6 @@ fn event(ids: &Store, domain: &Domain, kind: EventKind) -> Event {
         created_at: ids.now(),
         data: serde_json::json!({ "id": domain.id, "name": domain.name }),
     }
-}
-
-/// Whether `event` is in the outbox, where webhooks are fed from. The outbox is the
-/// node's store (`ids`): an event is written in the same write as the change it
-/// reports, so whatever keeps domains must get it there.
-fn in_outbox(ids: &Store, event: &Event) -> bool {
-    ids.get::<Event>(event.id.as_bytes()).expect("read the outbox").as_ref() == Some(event)
-}
-
-/// The ids of `domains`, in their order.
-fn ids_of(domains: &[Domain]) -> Vec<Id> {
-    domains.iter().map(|d| d.id).collect()
-}
-
-/// A page of `limit` domains from `cursor`.
-fn page(limit: usize, cursor: Cursor) -> PageRequest {
-    PageRequest { limit, cursor }
 }
 
 /// What every [`DomainStore`] does: `ids` is where ids and times come from, and holds the
@@ -156,30 +134,15 @@ fn domains_are_found_by_id_and_by_name_in_their_team(
     made
 }
 
-/// Pages of domains: newest first, `after` continues older, `before` comes back, and
-/// `has_more` says whether more lie beyond in the direction of travel.
+/// Pages of domains keep the cursor cases of [`pages_go_newest_first`], and a page of
+/// all of them holds them whole.
 fn domains_page_newest_first(domains: &dyn DomainStore, team: Id, made: &[Domain]) {
-    let listed = |request: PageRequest| {
-        let (page, more) = domains.list(team, &request).expect("list");
-        (ids_of(&page), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = domains.list(team, request).expect("list");
+        (ids_of(&page, |d| d.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[4].id, made[3].id], true));
-    assert_eq!(
-        listed(page(2, Cursor::After(made[3].id))),
-        (vec![made[2].id, made[1].id], true)
-    );
-    assert_eq!(listed(page(2, Cursor::After(made[1].id))), (vec![made[0].id], false));
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[0].id))),
-        (vec![made[2].id, made[1].id], true)
-    );
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[2].id))),
-        (vec![made[4].id, made[3].id], false)
-    );
-    assert_eq!(listed(page(2, Cursor::Before(made[4].id))), (Vec::new(), false));
-    let (whole, more) = domains.list(team, &page(5, Cursor::Start)).expect("list");
-    assert!(!more, "exactly a page is not more");
+    pages_go_newest_first(listed, &ids_of(made, |d| d.id));
+    let (whole, _) = domains.list(team, &page(5, Cursor::Start)).expect("list");
     assert_eq!(whole, made.iter().rev().cloned().collect::<Vec<_>>(), "whole records");
 }
 
@@ -244,7 +207,10 @@ fn a_deleted_domain_is_gone_every_way_alone(domains: &dyn DomainStore, ids: &Sto
         "another team's namesake stays"
     );
     let (left, more) = domains.list(team, &page(10, Cursor::Start)).expect("list");
-    assert_eq!(ids_of(&left), vec![made[4].id, made[3].id, made[1].id, made[0].id]);
+    assert_eq!(
+        ids_of(&left, |d| d.id),
+        vec![made[4].id, made[3].id, made[1].id, made[0].id]
+    );
     assert!(!more);
     assert_eq!(
         domains.all().expect("all").len(),

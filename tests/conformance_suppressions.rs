@@ -4,19 +4,14 @@
 //! them with and without a filter by origin, and the `suppression.*` events written with
 //! each change.
 
+#[path = "util/conformance.rs"]
+mod conformance;
+
+use conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
 use herald::events::{Event, EventKind};
 use herald::storage::page::{Cursor, PageRequest};
 use herald::suppressions::{Origin, RocksSuppressions, Suppression, SuppressionStore};
 use herald_queue::{Id, Store};
-
-/// A real store in a temp directory.
-fn rocksdb() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
-    options.min_free_space = 0;
-    let store = Store::open(options).expect("open the store");
-    (dir, store)
-}
 
 /// An event of `kind` about `suppression`.
 fn event(ids: &Store, suppression: &Suppression, kind: EventKind) -> Event {
@@ -27,23 +22,6 @@ fn event(ids: &Store, suppression: &Suppression, kind: EventKind) -> Event {
         created_at: ids.now(),
         data: suppression.event_json(),
     }
-}
-
-/// Whether `event` is in the outbox, where webhooks are fed from. The outbox is the
-/// node's store (`ids`): an event is written in the same write as the change it
-/// reports, so whatever keeps suppressions must get it there.
-fn in_outbox(ids: &Store, event: &Event) -> bool {
-    ids.get::<Event>(event.id.as_bytes()).expect("read the outbox").as_ref() == Some(event)
-}
-
-/// The ids of `suppressions`, in their order.
-fn ids_of(suppressions: &[Suppression]) -> Vec<Id> {
-    suppressions.iter().map(|s| s.id).collect()
-}
-
-/// A page of `limit` entries from `cursor`.
-fn page(limit: usize, cursor: Cursor) -> PageRequest {
-    PageRequest { limit, cursor }
 }
 
 /// What every [`SuppressionStore`] does: `ids` is where ids and times come from, and
@@ -153,33 +131,15 @@ fn entries_are_found_by_address_and_by_id_in_their_team(
     made
 }
 
-/// Pages of entries: newest first, `after` continues older, `before` comes back, and
-/// `has_more` says whether more lie beyond in the direction of travel.
+/// Pages of entries keep the cursor cases of [`pages_go_newest_first`], and a page of
+/// all of them holds them whole.
 fn entries_page_newest_first(suppressions: &dyn SuppressionStore, team: Id, made: &[Suppression]) {
-    let listed = |request: PageRequest| {
-        let (page, more) = suppressions.page(team, &request, None).expect("page");
-        (ids_of(&page), more)
+    let listed = |request: &PageRequest| {
+        let (page, more) = suppressions.page(team, request, None).expect("page");
+        (ids_of(&page, |s| s.id), more)
     };
-    assert_eq!(listed(page(2, Cursor::Start)), (vec![made[5].id, made[4].id], true));
-    assert_eq!(
-        listed(page(2, Cursor::After(made[4].id))),
-        (vec![made[3].id, made[2].id], true)
-    );
-    assert_eq!(
-        listed(page(2, Cursor::After(made[2].id))),
-        (vec![made[1].id, made[0].id], false)
-    );
-    assert_eq!(listed(page(2, Cursor::After(made[0].id))), (Vec::new(), false));
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[1].id))),
-        (vec![made[3].id, made[2].id], true)
-    );
-    assert_eq!(
-        listed(page(2, Cursor::Before(made[3].id))),
-        (vec![made[5].id, made[4].id], false)
-    );
-    let (whole, more) = suppressions.page(team, &page(6, Cursor::Start), None).expect("page");
-    assert!(!more, "exactly a page is not more");
+    pages_go_newest_first(listed, &ids_of(made, |s| s.id));
+    let (whole, _) = suppressions.page(team, &page(6, Cursor::Start), None).expect("page");
     assert_eq!(whole, made.iter().rev().cloned().collect::<Vec<_>>(), "whole entries");
 }
 
@@ -189,7 +149,7 @@ fn a_filter_by_origin_pages_its_matches_alone(suppressions: &dyn SuppressionStor
     let listed = |request: PageRequest, origin: Origin| {
         let (page, more) = suppressions.page(team, &request, Some(origin)).expect("page");
         assert!(page.iter().all(|s| s.origin == origin), "{origin:?} alone");
-        (ids_of(&page), more)
+        (ids_of(&page, |s| s.id), more)
     };
     // Bounces are entries 0, 2 and 4; complaints 1 and 5; entry 3 is manual.
     let bounces = Origin::Bounce;
@@ -245,7 +205,10 @@ fn a_removal_removes_those_entries_alone(
         assert!(suppressions.find_by_id(team, one.id).expect("find by id").is_none());
     }
     let (left, more) = suppressions.page(team, &page(10, Cursor::Start), None).expect("page");
-    assert_eq!(ids_of(&left), vec![made[5].id, made[4].id, made[1].id, made[0].id]);
+    assert_eq!(
+        ids_of(&left, |s| s.id),
+        vec![made[5].id, made[4].id, made[1].id, made[0].id]
+    );
     assert!(!more);
     assert!(
         suppressions.find(other, &made[2].email).expect("find").is_some(),
@@ -255,11 +218,11 @@ fn a_removal_removes_those_entries_alone(
     let (after_gone, _) = suppressions
         .page(team, &page(10, Cursor::After(made[3].id)), None)
         .expect("page");
-    assert_eq!(ids_of(&after_gone), vec![made[1].id, made[0].id]);
+    assert_eq!(ids_of(&after_gone, |s| s.id), vec![made[1].id, made[0].id]);
     let (before_gone, _) = suppressions
         .page(team, &page(10, Cursor::Before(made[2].id)), None)
         .expect("page");
-    assert_eq!(ids_of(&before_gone), vec![made[5].id, made[4].id]);
+    assert_eq!(ids_of(&before_gone, |s| s.id), vec![made[5].id, made[4].id]);
 }
 
 /// An address removed and suppressed again answers with its new entry only: the old id

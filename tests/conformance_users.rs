@@ -2,21 +2,18 @@
 //! the RocksDB one on a real store in a temp directory. Users, the node-wide email index
 //! that sign-in reads, invitations and sessions.
 
+// The suite uses the store alone: it has no pages to walk and writes no events.
+#[allow(dead_code)]
+#[path = "util/conformance.rs"]
+mod conformance;
+
 use std::time::Duration;
 
+use conformance::rocksdb;
 use herald::users::model::Session;
 use herald::users::store::{RocksUsers, UserStore};
 use herald::users::{Role, User};
 use herald_queue::{Id, Store};
-
-/// A real store in a temp directory.
-fn rocksdb() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
-    options.min_free_space = 0;
-    let store = Store::open(options).expect("open the store");
-    (dir, store)
-}
 
 /// A user of `team_id` signing in as `email`, invited (no password yet) or not.
 fn user(ids: &Store, team_id: Id, email: &str, invited: bool) -> User {
