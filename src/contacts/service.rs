@@ -472,17 +472,7 @@ pub fn set_topics(
     let choices = existing_topics(services, caller.team_id, choices)?;
     let previous = get(services, caller, target)?;
     let mut contact = previous.clone();
-    let mut opted_out = false;
-    for choice in &choices {
-        let before = previous
-            .topics
-            .iter()
-            .find(|c| c.id == choice.id)
-            .map(|c| c.subscription);
-        opted_out |= choice.subscription == Subscription::OptOut && before != Some(Subscription::OptOut);
-        contact.topics.retain(|c| c.id != choice.id);
-        contact.topics.push(*choice);
-    }
+    let opted_out = make_choices(&mut contact, &choices);
     let kinds: &[EventKind] = if opted_out {
         &[EventKind::ContactTopicsUpdated, EventKind::ContactUpdated]
     } else {
@@ -529,17 +519,7 @@ pub fn choose(
         };
         let mut contact = previous.clone();
         let mut kinds = Vec::new();
-        let mut opted_out = false;
-        for choice in &choices {
-            let before = previous
-                .topics
-                .iter()
-                .find(|c| c.id == choice.id)
-                .map(|c| c.subscription);
-            opted_out |= choice.subscription == Subscription::OptOut && before != Some(Subscription::OptOut);
-            contact.topics.retain(|c| c.id != choice.id);
-            contact.topics.push(*choice);
-        }
+        let opted_out = make_choices(&mut contact, &choices);
         if contact.topics != previous.topics {
             kinds.push(EventKind::ContactTopicsUpdated);
         }
@@ -560,6 +540,23 @@ pub fn choose(
     Err(Error::Internal(
         "a contact was made and deleted while an unsubscribe was applied",
     ))
+}
+
+/// Sets `contact`'s choices for the topics in `choices` (the others keep theirs);
+/// whether it opted out of one it was not out of.
+fn make_choices(contact: &mut Contact, choices: &[TopicChoice]) -> bool {
+    let mut opted_out = false;
+    for choice in choices {
+        let before = contact
+            .topics
+            .iter()
+            .find(|c| c.id == choice.id)
+            .map(|c| c.subscription);
+        opted_out |= choice.subscription == Subscription::OptOut && before != Some(Subscription::OptOut);
+        contact.topics.retain(|c| c.id != choice.id);
+        contact.topics.push(*choice);
+    }
+    opted_out
 }
 
 /// The answer's list of topic choices.
