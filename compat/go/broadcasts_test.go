@@ -97,6 +97,13 @@ func TestBroadcastsDraftScheduleCancelRemove(t *testing.T) {
 
 	item := listedBroadcast(t, c, id)
 	eq(t, "list item", item, resend.Broadcast{Id: id, Name: name + " v2", SegmentId: segmentID, AudienceId: segmentID, Status: "draft", CreatedAt: got.CreatedAt})
+	// A second draft, so that a page of one has more after it whatever the tests running
+	// beside this one have made or removed.
+	sibling, err := c.Broadcasts.Create(&resend.CreateBroadcastRequest{
+		SegmentId: segmentID, From: from, Name: name + " sibling", Subject: "Sibling", Html: "<p>Sibling</p>",
+	})
+	c.must(t, err)
+	defer c.Broadcasts.Remove(sibling.Id)
 	one, err := c.Broadcasts.ListWithOptions(ctx(), &resend.ListOptions{Limit: ptr(1)})
 	c.must(t, err)
 	eq(t, "limit 1", []any{len(one.Data), one.HasMore}, []any{1, true})
