@@ -30,6 +30,22 @@ fn user_with_mfa(world: &World, email: &str, hash: &str, recovery: Vec<String>) 
     user
 }
 
+/// A member of the world's team without TOTP, not yet stored; `password_hash` `None`
+/// for one invited.
+fn member(world: &World, email: &str, password_hash: Option<String>) -> User {
+    let store = world.services.store();
+    User {
+        id: store.next_id(),
+        team_id: world.team,
+        email: email.into(),
+        role: Role::Member,
+        password_hash,
+        totp_secret: None,
+        recovery_codes: Vec::new(),
+        created_at: store.now(),
+    }
+}
+
 fn stored(world: &World, user: &User) -> User {
     world
         .services
@@ -169,16 +185,11 @@ fn totp_is_turned_on_with_a_code_for_the_pending_secret_and_gives_recovery_codes
     let world = World::new();
     let services = &world.services;
     let store = services.store();
-    let user = User {
-        id: store.next_id(),
-        team_id: world.team,
-        email: "enrol@example.test".into(),
-        role: Role::Member,
-        password_hash: Some(users::hash_password(PASSWORD).expect("hash")),
-        totp_secret: None,
-        recovery_codes: Vec::new(),
-        created_at: store.now(),
-    };
+    let user = member(
+        &world,
+        "enrol@example.test",
+        Some(users::hash_password(PASSWORD).expect("hash")),
+    );
     assert!(services.users().insert(&user, None).expect("add"));
     let token = account::sign_in(services, &user.email, PASSWORD)
         .expect("sign in")
@@ -234,16 +245,7 @@ fn an_invitation_sets_one_password_once() {
     let world = World::new();
     let services = &world.services;
     let store = services.store();
-    let user = User {
-        id: store.next_id(),
-        team_id: world.team,
-        email: "invited@example.test".into(),
-        role: Role::Member,
-        password_hash: None,
-        totp_secret: None,
-        recovery_codes: Vec::new(),
-        created_at: store.now(),
-    };
+    let user = member(&world, "invited@example.test", None);
     let token = sessions::token();
     let expires = store.now().saturating_add(users::INVITATION_VALID);
     assert!(services.users().insert(&user, Some((&token, expires))).expect("add"));

@@ -621,6 +621,20 @@ mod tests {
     use crate::events::EventKind;
     use crate::webhooks::{SigningSecret, WebhookStatus};
 
+    /// An enabled webhook of `team` hearing of `email.sent`.
+    fn enabled_webhook(store: &Store, team: Id) -> Webhook {
+        Webhook {
+            id: store.next_id(),
+            team_id: team,
+            endpoint: "https://hooks.example.com/h".into(),
+            events: vec!["email.sent".into()],
+            status: WebhookStatus::Enabled,
+            signing_secret: SigningSecret::generate().expect("random"),
+            previous_secret: None,
+            created_at: store.now(),
+        }
+    }
+
     #[test]
     fn a_webhook_hears_only_of_events_after_it_was_created() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -631,16 +645,7 @@ mod tests {
         let config = crate::config::Config::defaults();
         let services = Services::new(config, store.clone(), spool, team, outbound);
         let add_webhook = |store: &Store| -> Id {
-            let webhook = Webhook {
-                id: store.next_id(),
-                team_id: team,
-                endpoint: "https://hooks.example.com/h".into(),
-                events: vec!["email.sent".into()],
-                status: WebhookStatus::Enabled,
-                signing_secret: SigningSecret::generate().expect("random"),
-                previous_secret: None,
-                created_at: store.now(),
-            };
+            let webhook = enabled_webhook(store, team);
             services.webhooks().put(&webhook).expect("put");
             webhook.id
         };
@@ -719,16 +724,7 @@ mod tests {
         let team = store.next_id();
         let config = crate::config::Config::defaults();
         let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
-        let webhook = Webhook {
-            id: store.next_id(),
-            team_id: team,
-            endpoint: "https://hooks.example.com/h".into(),
-            events: vec!["email.sent".into()],
-            status: WebhookStatus::Enabled,
-            signing_secret: SigningSecret::generate().expect("random"),
-            previous_secret: None,
-            created_at: store.now(),
-        };
+        let webhook = enabled_webhook(&store, team);
         services.webhooks().put(&webhook).expect("put the webhook");
         let message = WebhookMessage {
             event_id: store.next_id(),
