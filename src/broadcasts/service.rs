@@ -143,7 +143,7 @@ fn check(services: &Services, caller: &Caller, broadcast: &Broadcast) -> Result<
             Error::invalid(error.to_string())
         }
         // The store refused or failed: the answer the rest of the API gives, not a 422.
-        SendError::Unavailable(refusal) => Error::Store(herald_queue::Error::Unavailable(refusal)),
+        SendError::Unavailable(refusal) => Error::Store(crate::storage::Error::Unavailable(refusal)),
         SendError::Internal(error) => {
             tracing::error!(%error, "cannot read a broadcast's sending domain");
             Error::Internal("cannot read the sending domain")

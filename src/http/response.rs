@@ -159,6 +159,15 @@ impl From<herald_queue::Error> for ApiError {
     }
 }
 
+impl From<crate::storage::Error> for ApiError {
+    fn from(error: crate::storage::Error) -> Self {
+        match error {
+            crate::storage::Error::Unavailable(refusal) => ApiError::unavailable(refusal.to_string()),
+            other => ApiError::internal(&other),
+        }
+    }
+}
+
 impl From<crate::services::Error> for ApiError {
     fn from(error: crate::services::Error) -> Self {
         use crate::services::Error;

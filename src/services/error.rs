@@ -32,10 +32,16 @@ pub enum Error {
     Conflict(String),
     /// The store refused or failed.
     #[error(transparent)]
-    Store(#[from] herald_queue::Error),
+    Store(#[from] crate::storage::Error),
     /// A fault on herald's side that the caller cannot fix; the text is for the log.
     #[error("{0}")]
     Internal(&'static str),
+}
+
+impl From<herald_queue::Error> for Error {
+    fn from(error: herald_queue::Error) -> Error {
+        Error::Store(error.into())
+    }
 }
 
 impl Error {

@@ -9,7 +9,10 @@
 //! durability contract is untouched; on a shared backend the seam where the node's
 //! writes part from the shared ones.
 
+mod error;
 pub mod page;
+
+pub use error::{Error, Refusal};
 
 use herald_queue::Batch;
 
