@@ -165,8 +165,8 @@ impl Record for Event {
 }
 
 /// Adds `event` to `batch`, keyed by its time-ordered id so the outbox drains in order.
-pub fn stage(batch: &mut Batch, event: &Event) -> Result<(), herald_queue::Error> {
-    batch.put(event.id.as_bytes(), event)
+pub fn stage(batch: &mut Batch, event: &Event) -> Result<(), crate::storage::Error> {
+    Ok(batch.put(event.id.as_bytes(), event)?)
 }
 
 #[cfg(test)]

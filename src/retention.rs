@@ -14,7 +14,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald_queue::{Batch, Due, DueIndex, Error, Store};
+use crate::storage::Error;
+use herald_queue::{Batch, Due, DueIndex, Store};
 
 use crate::runner::{Claimed, Handler, Limits, Runner, Wake};
 use crate::shutdown::Shutdown;

@@ -288,7 +288,7 @@ impl Runner {
     /// Claims every entry due by now whose item is not claimed already, as far as room
     /// allows, and says when the next one falls due. Reads the store: call it off the
     /// async workers.
-    fn pass(&self) -> Result<Pass, herald_queue::Error> {
+    fn pass(&self) -> Result<Pass, crate::storage::Error> {
         let delay = self.limits.delay;
         let now = self.store.now();
         // Entries indexed at or before the horizon are due now.

@@ -15,9 +15,10 @@ use std::sync::Mutex;
 use conformance::{ids_of, page, pages_go_newest_first, rocksdb};
 use herald::accounts::{Caller, Permission};
 use herald::services::{Backends, Services};
+use herald::storage::Error;
 use herald::storage::page::{Cursor, PageRequest};
 use herald::webhooks::{RocksWebhooks, SigningSecret, Webhook, WebhookStatus, WebhookStore};
-use herald_queue::{Error, Id, Scan, Spool, Store};
+use herald_queue::{Id, Scan, Spool, Store};
 
 /// Webhooks in a map: what a test (or another backend) can put behind the trait.
 #[derive(Debug, Default)]

@@ -62,7 +62,13 @@ pub enum AuthError {
     Invalid,
     /// The store could not be read.
     #[error(transparent)]
-    Storage(#[from] herald_queue::Error),
+    Storage(#[from] crate::storage::Error),
+}
+
+impl From<herald_queue::Error> for AuthError {
+    fn from(error: herald_queue::Error) -> AuthError {
+        AuthError::Storage(error.into())
+    }
 }
 
 /// Authenticates API key tokens against the store.

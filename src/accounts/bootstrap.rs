@@ -66,7 +66,13 @@ pub enum BootstrapError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] herald_queue::Error),
+    Store(#[from] crate::storage::Error),
+}
+
+impl From<herald_queue::Error> for BootstrapError {
+    fn from(error: herald_queue::Error) -> BootstrapError {
+        BootstrapError::Store(error.into())
+    }
 }
 
 /// Initialises the data directory on its first start. Blocking: run it off the async

@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Batch, Error, Id, Scan, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Scan, Table};
 
 use super::Team;
 use crate::runner::Wake;

@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use herald_queue::{Batch, Error, Id, RecordCache, Scan, Store, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, RecordCache, Scan, Store, Timestamp};
 
 use super::api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage};
 use super::team::Team;
@@ -80,19 +81,19 @@ fn key_location(team_id: Id, id: Id) -> Vec<u8> {
 
 /// Adds `team` to `batch`.
 pub(super) fn stage_team(batch: &mut Batch, team: &Team) -> Result<(), Error> {
-    batch.put(team.id.as_bytes(), team)
+    Ok(batch.put(team.id.as_bytes(), team)?)
 }
 
 /// Adds `key` and its lookup under `digest` to `batch`.
 pub(super) fn stage_key(batch: &mut Batch, key: &ApiKey, digest: [u8; 32]) -> Result<(), Error> {
     batch.put(key_location(key.team_id, key.id), key)?;
-    batch.put(
+    Ok(batch.put(
         digest,
         &ApiKeyDigest {
             team_id: key.team_id,
             key_id: key.id,
         },
-    )
+    )?)
 }
 
 impl AccountStore for RocksAccounts {
@@ -115,40 +116,40 @@ impl AccountStore for RocksAccounts {
     fn put_team(&self, team: &Team) -> Result<(), Error> {
         let mut batch = Batch::new();
         stage_team(&mut batch, team)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn delete_team(&self, id: Id) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.delete::<Team>(id.as_bytes());
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Arc<ApiKey>>, Error> {
         let Some(found) = self.digests.get(&self.store, digest)? else {
             return Ok(None);
         };
-        self.keys.get(&self.store, &key_location(found.team_id, found.key_id))
+        Ok(self.keys.get(&self.store, &key_location(found.team_id, found.key_id))?)
     }
 
     fn key(&self, team_id: Id, id: Id) -> Result<Option<ApiKey>, Error> {
-        self.store.get::<ApiKey>(key_location(team_id, id))
+        Ok(self.store.get::<ApiKey>(key_location(team_id, id))?)
     }
 
     fn keys(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ApiKey>, bool), Error> {
-        page.load::<ApiKey>(&self.store, team_id.as_bytes())
+        Ok(page.load::<ApiKey>(&self.store, team_id.as_bytes())?)
     }
 
     fn insert_key(&self, key: &ApiKey, digest: [u8; 32]) -> Result<(), Error> {
         let mut batch = Batch::new();
         stage_key(&mut batch, key, digest)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn put_key(&self, key: &ApiKey) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.put(key_location(key.team_id, key.id), key)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn delete_key(&self, key: &ApiKey) -> Result<(), Error> {
@@ -160,7 +161,7 @@ impl AccountStore for RocksAccounts {
         batch.delete::<ApiKey>(key_location(key.team_id, key.id));
         batch.delete::<ApiKeyDigest>(digest);
         batch.delete::<ApiKeyUsage>(key.id.as_bytes());
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn record_use(&self, key_id: Id, at: Timestamp) {

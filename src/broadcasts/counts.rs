@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use herald_queue::{Batch, Error, Id, Scan, Store, Table, decode_counter};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Scan, Store, Table, decode_counter};
 
 use crate::emails::EmailState;
 use crate::emails::by_status;

@@ -437,7 +437,7 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
         batch.put(&key, &record)?;
         batch.put(&key, &record.status())?;
         crate::emails::retention::arm_final(batch, team_id, id, now);
-        submit::append_event(batch, store, &record, EmailState::Canceled, now)
+        Ok(submit::append_event(batch, store, &record, EmailState::Canceled, now)?)
     })?;
     Ok(outcome != Updated::Missing)
 }

@@ -14,7 +14,8 @@
 //! Writers of a team's contacts hold the team's contact lock (see the service), which
 //! makes the count's read-modify-write here safe.
 
-use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::imports::{ContactImport, ImportError};
 use super::{Contact, ContactProperty, Segment, Topic, normalize};
@@ -111,14 +112,14 @@ impl RocksContacts {
         for event in events {
             events::stage(&mut batch, event)?;
         }
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn commit_one(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
         if let Some(event) = event {
             events::stage(&mut batch, event)?;
         }
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     /// Stages `contact` (new, or changed from `previous`) with its lookups.
@@ -139,7 +140,7 @@ impl RocksContacts {
             );
         }
         batch.put(id_key(team, contact.id), contact)?;
-        batch.put(email_key(team, &contact.email), &ContactEmail { id: contact.id })
+        Ok(batch.put(email_key(team, &contact.email), &ContactEmail { id: contact.id })?)
     }
 
     fn stage_count(&self, batch: &mut Batch, team_id: Id, added: u64, removed: u64) -> Result<(), Error> {
@@ -148,7 +149,7 @@ impl RocksContacts {
         }
         let count = self.count(team_id)?;
         let contacts = count.saturating_add(added).saturating_sub(removed);
-        batch.put(team_id.as_bytes(), &ContactCount { contacts })
+        Ok(batch.put(team_id.as_bytes(), &ContactCount { contacts })?)
     }
 
     /// Stages `import` with its place in [`Table::IMPORT_QUEUE`]: there while unfinished;
@@ -163,7 +164,7 @@ impl RocksContacts {
         } else {
             batch.put_raw(Table::IMPORT_QUEUE, queued, Vec::new());
         }
-        batch.put(id_key(import.team_id, import.id), import)
+        Ok(batch.put(id_key(import.team_id, import.id), import)?)
     }
 
     fn all<R: Record>(&self, team_id: Id) -> Result<Vec<R>, Error> {
@@ -243,7 +244,7 @@ fn error_key(team_id: Id, import_id: Id, row: u64) -> Vec<u8> {
 
 impl ContactStore for RocksContacts {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Contact>, Error> {
-        self.store.get::<Contact>(id_key(team_id, id))
+        Ok(self.store.get::<Contact>(id_key(team_id, id))?)
     }
 
     fn by_email(&self, team_id: Id, email: &str) -> Result<Option<Contact>, Error> {
@@ -257,7 +258,7 @@ impl ContactStore for RocksContacts {
     }
 
     fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
-        page.load::<Contact>(&self.store, team_id.as_bytes())
+        Ok(page.load::<Contact>(&self.store, team_id.as_bytes())?)
     }
 
     fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
@@ -326,11 +327,11 @@ impl ContactStore for RocksContacts {
 
 impl AudienceStore for RocksContacts {
     fn segment(&self, team_id: Id, id: Id) -> Result<Option<Segment>, Error> {
-        self.store.get(id_key(team_id, id))
+        Ok(self.store.get(id_key(team_id, id))?)
     }
 
     fn segment_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Segment>, bool), Error> {
-        page.load(&self.store, team_id.as_bytes())
+        Ok(page.load(&self.store, team_id.as_bytes())?)
     }
 
     fn segments(&self, team_id: Id) -> Result<Vec<Segment>, Error> {
@@ -353,11 +354,11 @@ impl AudienceStore for RocksContacts {
     }
 
     fn topic(&self, team_id: Id, id: Id) -> Result<Option<Topic>, Error> {
-        self.store.get(id_key(team_id, id))
+        Ok(self.store.get(id_key(team_id, id))?)
     }
 
     fn topic_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Topic>, bool), Error> {
-        page.load(&self.store, team_id.as_bytes())
+        Ok(page.load(&self.store, team_id.as_bytes())?)
     }
 
     fn topics(&self, team_id: Id) -> Result<Vec<Topic>, Error> {
@@ -377,11 +378,11 @@ impl AudienceStore for RocksContacts {
     }
 
     fn property(&self, team_id: Id, id: Id) -> Result<Option<ContactProperty>, Error> {
-        self.store.get(id_key(team_id, id))
+        Ok(self.store.get(id_key(team_id, id))?)
     }
 
     fn property_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactProperty>, bool), Error> {
-        page.load(&self.store, team_id.as_bytes())
+        Ok(page.load(&self.store, team_id.as_bytes())?)
     }
 
     fn properties(&self, team_id: Id) -> Result<Vec<ContactProperty>, Error> {
@@ -401,11 +402,11 @@ impl AudienceStore for RocksContacts {
     }
 
     fn import(&self, team_id: Id, id: Id) -> Result<Option<ContactImport>, Error> {
-        self.store.get(id_key(team_id, id))
+        Ok(self.store.get(id_key(team_id, id))?)
     }
 
     fn import_page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ContactImport>, bool), Error> {
-        page.load(&self.store, team_id.as_bytes())
+        Ok(page.load(&self.store, team_id.as_bytes())?)
     }
 
     fn unfinished_imports(&self) -> Result<Vec<ContactImport>, Error> {

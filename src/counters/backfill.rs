@@ -5,7 +5,8 @@
 //! timeline. Each page's counts and the position reached are one write, so a pass cut
 //! short resumes where it stopped and counts nothing twice.
 
-use herald_queue::{Batch, Error, Scan, Store, Table, Timestamp, decode_record};
+use crate::storage::Error;
+use herald_queue::{Batch, Scan, Store, Table, Timestamp, decode_record};
 use serde::{Deserialize, Serialize};
 
 use super::{Metric, count, count_event};
@@ -78,7 +79,7 @@ pub fn prepare(store: &Store) -> Result<(), Error> {
             done: false,
         },
     );
-    store.commit(batch).wait()
+    Ok(store.commit(batch).wait()?)
 }
 
 /// Counts an email's events from before `cutoff` into `batch`.

@@ -10,7 +10,8 @@
 pub mod backfill;
 pub mod query;
 
-use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Store, Table, Timestamp, decode_counter};
+use crate::storage::Error;
+use herald_queue::{Batch, Due, DueIndex, Id, Scan, Store, Table, Timestamp, decode_counter};
 use serde_json::Value;
 
 use crate::emails::EmailState;

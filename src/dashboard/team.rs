@@ -99,7 +99,10 @@ fn invite(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
 }
 
 /// The team's plan and its day's and month's sending against it.
-fn usage(ctx: &Ctx<'_>, team: herald_queue::Id) -> Result<(Option<String>, Vec<pages::UsageRow>), herald_queue::Error> {
+fn usage(
+    ctx: &Ctx<'_>,
+    team: herald_queue::Id,
+) -> Result<(Option<String>, Vec<pages::UsageRow>), crate::storage::Error> {
     use crate::quotas::{Allowance, Period, resets_at};
     let plan = ctx.state.plan_of(team)?;
     let allowance = Allowance::of(plan);

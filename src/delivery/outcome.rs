@@ -57,7 +57,9 @@ pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
         let written = spool.update_many(
             &pending,
             |(job, _)| job.id,
-            |(job, results), envelope, batch| apply(services, config, job, results, &mut suppressed, envelope, batch),
+            |(job, results), envelope, batch| {
+                Ok(apply(services, config, job, results, &mut suppressed, envelope, batch)?)
+            },
         );
         drop(locked);
         let mut failed = Vec::new();
@@ -94,7 +96,7 @@ fn apply(
     suppressed_now: &mut HashSet<(herald_queue::Id, String)>,
     envelope: &mut Envelope,
     batch: &mut Batch,
-) -> Result<(), herald_queue::Error> {
+) -> Result<(), crate::storage::Error> {
     let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
     let store = services.store();
     let now = store.now();
@@ -225,7 +227,7 @@ fn event(
     kind: EmailState,
     at: Timestamp,
     extra: &Value,
-) -> Result<(), herald_queue::Error> {
+) -> Result<(), crate::storage::Error> {
     let Some(record) = record else {
         return Ok(());
     };

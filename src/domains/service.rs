@@ -238,7 +238,7 @@ pub fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'
 
 /// Writes `domain` durably, with a `domain.updated` event when `changed` (webhooks hear
 /// of every change of a domain, and only of changes). The caller holds its [`lock`].
-pub fn save(services: &Services, domain: &Domain, changed: bool) -> Result<(), herald_queue::Error> {
+pub fn save(services: &Services, domain: &Domain, changed: bool) -> Result<(), crate::storage::Error> {
     let event = if changed {
         crate::services::outbox::new(services, domain.team_id, EventKind::DomainUpdated, || {
             domain.event_json(services.config())

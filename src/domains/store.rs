@@ -10,7 +10,8 @@
 
 use std::sync::Arc;
 
-use herald_queue::{Batch, DueIndex, Error, Id, RawEntry, Record, RecordCache, Scan, Store, Table, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, DueIndex, Id, RawEntry, Record, RecordCache, Scan, Store, Table, Timestamp};
 
 use super::model::Domain;
 use crate::events::{self, Event};
@@ -98,7 +99,7 @@ fn name_key(team_id: Id, name: &str) -> Vec<u8> {
 /// in `batch`. The caller holds the domain's record lock (or the domain is new), so the
 /// stored version read here is the one whose entry is armed.
 fn move_check(store: &Store, batch: &mut Batch, key: &[u8], next: Option<Timestamp>) -> Result<(), Error> {
-    let armed = match store.get::<Domain>(key) {
+    let armed = match store.get::<Domain>(key).map_err(Error::from) {
         Ok(stored) => stored.and_then(|stored| stored.next_check_at),
         // Its entry, if any, cannot be known: the verifier drops it when it comes due.
         Err(Error::Corrupt { .. }) => None,
@@ -115,7 +116,7 @@ fn move_check(store: &Store, batch: &mut Batch, key: &[u8], next: Option<Timesta
 
 /// The domain under `key` in [`CHECKS`] (the verifier's due entries name domains so).
 pub(super) fn domain_at(store: &Store, key: &[u8]) -> Result<Option<Domain>, Error> {
-    store.get::<Domain>(key)
+    Ok(store.get::<Domain>(key)?)
 }
 
 /// Gives every domain with a next check its entry in [`CHECKS`], once: domains stored by
@@ -167,17 +168,17 @@ impl RocksDomains {
         if let Some(event) = event {
             events::stage(&mut batch, event)?;
         }
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 }
 
 impl DomainStore for RocksDomains {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Domain>, Error> {
-        self.store.get::<Domain>(domain_key(team_id, id))
+        Ok(self.store.get::<Domain>(domain_key(team_id, id))?)
     }
 
     fn cached(&self, team_id: Id, id: Id) -> Result<Option<Arc<Domain>>, Error> {
-        self.cache.get(&self.store, &domain_key(team_id, id))
+        Ok(self.cache.get(&self.store, &domain_key(team_id, id))?)
     }
 
     fn by_name(&self, team_id: Id, name: &str) -> Result<Option<Arc<Domain>>, Error> {
@@ -188,7 +189,7 @@ impl DomainStore for RocksDomains {
     }
 
     fn list(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Domain>, bool), Error> {
-        page.load::<Domain>(&self.store, team_id.as_bytes())
+        Ok(page.load::<Domain>(&self.store, team_id.as_bytes())?)
     }
 
     fn all(&self) -> Result<Vec<Domain>, Error> {

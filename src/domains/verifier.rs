@@ -97,15 +97,15 @@ impl Handler for Checker {
 impl Checker {
     /// Checks the domain of a due entry and records the result, which re-arms or
     /// disarms it; an entry whose domain was deleted or rescheduled since is removed.
-    async fn check(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
+    async fn check(&self, claimed: &Claimed) -> Result<(), crate::storage::Error> {
         let (store, key) = (self.state.store().clone(), claimed.key().to_vec());
         let found = tokio::task::spawn_blocking(move || domain_at(&store, &key))
             .await
-            .map_err(|_| herald_queue::Error::InvalidMessage("verifier read task failed"))?;
+            .map_err(|_| crate::storage::Error::Failed("the verifier's read task failed".into()))?;
         let domain = match found {
             Ok(Some(domain)) if domain.next_check_at == Some(claimed.at()) => domain,
             Ok(_) => return self.disarm(claimed).await,
-            Err(error @ herald_queue::Error::Corrupt { .. }) => {
+            Err(error @ crate::storage::Error::Corrupt { .. }) => {
                 // No check can be recorded on a domain that cannot be read.
                 tracing::warn!(%error, "dropping the scheduled check of a domain that cannot be read");
                 return self.disarm(claimed).await;
@@ -116,14 +116,14 @@ impl Checker {
         let state = Arc::clone(&self.state);
         tokio::task::spawn_blocking(move || record(&state, &domain, checks))
             .await
-            .map_err(|_| herald_queue::Error::InvalidMessage("verifier write task failed"))??;
+            .map_err(|_| crate::storage::Error::Failed("the verifier's write task failed".into()))??;
         Ok(())
     }
 
-    async fn disarm(&self, claimed: &Claimed) -> Result<(), herald_queue::Error> {
+    async fn disarm(&self, claimed: &Claimed) -> Result<(), crate::storage::Error> {
         let mut batch = Batch::new();
         CHECKS.disarm(&mut batch, claimed.at(), claimed.key());
-        self.state.store().commit(batch).await
+        Ok(self.state.store().commit(batch).await?)
     }
 }
 
@@ -133,7 +133,7 @@ fn record(
     state: &Services,
     checked: &Domain,
     checks: super::model::RecordChecks,
-) -> Result<Option<Timestamp>, herald_queue::Error> {
+) -> Result<Option<Timestamp>, crate::storage::Error> {
     let (store, config) = (state.store(), state.config());
     let _guard = super::service::lock(state, checked.team_id, checked.id);
     let Some(mut domain) = state.domains().get(checked.team_id, checked.id)? else {

@@ -77,14 +77,28 @@ impl Accepting<'_> {
     /// Blocks until the emails are durable (their ids) or refused. Not for async tasks.
     pub fn wait(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.wait();
-        done(self.state, self.ids, self.source, self.since, self.shares, admission)
+        done(
+            self.state,
+            self.ids,
+            self.source,
+            self.since,
+            self.shares,
+            Ok(admission?),
+        )
     }
 
     /// Waits, without blocking the task's thread, until the emails are durable (their
     /// ids) or refused.
     pub async fn durable(self) -> Result<Vec<Id>, SendError> {
         let admission = self.enqueue.await;
-        done(self.state, self.ids, self.source, self.since, self.shares, admission)
+        done(
+            self.state,
+            self.ids,
+            self.source,
+            self.since,
+            self.shares,
+            Ok(admission?),
+        )
     }
 }
 
@@ -94,7 +108,7 @@ fn done(
     source: Source,
     since: Timestamp,
     shares: Vec<Share>,
-    admission: Result<Admission, herald_queue::Error>,
+    admission: Result<Admission, crate::storage::Error>,
 ) -> Result<Vec<Id>, SendError> {
     if !matches!(admission, Ok(Admission::Accepted(_))) {
         for share in shares {

@@ -3,7 +3,8 @@
 //! so a filtered page reads only the emails it shows, newest first, however many the
 //! team has. A build's first start gives the emails stored before the index theirs.
 
-use herald_queue::{Batch, Error, Id, Scan, Store, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Scan, Store, Table};
 
 use super::EmailState;
 

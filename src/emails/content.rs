@@ -6,7 +6,8 @@
 //! qualifies by its structure; an API one when [`holds`] finds its bodies in the built
 //! message exactly as given.
 
-use herald_queue::{Error, Spool};
+use crate::storage::Error;
+use herald_queue::Spool;
 use mail_parser::{MessageParser, PartType};
 
 use super::record::EmailRecord;

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
+use crate::storage::Error;
 
 /// How long a key is remembered.
 pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -121,7 +122,7 @@ pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
     /// Releases `record_key`.
     fn release(&self, record_key: &[u8]);
     /// The record under `record_key`.
-    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, herald_queue::Error>;
+    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, crate::storage::Error>;
 }
 
 /// Idempotency on one node: keys in flight in memory, records in the node's RocksDB.
@@ -156,8 +157,8 @@ impl IdempotencyStore for LocalIdempotency {
             .remove(record_key);
     }
 
-    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, herald_queue::Error> {
-        self.store.get::<IdempotencyRecord>(record_key)
+    fn get(&self, record_key: &[u8]) -> Result<Option<IdempotencyRecord>, crate::storage::Error> {
+        Ok(self.store.get::<IdempotencyRecord>(record_key)?)
     }
 }
 
@@ -186,7 +187,7 @@ impl Drop for InFlight<'_> {
 
 impl InFlight<'_> {
     /// Adds the record of the answer to the batch that sends the email.
-    pub fn record(&self, batch: &mut Batch, answer: Answer, now: Timestamp) -> Result<(), herald_queue::Error> {
+    pub fn record(&self, batch: &mut Batch, answer: Answer, now: Timestamp) -> Result<(), crate::storage::Error> {
         batch.put(
             &self.record_key,
             &IdempotencyRecord {
@@ -229,7 +230,7 @@ impl Idempotency {
         team_id: Id,
         key: &str,
         body_sha256: String,
-    ) -> Result<Outcome<'_>, herald_queue::Error> {
+    ) -> Result<Outcome<'_>, crate::storage::Error> {
         let Some(mut guard) = self.claim(IdempotencyRecord::key(team_id, key)) else {
             return Ok(Outcome::Concurrent);
         };
@@ -305,7 +306,7 @@ const INDEXED: &[u8] = b"idempotency_expiry_indexed";
 /// Deletes records older than [`RETENTION`], oldest first, reading only those that are
 /// due; returns how many. (The server expires them on the runner, [`expire`]; this walks
 /// everything due at once.)
-pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
+pub fn sweep(store: &Store, keys: &Idempotency) -> Result<usize, crate::storage::Error> {
     let horizon = Timestamp::from_millis(
         store
             .now()
@@ -335,7 +336,7 @@ fn expire_entries<'a>(
     store: &Store,
     keys: &Idempotency,
     entries: impl IntoIterator<Item = &'a Due>,
-) -> Result<usize, herald_queue::Error> {
+) -> Result<usize, crate::storage::Error> {
     let mut batch = Batch::new();
     let mut claims = Vec::new();
     let mut deleted = 0;
@@ -343,9 +344,9 @@ fn expire_entries<'a>(
         let Some(claim) = keys.claim(entry.key.clone()) else {
             continue;
         };
-        let expired = match store.get::<IdempotencyRecord>(&entry.key) {
+        let expired = match store.get::<IdempotencyRecord>(&entry.key).map_err(Error::from) {
             Ok(record) => record.is_some_and(|r| r.created_at <= entry.at),
-            Err(error @ herald_queue::Error::Corrupt { .. }) => {
+            Err(error @ Error::Corrupt { .. }) => {
                 tracing::warn!(%error, "deleting an idempotency record that cannot be read");
                 true
             }
@@ -369,7 +370,7 @@ fn expire_entries<'a>(
 /// there (deleting instead the expired ones and any that cannot be decoded, claimed in
 /// `keys` as [`sweep`] does), then marks the work done so later starts skip it; returns
 /// how many records it deleted. Reads the whole table, once.
-pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, herald_queue::Error> {
+pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, crate::storage::Error> {
     if store.get_raw(Table::META, INDEXED)?.is_some() {
         return Ok(0);
     }
@@ -411,8 +412,8 @@ pub fn index_unindexed(store: &Store, keys: &Idempotency) -> Result<usize, heral
 fn in_pages<'k>(
     store: &Store,
     table: Table,
-    mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Vec<InFlight<'k>>) -> Result<(), herald_queue::Error>,
-) -> Result<(), herald_queue::Error> {
+    mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Vec<InFlight<'k>>) -> Result<(), crate::storage::Error>,
+) -> Result<(), crate::storage::Error> {
     let mut after: Option<Vec<u8>> = None;
     loop {
         let page = store.scan_raw(

@@ -1,6 +1,7 @@
 //! The email record (`GET /emails/{id}`) and its event timeline.
 
-use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table, Timestamp, decode_record};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp, decode_record};
 use serde_json::{Value, json};
 
 use super::state::EmailState;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use herald_queue::{Batch, Due, DueIndex, Error, Id, Scan, Spool, Store, Table, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, Due, DueIndex, Id, Scan, Spool, Store, Table, Timestamp};
 
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
 use super::state::EmailState;
@@ -128,7 +129,7 @@ impl Expiry for Content {
         record.content_in_message = false;
         record.text_derived = false;
         record.line_feeds = false;
-        batch.put(&due.key, &record)
+        Ok(batch.put(&due.key, &record)?)
     }
 }
 

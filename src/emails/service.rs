@@ -121,7 +121,7 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
         batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
         batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
         super::retention::arm_final(batch, record.team_id, record.id, now);
-        submit::append_event(batch, store, &record, EmailState::Canceled, now)
+        Ok(submit::append_event(batch, store, &record, EmailState::Canceled, now)?)
     })?;
     if outcome == Updated::Missing {
         return Err(Error::invalid("The email cannot be canceled: it has left the queue"));

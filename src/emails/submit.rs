@@ -51,12 +51,18 @@ pub enum SendError {
     Internal(String),
 }
 
-impl From<herald_queue::Error> for SendError {
-    fn from(error: herald_queue::Error) -> Self {
+impl From<crate::storage::Error> for SendError {
+    fn from(error: crate::storage::Error) -> Self {
         match error {
-            herald_queue::Error::Unavailable(refusal) => SendError::Unavailable(refusal),
+            crate::storage::Error::Unavailable(refusal) => SendError::Unavailable(refusal),
             other => SendError::Internal(other.to_string()),
         }
+    }
+}
+
+impl From<herald_queue::Error> for SendError {
+    fn from(error: herald_queue::Error) -> Self {
+        crate::storage::Error::from(error).into()
     }
 }
 
@@ -204,7 +210,7 @@ pub struct Unsent<'a> {
 
 /// Writes into `batch` the record, status, timeline entry and event of an email that is
 /// never sent; nothing enters the spool. Its id.
-pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>) -> Result<Id, herald_queue::Error> {
+pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>) -> Result<Id, crate::storage::Error> {
     debug_assert!(matches!(unsent.state, EmailState::Suppressed | EmailState::Failed));
     let store = services.store();
     let hostname = &services.config().server.hostname;
@@ -265,7 +271,7 @@ pub fn append_event(
     record: &EmailRecord,
     kind: EmailState,
     at: Timestamp,
-) -> Result<(), herald_queue::Error> {
+) -> Result<(), crate::storage::Error> {
     let event = EmailEvent {
         id: store.next_id(),
         email_id: record.id,
@@ -274,5 +280,5 @@ pub fn append_event(
         data: serde_json::Value::Null,
     };
     crate::counters::count_event(batch, record.team_id, &record.from, at, kind, &serde_json::Value::Null);
-    batch.put(EmailEvent::key(record.id, event.id), &event)
+    Ok(batch.put(EmailEvent::key(record.id, event.id), &event)?)
 }

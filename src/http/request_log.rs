@@ -229,7 +229,7 @@ impl Expiry for Logs {
     const KIND: &'static str = "request_logs";
     const INDEX: DueIndex = EXPIRY;
 
-    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), herald_queue::Error> {
+    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), crate::storage::Error> {
         batch.delete::<RequestLog>(&due.key);
         Ok(())
     }
@@ -238,7 +238,7 @@ impl Expiry for Logs {
 /// Moves the entries of [`Table::LOG_EXPIRY`] (log id, then team) into the due index, a
 /// batch at a time; returns how many. Safe to stop and run again: each batch moves its
 /// entries whole.
-pub fn migrate(store: &Store) -> Result<usize, herald_queue::Error> {
+pub fn migrate(store: &Store) -> Result<usize, crate::storage::Error> {
     let mut moved = 0;
     loop {
         let entries = store.scan_raw(

@@ -212,8 +212,8 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
     }
 }
 
-fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), herald_queue::Error> {
-    batch.put(EmailRecord::key(status.team_id, status.id), status)
+fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), crate::storage::Error> {
+    Ok(batch.put(EmailRecord::key(status.team_id, status.id), status)?)
 }
 
 /// The envelope of message `id`, if it is in `scope`.

@@ -12,8 +12,9 @@ pub mod usage;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::storage::Error;
 use chrono::{DateTime, Datelike, TimeZone, Utc};
-use herald_queue::{Batch, Error, Id, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Batch, Id, Store, Table, Timestamp, decode_counter};
 
 use crate::config::Plan;
 

@@ -5,7 +5,8 @@
 //! `received` 0, limits `null` where the SDK allows it, and where it wants a number, the
 //! largest it can hold for "no limit" (contacts) or 0 for what herald does not have.
 
-use herald_queue::{Error, Id};
+use crate::storage::Error;
+use herald_queue::Id;
 use serde_json::{Value, json};
 
 use super::{Allowance, Period, resets_at};
@@ -76,7 +77,7 @@ fn domains(services: &Services, team: Id) -> Result<u64, Error> {
 
 fn sent_broadcasts(services: &Services, team: Id) -> Result<u64, Error> {
     count_pages(
-        |page| crate::broadcasts::store::page(services.store(), team, page),
+        |page| Ok(crate::broadcasts::store::page(services.store(), team, page)?),
         |b| b.id,
         |b| b.sent_at.is_some(),
     )

@@ -233,7 +233,7 @@ impl Services {
     }
 
     /// The plan `team` is on, if it has one that `[[plans]]` still names.
-    pub fn plan_of(&self, team: Id) -> Result<Option<&crate::config::Plan>, herald_queue::Error> {
+    pub fn plan_of(&self, team: Id) -> Result<Option<&crate::config::Plan>, crate::storage::Error> {
         let Some(name) = self.accounts.team(team)?.and_then(|t| t.plan) else {
             return Ok(None);
         };
@@ -399,12 +399,12 @@ impl Services {
         &self,
         team_id: Id,
         key_id: Id,
-    ) -> Result<Option<crate::accounts::Caller>, herald_queue::Error> {
+    ) -> Result<Option<crate::accounts::Caller>, crate::storage::Error> {
         Ok(self.accounts.key(team_id, key_id)?.map(|key| self.auth.caller_of(&key)))
     }
 
     /// The team of the API key `key_id`, read across teams (a start-time lookup).
-    pub fn team_of_key(&self, key_id: Id) -> Result<Option<Id>, herald_queue::Error> {
+    pub fn team_of_key(&self, key_id: Id) -> Result<Option<Id>, crate::storage::Error> {
         for team in self.accounts.teams()? {
             if self.accounts.key(team.id, key_id)?.is_some() {
                 return Ok(Some(team.id));

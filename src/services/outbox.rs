@@ -15,7 +15,7 @@ pub fn push(
     team_id: Id,
     kind: EventKind,
     data: impl FnOnce() -> Value,
-) -> Result<Id, herald_queue::Error> {
+) -> Result<Id, crate::storage::Error> {
     match new(services, team_id, kind, data)? {
         Some(event) => {
             stage(batch, &event)?;
@@ -36,7 +36,7 @@ pub fn new(
     team_id: Id,
     kind: EventKind,
     data: impl FnOnce() -> Value,
-) -> Result<Option<Event>, herald_queue::Error> {
+) -> Result<Option<Event>, crate::storage::Error> {
     let id = services.next_id();
     if !services.webhooks().any(team_id)? {
         return Ok(None);

@@ -8,7 +8,8 @@
 //! in [`Table::SUPPRESSION_IDS`] (what a lookup by id finds, and the time order of
 //! lists). Those keys and encodings are this module's alone.
 
-use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::{Origin, Suppression, normalize};
 use crate::events::{self, Event};
@@ -72,17 +73,17 @@ fn id_key(team_id: Id, id: Id) -> Vec<u8> {
 /// in the same write as the outcome that caused it.
 pub fn stage(batch: &mut Batch, suppression: &Suppression) -> Result<(), Error> {
     batch.put(address_key(suppression.team_id, &suppression.email), suppression)?;
-    batch.put(
+    Ok(batch.put(
         id_key(suppression.team_id, suppression.id),
         &SuppressionId {
             email: suppression.email.clone(),
         },
-    )
+    )?)
 }
 
 impl SuppressionStore for RocksSuppressions {
     fn find(&self, team_id: Id, email: &str) -> Result<Option<Suppression>, Error> {
-        self.store.get::<Suppression>(address_key(team_id, email))
+        Ok(self.store.get::<Suppression>(address_key(team_id, email))?)
     }
 
     fn find_by_id(&self, team_id: Id, id: Id) -> Result<Option<Suppression>, Error> {
@@ -166,7 +167,7 @@ impl SuppressionStore for RocksSuppressions {
         if batch.is_empty() {
             return Ok(());
         }
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 }
 

@@ -3,7 +3,8 @@
 //! [`Table::TEMPLATES`] (both its versions in the one record), and its alias, lower-cased,
 //! pointing at it by team in [`Table::TEMPLATE_ALIASES`], written in the same batch.
 
-use herald_queue::{Batch, Error, Id, Record, Store, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Store, Table};
 
 use super::{Template, TemplateSummary};
 use crate::storage::page::PageRequest;
@@ -64,7 +65,7 @@ fn alias_key(team_id: Id, alias: &str) -> Vec<u8> {
 
 impl TemplateStore for RocksTemplates {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Template>, Error> {
-        self.store.get(id_key(team_id, id))
+        Ok(self.store.get(id_key(team_id, id))?)
     }
 
     fn by_alias(&self, team_id: Id, alias: &str) -> Result<Option<Template>, Error> {
@@ -77,7 +78,7 @@ impl TemplateStore for RocksTemplates {
     }
 
     fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<TemplateSummary>, bool), Error> {
-        page.load(&self.store, team_id.as_bytes())
+        Ok(page.load(&self.store, team_id.as_bytes())?)
     }
 
     fn count(&self, team_id: Id) -> Result<usize, Error> {
@@ -105,7 +106,7 @@ impl TemplateStore for RocksTemplates {
         }
         batch.put(id_key(template.team_id, template.id), template)?;
         batch.put(id_key(template.team_id, template.id), &template.summary())?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn delete(&self, template: &Template) -> Result<(), Error> {
@@ -115,6 +116,6 @@ impl TemplateStore for RocksTemplates {
         }
         batch.delete::<Template>(id_key(template.team_id, template.id));
         batch.delete::<TemplateSummary>(id_key(template.team_id, template.id));
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 }

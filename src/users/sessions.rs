@@ -3,9 +3,9 @@
 //! second factor was given (a user with TOTP has a session that can do nothing else
 //! until it is).
 
+use crate::storage::Error;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use herald_queue::Error;
 
 use super::User;
 pub use super::model::{Session, digest};

@@ -4,7 +4,8 @@
 //! invitations point at a user and are ignored once it is gone; sessions are kept by the
 //! SHA-256 of their token.
 
-use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
 
 use super::model::{Session, User, digest, normalize};
 
@@ -89,7 +90,7 @@ fn key(team_id: Id, id: Id) -> Vec<u8> {
 
 impl UserStore for RocksUsers {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<User>, Error> {
-        self.store.get::<User>(key(team_id, id))
+        Ok(self.store.get::<User>(key(team_id, id))?)
     }
 
     fn by_email(&self, email: &str) -> Result<Option<User>, Error> {
@@ -122,7 +123,7 @@ impl UserStore for RocksUsers {
     fn put(&self, user: &User) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.put(key(user.team_id, user.id), user)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn invited(&self, token: &str, now: Timestamp) -> Result<Option<User>, Error> {
@@ -141,7 +142,7 @@ impl UserStore for RocksUsers {
         let mut batch = Batch::new();
         batch.put(key(user.team_id, user.id), user)?;
         batch.delete::<Invitation>(digest(token));
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn team_users(&self, team_id: Id) -> Result<Vec<User>, Error> {
@@ -154,18 +155,18 @@ impl UserStore for RocksUsers {
     }
 
     fn session(&self, token: &str) -> Result<Option<Session>, Error> {
-        self.store.get::<Session>(digest(token))
+        Ok(self.store.get::<Session>(digest(token))?)
     }
 
     fn put_session(&self, token: &str, session: &Session) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.put(digest(token), session)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn end_session(&self, token: &str) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.delete::<Session>(digest(token));
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 }

@@ -172,7 +172,7 @@ impl WebhookAttempt {
 /// Makes `message` due now with no attempts counted, in one write (`POST
 /// /webhooks/{id}/events/{event_id}/replay` and the deliveries' replay). The caller holds
 /// the team's webhooks lock.
-pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, herald_queue::Error> {
+pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, crate::storage::Error> {
     let store = state.store();
     let mut batch = Batch::new();
     let key = message.key();
@@ -324,7 +324,7 @@ async fn disarm(store: &Store, claimed: &Claimed) {
 /// The outbox is a queue in an LSM tree: every event taken leaves a tombstone until
 /// compaction, and a scan from the start walks them all. So a scan starts from `cursor`
 /// (see [`FanOutCursor`]) unless a full pass is due.
-fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, herald_queue::Error> {
+fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, crate::storage::Error> {
     let store = services.store();
     let start = cursor.start();
     let events = store.scan::<Event>(Scan {
@@ -579,9 +579,9 @@ pub fn messages(
     team_id: Id,
     webhook_id: Id,
     page: &crate::storage::page::PageRequest,
-) -> Result<(Vec<WebhookMessage>, bool), herald_queue::Error> {
+) -> Result<(Vec<WebhookMessage>, bool), crate::storage::Error> {
     let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
-    page.load::<WebhookMessage>(store, &prefix)
+    Ok(page.load::<WebhookMessage>(store, &prefix)?)
 }
 
 /// The message of event `event_id` for `team_id`'s webhook `webhook_id`.
@@ -590,8 +590,8 @@ pub fn message(
     team_id: Id,
     webhook_id: Id,
     event_id: Id,
-) -> Result<Option<WebhookMessage>, herald_queue::Error> {
-    store.get::<WebhookMessage>(WebhookMessage::key_of(team_id, webhook_id, event_id))
+) -> Result<Option<WebhookMessage>, crate::storage::Error> {
+    Ok(store.get::<WebhookMessage>(WebhookMessage::key_of(team_id, webhook_id, event_id))?)
 }
 
 /// One page of the attempts of `team_id`'s webhook `webhook_id`, newest first.
@@ -600,9 +600,9 @@ pub fn attempts(
     team_id: Id,
     webhook_id: Id,
     page: &crate::storage::page::PageRequest,
-) -> Result<(Vec<WebhookAttempt>, bool), herald_queue::Error> {
+) -> Result<(Vec<WebhookAttempt>, bool), crate::storage::Error> {
     let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
-    page.load::<WebhookAttempt>(store, &prefix)
+    Ok(page.load::<WebhookAttempt>(store, &prefix)?)
 }
 
 /// The attempt `id` of `team_id`'s webhook `webhook_id`.
@@ -611,8 +611,8 @@ pub fn attempt(
     team_id: Id,
     webhook_id: Id,
     id: Id,
-) -> Result<Option<WebhookAttempt>, herald_queue::Error> {
-    store.get::<WebhookAttempt>(WebhookAttempt::key(team_id, webhook_id, id))
+) -> Result<Option<WebhookAttempt>, crate::storage::Error> {
+    Ok(store.get::<WebhookAttempt>(WebhookAttempt::key(team_id, webhook_id, id))?)
 }
 
 #[cfg(test)]
@@ -678,31 +678,31 @@ mod tests {
     }
 
     impl crate::webhooks::WebhookStore for Flaky {
-        fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, herald_queue::Error> {
+        fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, crate::storage::Error> {
             if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-                return Err(herald_queue::Error::Unavailable(herald_queue::Refusal::Storage(
+                return Err(crate::storage::Error::Unavailable(herald_queue::Refusal::Storage(
                     "injected".into(),
                 )));
             }
             self.inner.get(team_id, id)
         }
-        fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, herald_queue::Error> {
+        fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, crate::storage::Error> {
             self.inner.for_team(team_id)
         }
-        fn any(&self, team_id: Id) -> Result<bool, herald_queue::Error> {
+        fn any(&self, team_id: Id) -> Result<bool, crate::storage::Error> {
             self.inner.any(team_id)
         }
         fn list(
             &self,
             team_id: Id,
             page: &crate::storage::page::PageRequest,
-        ) -> Result<(Vec<Webhook>, bool), herald_queue::Error> {
+        ) -> Result<(Vec<Webhook>, bool), crate::storage::Error> {
             self.inner.list(team_id, page)
         }
-        fn put(&self, webhook: &Webhook) -> Result<(), herald_queue::Error> {
+        fn put(&self, webhook: &Webhook) -> Result<(), crate::storage::Error> {
             self.inner.put(webhook)
         }
-        fn delete(&self, webhook: &Webhook) -> Result<(), herald_queue::Error> {
+        fn delete(&self, webhook: &Webhook) -> Result<(), crate::storage::Error> {
             self.inner.delete(webhook)
         }
     }

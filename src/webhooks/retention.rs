@@ -3,7 +3,8 @@
 //! after its last retry), so a message still being retried is never expired; an attempt
 //! from when it was made.
 
-use herald_queue::{Batch, Due, DueIndex, Error, Store, Table, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, Due, DueIndex, Store, Table, Timestamp};
 
 use super::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
 use crate::retention::Expiry;

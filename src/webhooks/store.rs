@@ -6,7 +6,8 @@
 //!
 //! The keys and encodings of [`Table::WEBHOOKS`] are this module's alone.
 
-use herald_queue::{Batch, Error, Id, Record, Scan, Store, Table};
+use crate::storage::Error;
+use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::model::Webhook;
 use crate::storage::page::PageRequest;
@@ -52,7 +53,7 @@ fn key(team_id: Id, id: Id) -> Vec<u8> {
 
 impl WebhookStore for RocksWebhooks {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, Error> {
-        self.store.get::<Webhook>(key(team_id, id))
+        Ok(self.store.get::<Webhook>(key(team_id, id))?)
     }
 
     fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, Error> {
@@ -63,22 +64,22 @@ impl WebhookStore for RocksWebhooks {
     fn any(&self, team_id: Id) -> Result<bool, Error> {
         // Asked by each event written: a prefix check the store answers from memory
         // until the webhooks change.
-        self.store.has_prefix(Table::WEBHOOKS, team_id.as_bytes())
+        Ok(self.store.has_prefix(Table::WEBHOOKS, team_id.as_bytes())?)
     }
 
     fn list(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Webhook>, bool), Error> {
-        page.load::<Webhook>(&self.store, team_id.as_bytes())
+        Ok(page.load::<Webhook>(&self.store, team_id.as_bytes())?)
     }
 
     fn put(&self, webhook: &Webhook) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.put(key(webhook.team_id, webhook.id), webhook)?;
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 
     fn delete(&self, webhook: &Webhook) -> Result<(), Error> {
         let mut batch = Batch::new();
         batch.delete::<Webhook>(key(webhook.team_id, webhook.id));
-        self.store.commit(batch).wait()
+        Ok(self.store.commit(batch).wait()?)
     }
 }

@@ -2,7 +2,8 @@
 //! rows that long after it finished. Its uploaded file is already gone: the worker removes
 //! it when it finishes.
 
-use herald_queue::{Batch, Due, DueIndex, Error, Id, Store, Table, Timestamp};
+use crate::storage::Error;
+use herald_queue::{Batch, Due, DueIndex, Id, Store, Table, Timestamp};
 
 use super::ContactImport;
 use crate::retention::Expiry;
@@ -31,7 +32,7 @@ pub fn arm_finished(store: &Store) -> Result<(), Error> {
     if batch.is_empty() {
         return Ok(());
     }
-    store.commit(batch).wait()
+    Ok(store.commit(batch).wait()?)
 }
 
 /// Finished imports.
