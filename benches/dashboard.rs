@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use herald::emails::EmailState;
-use herald::emails::record::{EmailRecord, EmailStatus};
+use herald::emails::record::{EmailRecord, Source};
 use herald::emails::validate::Tag;
-use herald_queue::Batch;
+use herald::storage::Change;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -70,7 +70,8 @@ async fn run(emails: usize) {
             .expect("read")
             .expect("the user");
         let team = user.team_id;
-        let mut batch = Batch::new();
+        let mut change = Change::new();
+        let mut staged = 0;
         for i in 0..emails {
             let id = store.next_id();
             let last_event = match i % 100 {
@@ -86,29 +87,46 @@ async fn run(emails: usize) {
             } else {
                 Vec::new()
             };
-            let status = EmailStatus {
+            let record = EmailRecord {
                 id,
                 team_id: team,
+                api_key_id: None,
                 from: "Bench <receipts@bench.test>".into(),
                 to: vec![format!("customer{i}@example.org")],
+                cc: Vec::new(),
+                bcc: Vec::new(),
+                reply_to: Vec::new(),
                 subject: format!("Your receipt #{i}"),
-                message_id: format!("<{id}@bench.test>"),
+                html: None,
+                text: None,
                 tags,
+                created_at: store.now(),
+                scheduled_at: None,
+                message_id: format!("<{id}@bench.test>"),
                 last_event,
+                size: 0,
+                source: Source::Api,
+                template: None,
+                topic_id: None,
                 attempts: Vec::new(),
-                template_id: None,
-                api_key_id: None,
-                opened: false,
-                clicked: false,
+                content_expired: false,
+                content_in_message: false,
+                text_derived: false,
+                line_feeds: false,
                 broadcast_id: None,
+                request_log_id: None,
             };
-            batch.put(EmailRecord::key(team, id), &status).expect("encode");
-            herald::emails::by_status::put(&mut batch, team, id, None, last_event);
-            if batch.len() >= 40_000 {
-                store.commit(std::mem::take(&mut batch)).wait().expect("commit");
+            state
+                .emails()
+                .create(&mut change, &record, record.created_at)
+                .expect("stage");
+            staged += 1;
+            if staged >= 10_000 {
+                state.emails().commit(std::mem::take(&mut change)).expect("commit");
+                staged = 0;
             }
         }
-        store.commit(batch).wait().expect("commit");
+        state.emails().commit(change).expect("commit");
         // Out of the memtable into compacted files on disk, as a long-running store has them.
         store.compact(herald_queue::Table::EMAIL_STATUS);
         store.compact(herald_queue::Table::EMAILS_BY_STATUS);

@@ -13,14 +13,14 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::storage::Error;
-use herald_queue::{Batch, Id, Scan, Table};
+use herald_queue::{Batch, Id, Table};
 
 use super::Team;
 use crate::runner::Wake;
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::storage::page::{Cursor, PageRequest};
+use crate::storage::{Change, Error};
 
 /// Records deleted per write.
 const BATCH: usize = 512;
@@ -31,8 +31,8 @@ const IDLE: Duration = Duration::from_secs(60);
 /// Tables whose keys begin with the owning team's id and whose records are bulk data,
 /// erased by a range delete of the team's prefix. Their modules key them so (`EmailRecord::key`, `RequestLog::key`,
 /// `IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`).
-/// Emails go through [`crate::emails::retention::erase`], which also removes their
-/// timelines; domains and webhooks through their stores, which keep caches.
+/// Emails go through their store ([`crate::emails::EmailStore::erase_team`]), which also
+/// removes their timelines; domains and webhooks through their stores, which keep caches.
 const BY_TEAM: &[Table] = &[
     Table::CONTACTS,
     Table::CONTACT_EMAILS,
@@ -49,8 +49,6 @@ const BY_TEAM: &[Table] = &[
     Table::BROADCASTS,
     Table::BROADCAST_RECIPIENTS,
     Table::USERS,
-    Table::EMAIL_STATUS,
-    Table::EMAILS_BY_STATUS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
     Table::LOGS,
@@ -164,19 +162,12 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         }
         return Ok(true);
     }
-    let emails = store.scan_raw(
-        Table::EMAILS,
-        Scan {
-            limit: BATCH,
-            ..Scan::prefix(team.id.as_bytes())
-        },
-    )?;
-    if !emails.is_empty() {
-        let mut batch = Batch::new();
-        for (key, _) in &emails {
-            crate::emails::retention::erase(store, key, true, &mut batch)?;
-        }
-        store.commit(batch).wait()?;
+    let mut change = Change::new();
+    let erased = services.emails().erase_team(&mut change, team.id, BATCH)?;
+    // A message kept in the spool for its bodies goes with its email.
+    crate::emails::retention::forget_kept(store, &erased, &mut change)?;
+    services.emails().commit(change)?;
+    if !erased.is_empty() {
         return Ok(true);
     }
     // The rest is keyed by team first: one range tombstone per table, however much

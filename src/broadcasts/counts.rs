@@ -1,5 +1,5 @@
 //! Each broadcast's emails by their current status, counted as they move: the status
-//! index ([`crate::emails::by_status`]) adds one to the status an email enters and one to
+//! index ([`crate::emails::store`]) adds one to the status an email enters and one to
 //! the one it leaves, in the batch that moves it, so the broadcast's outcomes are a few
 //! counters to read instead of a pass over every recipient. Retention does not take
 //! them back: a broadcast's outcomes outlive its emails' records. They leave with the
@@ -15,7 +15,6 @@ use crate::storage::Error;
 use herald_queue::{Batch, Id, Scan, Store, Table, decode_counter};
 
 use crate::emails::EmailState;
-use crate::emails::by_status;
 
 /// The byte after the team id that marks these keys.
 const MARK: u8 = 4;
@@ -31,7 +30,7 @@ fn prefix(team_id: Id, broadcast: Id) -> Vec<u8> {
 fn key(team_id: Id, broadcast: Id, left: bool, state: EmailState) -> Vec<u8> {
     let mut key = prefix(team_id, broadcast);
     key.push(u8::from(left));
-    key.push(by_status::code(state));
+    key.push(state.code());
     key
 }
 
@@ -57,7 +56,7 @@ pub fn read(store: &Store, team_id: Id, broadcast: Id) -> Result<BTreeMap<EmailS
         let (Some(&direction), Some(&code)) = (key.get(prefix.len()), key.get(prefix.len() + 1)) else {
             continue;
         };
-        let Some(state) = by_status::state_of(code) else {
+        let Some(state) = EmailState::from_code(code) else {
             continue;
         };
         let counts = if direction == 0 { &mut entered } else { &mut left };

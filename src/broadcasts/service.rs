@@ -413,31 +413,15 @@ pub fn is_canceled(services: &Services, team_id: Id, broadcast_id: Id) -> Result
 /// broadcast's count, in one write. Whether it was still in the queue.
 pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id) -> Result<bool, Error> {
     let spool = services.spool();
-    let store = services.store();
-    let key = EmailRecord::key(team_id, id);
     let _guard = crate::emails::lock(services, team_id, id);
-    let Some(mut record) = store.get::<EmailRecord>(&key)? else {
+    let Some(mut record) = services.emails().get(team_id, id)? else {
         spool.release(id);
         return Ok(false);
     };
-    record.merge(store.get::<EmailStatus>(&key)?);
-    let now = store.now();
+    let now = services.now();
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
         batch.add(canceled_key(team_id, broadcast_id), 1);
-        let mut last_event = record.last_event;
-        crate::emails::by_status::advance(
-            batch,
-            team_id,
-            id,
-            record.broadcast_id,
-            &mut last_event,
-            EmailState::Canceled,
-        );
-        record.last_event = last_event;
-        batch.put(&key, &record)?;
-        batch.put(&key, &record.status())?;
-        crate::emails::retention::arm_final(batch, team_id, id, now);
-        Ok(submit::append_event(batch, store, &record, EmailState::Canceled, now)?)
+        Ok(submit::stage_canceled(batch, services, &mut record, now)?)
     })?;
     Ok(outcome != Updated::Missing)
 }

@@ -20,9 +20,10 @@ use super::job::{MessageJob, Outcome, Via};
 use super::reply::Reply;
 use crate::config::DeliveryConfig;
 use crate::emails::EmailState;
-use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus};
+use crate::emails::record::{AttemptLog, EmailRecord, EmailStatus};
 use crate::events::EventKind;
 use crate::services::Services;
+use crate::storage::Change;
 use crate::suppressions::{self, Origin, Suppression};
 
 /// Messages whose outcomes are written in one commit at most: bounds one write's size
@@ -101,12 +102,10 @@ fn apply(
     let store = services.store();
     let now = store.now();
     // A record that cannot be read loses its events, not the delivery state.
-    let mut record = store
-        .get::<EmailStatus>(EmailRecord::key(job.team_id, job.id))
-        .unwrap_or_else(|error| {
-            tracing::error!(email_id = %job.id, %error, "cannot read the email record");
-            None
-        });
+    let mut record = services.emails().status(job.team_id, job.id).unwrap_or_else(|error| {
+        tracing::error!(email_id = %job.id, %error, "cannot read the email record");
+        None
+    });
     let mut logs: Vec<(Option<Via>, String, Vec<String>)> = Vec::new();
     let policy = RetryPolicy {
         intervals: &config.retry_intervals,
@@ -181,7 +180,7 @@ fn apply(
         }
         let excess = record.attempts.len().saturating_sub(EmailRecord::ATTEMPTS_KEPT);
         record.attempts.drain(..excess);
-        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
+        Change::within(batch, |change| services.emails().put_status(change, &record))?;
     }
     if envelope.next_due().is_none() {
         // Every recipient is final: the message leaves the spool in this write, and its
@@ -231,23 +230,10 @@ fn event(
     let Some(record) = record else {
         return Ok(());
     };
-    let store = services.store();
-    crate::emails::by_status::advance(
-        batch,
-        job.team_id,
-        job.id,
-        record.broadcast_id,
-        &mut record.last_event,
-        kind,
-    );
-    let timeline = EmailEvent {
-        id: store.next_id(),
-        email_id: job.id,
-        kind,
-        created_at: at,
-        data: merge(json!({ "to": [address] }), extra),
-    };
-    batch.put(EmailEvent::key(job.id, timeline.id), &timeline)?;
+    let data = merge(json!({ "to": [address] }), extra);
+    Change::within(batch, |change| {
+        services.emails().record_event(change, record, kind, data, at)
+    })?;
     crate::counters::count_event(batch, job.team_id, &record.from, at, kind, extra);
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());

@@ -1,13 +1,13 @@
-//! The Emails page's list: a team's emails newest first, filtered by status (through
-//! [`super::by_status`]), a date range (ids are time-ordered, so the range is where the
+//! The Emails page's list: a team's emails newest first, filtered by status (through the
+//! email store's index by status), a date range (ids are time-ordered, so the range is where the
 //! read starts and stops), sending domain, API key, tag and a search over recipients and
 //! subject. Rows are the status records (no bodies). A filtered page reads at most
 //! [`SCANNED_MAX`] emails; when it stops there it says where to go on.
 
-use herald_queue::{Id, Scan, Table, Timestamp, decode_record};
+use herald_queue::{Id, Timestamp};
 
 use super::EmailState;
-use super::record::{EmailRecord, EmailStatus};
+use super::record::EmailStatus;
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
 
@@ -78,8 +78,8 @@ impl Filter {
                 Some(id) => Some(id),
                 // Stored before statuses kept the key: the record has it.
                 None => services
-                    .store()
-                    .get::<EmailRecord>(EmailRecord::key(status.team_id, status.id))?
+                    .emails()
+                    .get(status.team_id, status.id)?
                     .and_then(|r| r.api_key_id),
             };
             if sent_with != Some(key) {
@@ -99,7 +99,7 @@ pub fn page(
     limit: usize,
 ) -> Result<Page, Error> {
     caller.require_full_access()?;
-    let store = services.store();
+    let emails = services.emails();
     let team = caller.team_id;
     // Where reading starts: after the cursor, or before the range's end.
     let mut bound: Option<Vec<u8>> = match (before, filter.until) {
@@ -113,33 +113,19 @@ pub fn page(
         // Each email read, or only its id when an index entry finds it moved on or gone.
         let statuses: Vec<(Id, Option<EmailStatus>)> = match filter.status {
             Some(state) => {
-                let ids = super::by_status::page(store, team, state, bound.as_deref(), STEP)?;
+                let ids = emails.ids_in_state(team, state, bound.as_deref(), STEP)?;
                 let mut found = Vec::with_capacity(ids.len());
                 for id in ids {
-                    let status = store
-                        .get::<EmailStatus>(EmailRecord::key(team, id))?
-                        .filter(|s| s.last_event == state);
+                    let status = emails.status(team, id)?.filter(|s| s.last_event == state);
                     found.push((id, status));
                 }
                 found
             }
-            None => {
-                let after = bound.as_ref().map(|b| [team.as_bytes().as_slice(), b].concat());
-                store
-                    .scan_raw(
-                        Table::EMAIL_STATUS,
-                        Scan {
-                            prefix: team.as_bytes(),
-                            after: after.as_deref(),
-                            reverse: true,
-                            limit: STEP,
-                        },
-                    )?
-                    .iter()
-                    .filter_map(|(_, bytes)| decode_record::<EmailStatus>(bytes).ok())
-                    .map(|status| (status.id, Some(status)))
-                    .collect()
-            }
+            None => emails
+                .statuses(team, bound.as_deref(), STEP)?
+                .into_iter()
+                .map(|status| (status.id, Some(status)))
+                .collect(),
         };
         let exhausted = statuses.len() < STEP;
         for (id, status) in statuses {

@@ -4,7 +4,6 @@
 pub mod accept;
 pub mod address;
 pub mod browse;
-pub mod by_status;
 pub mod content;
 pub mod idempotency;
 pub mod input;
@@ -15,12 +14,14 @@ pub mod retention;
 pub mod schedule;
 pub mod service;
 pub mod state;
+pub mod store;
 pub mod submit;
 pub mod validate;
 
 pub use address::Mailbox;
 pub use record::{EmailEvent, EmailRecord, Source};
 pub use state::EmailState;
+pub use store::{EmailStore, RocksEmails};
 pub use submit::{Prepared, SendError, Sender};
 pub use validate::{Email, Invalid, validate};
 

@@ -12,7 +12,7 @@ use super::content::{Reading, bodies};
 use super::mime;
 use super::record::{EmailRecord, Source};
 use super::state::EmailState;
-use super::submit::{Prepared, SendError, Sender, append_event, authorize_domain};
+use super::submit::{Prepared, SendError, Sender, authorize_domain, stage_new};
 use crate::events::EventKind;
 use crate::services::Services;
 
@@ -132,14 +132,7 @@ pub fn prepare(
         request_log_id: None,
     };
     let mut records = Batch::new();
-    records
-        .put(EmailRecord::key(sender.team_id, id), &record)
-        .map_err(SendError::from)?;
-    records
-        .put(EmailRecord::key(sender.team_id, id), &record.status())
-        .map_err(SendError::from)?;
-    super::by_status::put(&mut records, sender.team_id, id, None, EmailState::Sent);
-    append_event(&mut records, store, &record, EmailState::Sent, now).map_err(SendError::from)?;
+    stage_new(&mut records, state, &record, now).map_err(SendError::from)?;
     crate::services::outbox::push(&mut records, state, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)
     })

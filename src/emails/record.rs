@@ -1,11 +1,10 @@
-//! The email record (`GET /emails/{id}`) and its event timeline.
+//! The email record (`GET /emails/{id}`), its status and the events of its timeline:
+//! what they hold, not where they are kept ([`super::store`]).
 
-use crate::storage::Error;
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp, decode_record};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use super::state::EmailState;
-use super::validate::Tag;
 use crate::wire;
 
 /// Where an email came in.
@@ -31,7 +30,7 @@ impl Source {
     }
 }
 
-/// An email as recorded, keyed by team and email id in [`Table::EMAILS`].
+/// An email as recorded, keyed by team and email id in `Table::EMAILS`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EmailRecord {
     /// The email's id (also its spool id).
@@ -72,7 +71,7 @@ pub struct EmailRecord {
     pub source: Source,
     /// The template (and version) it was rendered from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<crate::templates::TemplateRef>,
+    pub template: Option<TemplateRef>,
     /// The topic it was sent on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_id: Option<Id>,
@@ -129,7 +128,7 @@ impl EmailRecord {
     /// Attempt summaries kept on the record.
     pub const ATTEMPTS_KEPT: usize = 20;
 
-    /// The key in [`Table::EMAILS`].
+    /// The key in `Table::EMAILS`.
     pub fn key(team_id: Id, id: Id) -> Vec<u8> {
         [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
     }
@@ -212,7 +211,7 @@ impl EmailRecord {
 
 /// What delivery reads and writes of an email: the fields its events carry, its latest
 /// event and its attempt log, kept apart from the record so that a status change never
-/// rewrites the email's bodies. Keyed like the record, in [`Table::EMAIL_STATUS`].
+/// rewrites the email's bodies. Keyed like the record, in `Table::EMAIL_STATUS`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EmailStatus {
     /// The email's id.
@@ -272,20 +271,12 @@ impl EmailStatus {
     }
 }
 
-impl Record for EmailStatus {
-    const TABLE: Table = Table::EMAIL_STATUS;
-}
-
 fn non_empty(list: &[String]) -> Value {
     if list.is_empty() { Value::Null } else { json!(list) }
 }
 
-impl Record for EmailRecord {
-    const TABLE: Table = Table::EMAILS;
-}
-
 /// One event on an email's timeline, keyed by email id and event id in
-/// [`Table::EVENTS`].
+/// `Table::EVENTS`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EmailEvent {
     /// The event's id.
@@ -301,58 +292,26 @@ pub struct EmailEvent {
 }
 
 impl EmailEvent {
-    /// The key in [`Table::EVENTS`].
+    /// The key in `Table::EVENTS`.
     pub fn key(email_id: Id, id: Id) -> Vec<u8> {
         [email_id.as_bytes().as_slice(), id.as_bytes()].concat()
     }
 }
 
-impl Record for EmailEvent {
-    const TABLE: Table = Table::EVENTS;
+/// A tag.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tag {
+    /// Name.
+    pub name: String,
+    /// Value.
+    pub value: String,
 }
 
-/// Statuses read per page by [`once_over_statuses`].
-const STATUS_PAGE: usize = 1_000;
-
-/// Runs `each` over every email's status once per store: a page at a time, each page's
-/// writes in one commit, the last with `marker` in [`Table::META`], which later calls
-/// find and skip. For work a build does once for the emails stored before it (indexes,
-/// expiry entries). Answers how many statuses `each` said it used.
-pub fn once_over_statuses(
-    store: &Store,
-    marker: &[u8],
-    mut each: impl FnMut(&mut Batch, &EmailStatus) -> Result<bool, Error>,
-) -> Result<usize, Error> {
-    if store.get_raw(Table::META, marker)?.is_some() {
-        return Ok(0);
-    }
-    let mut used = 0;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = store.scan_raw(
-            Table::EMAIL_STATUS,
-            Scan {
-                after: after.as_deref(),
-                limit: STATUS_PAGE,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        for (_, bytes) in &page {
-            if let Ok(status) = decode_record::<EmailStatus>(bytes)
-                && each(&mut batch, &status)?
-            {
-                used += 1;
-            }
-        }
-        let last = page.len() < STATUS_PAGE;
-        if last {
-            batch.put_raw(Table::META, marker.to_vec(), b"1".to_vec());
-        }
-        store.commit(batch).wait()?;
-        if last {
-            return Ok(used);
-        }
-        after = page.last().map(|(key, _)| key.clone());
-    }
+/// The template and version an email was rendered from, kept on its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TemplateRef {
+    /// The template.
+    pub id: Id,
+    /// The published version it sent.
+    pub version_id: Id,
 }

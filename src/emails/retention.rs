@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use crate::storage::Error;
-use herald_queue::{Batch, Due, DueIndex, Id, Scan, Spool, Store, Table, Timestamp};
+use crate::storage::{Change, Error};
+use herald_queue::{Batch, Due, DueIndex, Id, Spool, Store, Table, Timestamp};
 
-use super::record::{EmailEvent, EmailRecord, EmailStatus};
+use super::record::EmailRecord;
 use super::state::EmailState;
 use crate::retention::{self, Expiry};
 use crate::shutdown::Shutdown;
@@ -42,16 +42,17 @@ pub fn erase(store: &Store, key: &[u8], kept: bool, batch: &mut Batch) -> Result
     let Some(id) = email_of(key) else {
         return Ok(());
     };
-    batch.delete::<EmailRecord>(key);
-    batch.delete::<EmailStatus>(key);
     if kept {
         Spool::forget(store, id, batch)?;
     }
-    if let Some(team) = Id::from_slice(key) {
-        super::by_status::erase(batch, team, id);
-    }
-    for (event, _) in store.scan_raw(Table::EVENTS, Scan::prefix(id.as_bytes()))? {
-        batch.delete::<EmailEvent>(event);
+    super::store::erase(store, key, batch)
+}
+
+/// Stages into `change` the end of the messages the spool keeps for the bodies of the
+/// emails `ids` (unless still queued): for emails erased whole.
+pub(crate) fn forget_kept(store: &Store, ids: &[Id], change: &mut Change) -> Result<(), Error> {
+    for &id in ids {
+        Spool::forget(store, id, change.batch())?;
     }
     Ok(())
 }
@@ -167,7 +168,7 @@ pub async fn run(
 /// so that later starts skip it; returns how many it armed. Reads the status table once,
 /// a page at a time.
 pub fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
-    super::record::once_over_statuses(store, INDEXED, |batch, status| {
+    super::store::once_over_statuses(store, INDEXED, |batch, status| {
         if status.last_event == EmailState::Scheduled || spool.envelope(status.id)?.is_some() {
             return Ok(false); // in flight: armed at its final outcome
         }
@@ -189,6 +190,7 @@ mod tests {
     use herald_queue::NewMessage;
 
     use super::*;
+    use crate::emails::record::EmailStatus;
 
     fn status(store: &Store, team: Id, last_event: EmailState) -> EmailStatus {
         EmailStatus {

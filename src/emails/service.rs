@@ -1,12 +1,12 @@
 //! The emails service after acceptance ([`super::accept`]): read one, list, reschedule and
 //! cancel a scheduled email. Rules live here, for every adapter.
 
-use herald_queue::{Batch, Id, RecipientState, Timestamp, Updated};
+use herald_queue::{Id, RecipientState, Timestamp, Updated};
 
-use super::record::EmailStatus;
 use super::{EmailRecord, EmailState, schedule, submit};
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
+use crate::storage::Change;
 use crate::storage::page::PageRequest;
 
 use super::lock;
@@ -22,24 +22,16 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, 
 /// message are not read (what a change writes back).
 fn load(services: &Services, caller: &Caller, id: Id) -> Result<EmailRecord, Error> {
     caller.require_full_access()?;
-    let store = services.store();
-    let key = EmailRecord::key(caller.team_id, id);
-    let mut record = store
-        .get::<EmailRecord>(&key)?
-        .ok_or(Error::NotFound("Email not found"))?;
-    record.merge(store.get::<EmailStatus>(&key)?);
-    Ok(record)
+    services
+        .emails()
+        .get(caller.team_id, id)?
+        .ok_or(Error::NotFound("Email not found"))
 }
 
 /// One page of the caller's team's emails with their delivery status, newest first.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<EmailRecord>, bool), Error> {
     caller.require_full_access()?;
-    let store = services.store();
-    let (mut emails, has_more) = page.load::<EmailRecord>(store, caller.team_id.as_bytes())?;
-    for email in &mut emails {
-        email.merge(store.get::<EmailStatus>(EmailRecord::key(email.team_id, email.id))?);
-    }
-    Ok((emails, has_more))
+    Ok(services.emails().list(caller.team_id, page)?)
 }
 
 /// Refuses changes to an email that is not scheduled or whose delivery has begun; else
@@ -57,7 +49,7 @@ fn still_scheduled(services: &Services, record: &EmailRecord, verb: &str) -> Res
         return refused("it has left the queue");
     };
     let begun = spool.is_claimed(record.id)
-        || envelope.due <= services.store().now()
+        || envelope.due <= services.now()
         || envelope
             .recipients
             .iter()
@@ -80,8 +72,7 @@ pub fn reschedule(
 ) -> Result<Timestamp, Error> {
     caller.require_full_access()?;
     let text = scheduled_at.ok_or(Error::MissingField("scheduled_at"))?;
-    let store = services.store();
-    let at = schedule::parse(&text, store.now()).map_err(Error::invalid)?;
+    let at = schedule::parse(&text, services.now()).map_err(Error::invalid)?;
     let _guard = lock(services, caller.team_id, id);
     let mut record = load(services, caller, id)?;
     still_scheduled(services, &record, "rescheduled")?;
@@ -92,9 +83,9 @@ pub fn reschedule(
         }
     }
     record.scheduled_at = Some(at);
-    let mut batch = Batch::new();
-    batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
-    store.commit(batch).wait()?;
+    let mut change = Change::new();
+    services.emails().put_record(&mut change, &record)?;
+    services.emails().commit(change)?;
     Ok(at)
 }
 
@@ -102,26 +93,12 @@ pub fn reschedule(
 /// state and event in the same write.
 pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error> {
     caller.require_full_access()?;
-    let store = services.store();
     let _guard = lock(services, caller.team_id, id);
     let mut record = load(services, caller, id)?;
     still_scheduled(services, &record, "canceled")?;
-    let now = store.now();
+    let now = services.now();
     let outcome = services.spool().cancel(record.id, |_, batch| {
-        let mut last_event = record.last_event;
-        super::by_status::advance(
-            batch,
-            record.team_id,
-            record.id,
-            record.broadcast_id,
-            &mut last_event,
-            EmailState::Canceled,
-        );
-        record.last_event = last_event;
-        batch.put(EmailRecord::key(record.team_id, record.id), &record)?;
-        batch.put(EmailRecord::key(record.team_id, record.id), &record.status())?;
-        super::retention::arm_final(batch, record.team_id, record.id, now);
-        Ok(submit::append_event(batch, store, &record, EmailState::Canceled, now)?)
+        Ok(submit::stage_canceled(batch, services, &mut record, now)?)
     })?;
     if outcome == Updated::Missing {
         return Err(Error::invalid("The email cannot be canceled: it has left the queue"));

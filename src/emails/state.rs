@@ -30,9 +30,38 @@ pub enum EmailState {
 }
 
 impl EmailState {
+    /// Every state, in the order of their codes ([`EmailState::code`]).
+    pub const ALL: [EmailState; 11] = [
+        EmailState::Scheduled,
+        EmailState::Sent,
+        EmailState::Delivered,
+        EmailState::DeliveryDelayed,
+        EmailState::Bounced,
+        EmailState::Complained,
+        EmailState::Opened,
+        EmailState::Clicked,
+        EmailState::Failed,
+        EmailState::Suppressed,
+        EmailState::Canceled,
+    ];
+
+    /// The state's one-byte code, as stored keys carry it.
+    pub fn code(self) -> u8 {
+        EmailState::ALL
+            .iter()
+            .position(|s| *s == self)
+            .and_then(|p| u8::try_from(p).ok())
+            .unwrap_or(u8::MAX)
+    }
+
+    /// The state whose code is `code`.
+    pub fn from_code(code: u8) -> Option<EmailState> {
+        EmailState::ALL.get(usize::from(code)).copied()
+    }
+
     /// The email's `last_event` once an event of kind `incoming` is recorded while it is
     /// `self`: the one precedence rule of every writer
-    /// ([`crate::emails::by_status::advance`]). The latest event wins, except that
+    /// ([`crate::emails::store::EmailStore::record_event`]). The latest event wins, except that
     ///
     /// - a delay never takes back an outcome (a late report of a deferral);
     /// - `delivered` never takes back an open or a click (the receiver showed the

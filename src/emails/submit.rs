@@ -8,13 +8,14 @@ use std::sync::Arc;
 use herald_queue::{Batch, Id, NewMessage, Refusal, Timestamp};
 
 use super::mime;
-use super::record::{EmailEvent, EmailRecord, Source};
+use super::record::{EmailRecord, Source};
 use super::state::EmailState;
 use super::validate::Email;
 use crate::accounts::Permission;
 use crate::domains::{Domain, DomainStatus};
 use crate::events::EventKind;
 use crate::services::Services;
+use crate::storage::Change;
 
 /// Who is sending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,10 +161,7 @@ pub fn prepare(
         request_log_id: sender.request_log_id,
     };
     let mut records = Batch::new();
-    records.put(EmailRecord::key(sender.team_id, id), &record)?;
-    records.put(EmailRecord::key(sender.team_id, id), &record.status())?;
-    super::by_status::put(&mut records, sender.team_id, id, email.broadcast_id, last_event);
-    append_event(&mut records, store, &record, last_event, now)?;
+    stage_new(&mut records, state, &record, now)?;
     crate::services::outbox::push(&mut records, state, sender.team_id, kind, || record.event_data(now))?;
     let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);
     if let Some(broadcast) = email.broadcast_id {
@@ -245,10 +243,7 @@ pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>)
         broadcast_id: unsent.broadcast_id,
         request_log_id: None,
     };
-    batch.put(EmailRecord::key(unsent.team_id, id), &record)?;
-    batch.put(EmailRecord::key(unsent.team_id, id), &record.status())?;
-    super::by_status::put(batch, unsent.team_id, id, unsent.broadcast_id, unsent.state);
-    append_event(batch, store, &record, unsent.state, now)?;
+    stage_new(batch, services, &record, now)?;
     if let Some(kind) = unsent.state.event_kind() {
         crate::services::outbox::push(batch, services, unsent.team_id, kind, || {
             let mut data = record.event_data(now);
@@ -264,21 +259,39 @@ pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>)
     Ok(id)
 }
 
-/// Adds an event to an email's timeline.
-pub fn append_event(
+/// Stages into `batch` a new email: its record, status and first event, through the
+/// email store, and the counters its first event moves.
+pub(crate) fn stage_new(
     batch: &mut Batch,
-    store: &herald_queue::Store,
+    services: &Services,
     record: &EmailRecord,
-    kind: EmailState,
-    at: Timestamp,
+    now: Timestamp,
 ) -> Result<(), crate::storage::Error> {
-    let event = EmailEvent {
-        id: store.next_id(),
-        email_id: record.id,
-        kind,
-        created_at: at,
-        data: serde_json::Value::Null,
-    };
-    crate::counters::count_event(batch, record.team_id, &record.from, at, kind, &serde_json::Value::Null);
-    Ok(batch.put(EmailEvent::key(record.id, event.id), &event)?)
+    Change::within(batch, |change| services.emails().create(change, record, now))?;
+    let none = serde_json::Value::Null;
+    crate::counters::count_event(batch, record.team_id, &record.from, now, record.last_event, &none);
+    Ok(())
+}
+
+/// Stages into `batch` (a write of the spool's, which takes the email out of the queue)
+/// the cancellation of `record`: its `canceled` event, status and record, the counters
+/// the event moves, and the start of its retention.
+pub(crate) fn stage_canceled(
+    batch: &mut Batch,
+    services: &Services,
+    record: &mut EmailRecord,
+    now: Timestamp,
+) -> Result<(), crate::storage::Error> {
+    let emails = services.emails();
+    let mut status = record.status();
+    Change::within(batch, |change| {
+        emails.record_event(change, &mut status, EmailState::Canceled, serde_json::Value::Null, now)?;
+        record.last_event = status.last_event;
+        emails.put_record(change, record)?;
+        emails.put_status(change, &status)
+    })?;
+    super::retention::arm_final(batch, record.team_id, record.id, now);
+    let none = serde_json::Value::Null;
+    crate::counters::count_event(batch, record.team_id, &record.from, now, EmailState::Canceled, &none);
+    Ok(())
 }

@@ -68,14 +68,7 @@ pub struct Attachment {
     pub content: Vec<u8>,
 }
 
-/// A tag.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Tag {
-    /// Name.
-    pub name: String,
-    /// Value.
-    pub value: String,
-}
+pub use super::record::Tag;
 
 /// A validated email, ready to build.
 #[derive(Debug, Clone, PartialEq, Eq)]

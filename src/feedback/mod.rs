@@ -28,9 +28,10 @@ use serde_json::{Value, json};
 
 use crate::delivery::reply::Reply as SmtpReply;
 use crate::emails::EmailState;
-use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
+use crate::emails::record::EmailStatus;
 use crate::events::EventKind;
 use crate::services::{Error, Services};
+use crate::storage::Change;
 use crate::suppressions::{self, Origin, Suppression};
 use report::{Action, Report};
 
@@ -199,7 +200,7 @@ fn find_email(
         }
         for team in &teams {
             for id in &candidates {
-                if let Some(status) = services.store().get::<EmailStatus>(EmailRecord::key(*team, *id))? {
+                if let Some(status) = services.emails().status(*team, *id)? {
                     return Ok(Some(status));
                 }
             }
@@ -211,9 +212,7 @@ fn find_email(
 /// The addresses `status`'s email was sent to (to, cc and bcc), normalised: a report
 /// counts only for them, so a forged one cannot suppress anyone else.
 fn sent_to(services: &Services, status: &EmailStatus) -> Result<Vec<String>, Error> {
-    let record = services
-        .store()
-        .get::<EmailRecord>(EmailRecord::key(status.team_id, status.id))?;
+    let record = services.emails().get(status.team_id, status.id)?;
     let addresses = match record {
         Some(record) => [record.to, record.cc, record.bcc].concat(),
         None => status.to.clone(),
@@ -303,34 +302,21 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
         return Ok(());
     }
     let store = services.store();
-    let key = EmailRecord::key(status.team_id, status.id);
+    let emails = services.emails();
     let _guard = crate::emails::lock(services, status.team_id, status.id);
     // Read again under the lock: a concurrent open or delivery may have moved it.
-    let mut status = store.get::<EmailStatus>(&key)?.unwrap_or(status);
+    let mut status = emails.status(status.team_id, status.id)?.unwrap_or(status);
     let now: Timestamp = store.now();
     let mut batch = Batch::new();
     let mut suppressed = std::collections::HashSet::new();
     for (address, state, extra, suppress) in events {
-        crate::emails::by_status::advance(
-            &mut batch,
-            status.team_id,
-            status.id,
-            status.broadcast_id,
-            &mut status.last_event,
-            state,
-        );
         let mut data = extra.clone();
         if !address.is_empty() {
             data["to"] = json!([address]);
         }
-        let timeline = EmailEvent {
-            id: store.next_id(),
-            email_id: status.id,
-            kind: state,
-            created_at: now,
-            data: data.clone(),
-        };
-        batch.put(EmailEvent::key(status.id, timeline.id), &timeline)?;
+        Change::within(&mut batch, |change| {
+            emails.record_event(change, &mut status, state, data.clone(), now)
+        })?;
         crate::counters::count_event(&mut batch, status.team_id, &status.from, now, state, &data);
         if let Some(kind) = state.event_kind() {
             crate::services::outbox::push(&mut batch, services, status.team_id, kind, || {
@@ -357,7 +343,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             )?;
         }
     }
-    batch.put(&key, &status)?;
+    Change::within(&mut batch, |change| emails.put_status(change, &status))?;
     store.commit(batch).wait()?;
     Ok(())
 }

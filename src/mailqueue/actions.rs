@@ -2,13 +2,13 @@
 //! recipients end as `canceled`). Each change claims the message first, as a delivery
 //! worker does, so that it never races an attempt under way.
 
-use herald_queue::{Batch, Envelope, Id, RecipientState, Updated};
+use herald_queue::{Envelope, Id, RecipientState, Updated};
 use serde_json::{Value, json};
 
 use super::{QueueError, Scope, destination};
 use crate::emails::EmailState;
-use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
 use crate::services::Services;
+use crate::storage::Change;
 
 /// Which deferred mail to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,13 +162,13 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
         .parse::<Id>()
         .ok()
         .map(|team| crate::emails::lock(state, team, id));
-    let store = state.store();
-    let now = store.now();
+    let emails = state.emails();
+    let now = state.now();
     let mut canceled = 0;
     let updated = state.spool().update(id, |envelope, batch| {
         let team = envelope.team.parse::<Id>().ok();
         let mut status = match team {
-            Some(team) => store.get::<EmailStatus>(EmailRecord::key(team, id))?,
+            Some(team) => emails.status(team, id)?,
             None => None,
         };
         for recipient in &mut envelope.recipients {
@@ -177,29 +177,19 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
             }
             recipient.state = RecipientState::Canceled { at: now };
             canceled += 1;
-            let event = EmailEvent {
-                id: store.next_id(),
-                email_id: id,
-                kind: EmailState::Canceled,
-                created_at: now,
-                data: json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" }),
-            };
-            batch.put(EmailEvent::key(id, event.id), &event)?;
+            if let Some(status) = status.as_mut() {
+                let data = json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" });
+                Change::within(batch, |change| {
+                    emails.record_event(change, status, EmailState::Canceled, data, now)
+                })?;
+            }
             if let Some(team) = team {
                 let from = status.as_ref().map_or("", |s| s.from.as_str());
                 crate::counters::count(batch, team, from, now, crate::counters::Metric::Canceled);
             }
         }
-        if let Some(status) = status.as_mut() {
-            crate::emails::by_status::advance(
-                batch,
-                status.team_id,
-                status.id,
-                status.broadcast_id,
-                &mut status.last_event,
-                EmailState::Canceled,
-            );
-            put_status(batch, status)?;
+        if let Some(status) = status.as_ref() {
+            Change::within(batch, |change| emails.put_status(change, status))?;
         }
         if let Some(team) = team {
             crate::emails::retention::arm_final(batch, team, id, now);
@@ -210,10 +200,6 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
         Updated::Missing => Err(QueueError::NotFound(id)),
         Updated::Kept { .. } | Updated::Removed => Ok(Deleted { id, canceled }),
     }
-}
-
-fn put_status(batch: &mut Batch, status: &EmailStatus) -> Result<(), crate::storage::Error> {
-    Ok(batch.put(EmailRecord::key(status.team_id, status.id), status)?)
 }
 
 /// The envelope of message `id`, if it is in `scope`.

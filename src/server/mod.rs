@@ -361,7 +361,7 @@ async fn open_store(
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
         crate::counters::backfill::prepare(&store)?;
         crate::contacts::imports::retention::arm_finished(&store)?;
-        let indexed = crate::emails::by_status::build(&store)?;
+        let indexed = crate::emails::store::build_index(&store)?;
         if indexed > 0 {
             tracing::info!(emails = indexed, "emails indexed by status for the dashboard");
         }

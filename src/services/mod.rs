@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
+use crate::emails::{EmailStore, RocksEmails};
 use crate::limits::{DestinationLimits, LocalDestinations};
 use crate::outbound::Outbound;
 use crate::runner::Wake;
@@ -55,6 +56,8 @@ pub struct Services {
     templates: Box<dyn TemplateStore>,
     /// Dashboard users, invitations and sessions.
     users: Box<dyn UserStore>,
+    /// Emails: records, statuses, timelines.
+    email_store: Box<dyn EmailStore>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -136,6 +139,8 @@ pub struct Backends {
     pub templates: Box<dyn TemplateStore>,
     /// Dashboard users, invitations and sessions.
     pub users: Box<dyn UserStore>,
+    /// Emails: records, statuses, timelines.
+    pub emails: Box<dyn EmailStore>,
 }
 
 impl Backends {
@@ -150,6 +155,7 @@ impl Backends {
             audience: Box::new(RocksContacts::new(store.clone())),
             templates: Box::new(RocksTemplates::new(store.clone())),
             users: Box::new(RocksUsers::new(store.clone())),
+            emails: Box::new(RocksEmails::new(store.clone())),
         }
     }
 }
@@ -183,6 +189,7 @@ impl Services {
             audience,
             templates,
             users,
+            emails,
         } = backends;
         Services {
             accounts,
@@ -194,6 +201,7 @@ impl Services {
             audience,
             templates,
             users,
+            email_store: emails,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -253,6 +261,11 @@ impl Services {
     /// Dashboard users, invitations and sessions.
     pub fn users(&self) -> &dyn UserStore {
         &*self.users
+    }
+
+    /// Emails: records, statuses, timelines and the index by status.
+    pub fn emails(&self) -> &dyn EmailStore {
+        &*self.email_store
     }
 
     /// The validated config.

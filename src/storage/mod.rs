@@ -44,6 +44,18 @@ impl Change {
     pub(crate) fn into_batch(self) -> Batch {
         self.batch
     }
+
+    /// Runs `stage` on a change that holds `batch`'s writes and leaves its writes in
+    /// `batch`: for stores staging into a write the spool makes (a delivery outcome, a
+    /// cancellation), whose callbacks hand out the batch itself. Moves, never copies.
+    pub(crate) fn within<T>(batch: &mut Batch, stage: impl FnOnce(&mut Change) -> T) -> T {
+        let mut change = Change {
+            batch: std::mem::take(batch),
+        };
+        let answer = stage(&mut change);
+        *batch = change.batch;
+        answer
+    }
 }
 
 impl Default for Change {

@@ -235,11 +235,4 @@ impl TemplateSummary {
     }
 }
 
-/// The template and version an email was rendered from, kept on its record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TemplateRef {
-    /// The template.
-    pub id: Id,
-    /// The published version it sent.
-    pub version_id: Id,
-}
+pub use crate::emails::record::TemplateRef;

@@ -17,9 +17,9 @@ pub use links::{Signer, Tracked};
 
 use crate::counters::Metric;
 use crate::domains::Domain;
-use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
-use crate::emails::{Email, EmailState};
+use crate::emails::{Email, EmailState, EmailStore};
 use crate::services::{Error, Services};
+use crate::storage::Change;
 use crate::wire;
 
 /// An open or click this soon after acceptance is a machine's (a link scanner's).
@@ -171,9 +171,9 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
         Tracked::Click { team_id, email_id, .. } => (*team_id, *email_id, EmailState::Clicked),
     };
     let store = services.store();
-    let key = EmailRecord::key(team_id, email_id);
+    let emails = services.emails();
     let _guard = crate::emails::lock(services, team_id, email_id);
-    let Some(mut status) = store.get::<EmailStatus>(&key)? else {
+    let Some(mut status) = emails.status(team_id, email_id)? else {
         return Ok(());
     };
     let now = store.now();
@@ -192,31 +192,18 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
             "userAgent": visitor.user_agent,
         });
     }
-    let mut batch = Batch::new();
-    crate::emails::by_status::advance(
-        &mut batch,
-        team_id,
-        email_id,
-        status.broadcast_id,
-        &mut status.last_event,
-        kind,
-    );
     // A person's first open or click of the email is its unique one.
     let first = !machine
         && match kind {
             EmailState::Clicked => !std::mem::replace(&mut status.clicked, true),
             _ => !std::mem::replace(&mut status.opened, true),
         }
-        && !seen_before(store, email_id, kind)?;
-    let timeline = EmailEvent {
-        id: store.next_id(),
-        email_id,
-        kind,
-        created_at: now,
-        data: extra.clone(),
-    };
-    batch.put(EmailEvent::key(email_id, timeline.id), &timeline)?;
-    batch.put(&key, &status)?;
+        && !seen_before(emails, email_id, kind)?;
+    let mut batch = Batch::new();
+    Change::within(&mut batch, |change| {
+        emails.record_event(change, &mut status, kind, extra.clone(), now)?;
+        emails.put_status(change, &status)
+    })?;
     if machine {
         metrics::counter!("herald_tracking_machine_total", "kind" => kind.name()).increment(1);
     } else {
@@ -246,9 +233,9 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
 
 /// Whether an email's timeline already has a person's `kind` (an open or click recorded
 /// before emails carried the flags that say so).
-fn seen_before(store: &herald_queue::Store, email_id: Id, kind: EmailState) -> Result<bool, Error> {
-    let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))?;
-    Ok(events
+fn seen_before(emails: &dyn EmailStore, email_id: Id, kind: EmailState) -> Result<bool, Error> {
+    Ok(emails
+        .timeline(email_id)?
         .iter()
-        .any(|(_, event)| event.kind == kind && event.data["machine"] != Value::Bool(true)))
+        .any(|event| event.kind == kind && event.data["machine"] != Value::Bool(true)))
 }
