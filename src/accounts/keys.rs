@@ -108,7 +108,7 @@ pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<
 }
 
 /// Locks the caller's key `id` for a change.
-fn lock<'a>(services: &'a Services, caller: &Caller, id: Id) -> std::sync::MutexGuard<'a, ()> {
+fn lock<'a>(services: &'a Services, caller: &Caller, id: Id) -> crate::services::Held<'a> {
     let name = [caller.team_id.as_bytes().as_slice(), id.as_bytes()].concat();
     services.lock_record(RecordName {
         table: "api_keys",

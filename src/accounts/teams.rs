@@ -183,7 +183,7 @@ pub fn delete(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
             services.accounts().delete_key(key)?;
         }
     }
-    team.deleted_at = Some(services.store().now());
+    team.deleted_at = Some(services.now());
     services.accounts().put_team(&team)?;
     services.erasure_wake().wake();
     Ok(())

@@ -82,7 +82,7 @@ fn check(ctx: &Ctx<'_>, mut input: SendEmail, templates: &mut Templates) -> Resu
             .map_err(|e| e.to_string())?;
         Ok((response.body.to_vec(), response.content_type))
     };
-    let mut email = validate(input, ctx.state.store().now(), &mut fetch)?;
+    let mut email = validate(input, ctx.state.now(), &mut fetch)?;
     email.template = template;
     crate::unsubscribe::filter_topic(ctx.state, ctx.caller.team_id, &mut email)?;
     crate::unsubscribe::check_recipients(&email)?;
@@ -263,7 +263,7 @@ pub fn list(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
 /// `GET /emails/metrics`: the team's counts and rates over a range, by period, domain or
 /// email ([`crate::counters::query`]).
 pub fn metrics(ctx: &Ctx<'_>) -> Result<Reply, ApiError> {
-    let now = ctx.state.store().now();
+    let now = ctx.state.now();
     let query = crate::counters::query::Query::parse(|name| ctx.request.query(name).map(str::to_owned), now)?;
     Ok(Reply::ok(crate::counters::query::run(ctx.state, ctx.caller, &query)?))
 }

@@ -279,7 +279,7 @@ fn queue(services: &Services, caller: &Caller, broadcast: &mut Broadcast, at: Op
             segment.id
         )));
     }
-    let now = services.store().now();
+    let now = services.now();
     let at = at
         .filter(|a| !a.trim().is_empty())
         .map(|a| schedule::parse(&a, now).map_err(Error::invalid))

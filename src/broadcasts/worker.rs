@@ -149,7 +149,7 @@ fn step(services: &Services, pacer: &mut Pacer) -> Result<Pass, Error> {
 fn stop(services: &Services, mut broadcast: Broadcast, why: &str) -> Result<(), Error> {
     tracing::warn!(broadcast_id = %broadcast.id, team_id = %broadcast.team_id, why, "broadcast stopped");
     broadcast.status = Status::Canceled;
-    broadcast.finished_at = Some(services.store().now());
+    broadcast.finished_at = Some(services.now());
     store::put(services.store(), &broadcast)?;
     Ok(())
 }

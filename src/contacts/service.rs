@@ -58,7 +58,7 @@ pub struct ContactChange {
 /// them (their deletion holds this lock too). One lock per team keeps that simple and
 /// deadlock-free; each change holds it for a few reads and one commit (an import, for
 /// one chunk).
-pub fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
+pub fn lock(services: &Services, team_id: Id) -> crate::services::Held<'_> {
     services.lock_record(RecordName {
         table: "contacts",
         key: team_id.as_bytes(),
@@ -365,7 +365,7 @@ fn save_with(
     }
     contact.topics = live;
     properties::retain_defined(&mut contact.properties, &audience.properties(team)?);
-    contact.updated_at = services.store().now();
+    contact.updated_at = services.now();
     let mut events = Vec::new();
     for kind in kinds {
         events.extend(event(services, &contact, *kind)?);

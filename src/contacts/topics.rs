@@ -235,7 +235,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
         topic.visibility = visibility;
     }
     if topic != before {
-        topic.updated_at = services.store().now();
+        topic.updated_at = services.now();
         let event = crate::services::outbox::new(services, caller.team_id, EventKind::TopicUpdated, || {
             topic.event_json(false)
         })?;

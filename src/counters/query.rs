@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Datelike, Duration as Days, NaiveDate, NaiveDateTime, TimeZone, Timelike};
 use chrono_tz::Tz;
-use herald_queue::{Id, Scan, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Map, Value, json};
 
 use super::{BUCKET_MS, Metric, bucket_of, domain_of, read, start_of};
 use crate::accounts::Caller;
 use crate::emails::EmailState;
-use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
+use crate::emails::EmailStore;
 use crate::services::{Error, Services};
 use crate::storage::page::{Cursor, PageRequest};
 
@@ -401,11 +401,11 @@ pub fn run(services: &Services, caller: &Caller, query: &Query) -> Result<Value,
         }
     } else {
         for id in &query.email_ids {
-            let Some(status) = store.get::<EmailStatus>(EmailRecord::key(caller.team_id, *id))? else {
+            let Some(status) = services.emails().status(caller.team_id, *id)? else {
                 return Err(Error::NotFound("Email not found"));
             };
             let domain = domain_of(&status.from);
-            for (at, metric) in email_metrics(store, *id)? {
+            for (at, metric) in email_metrics(services.emails(), *id)? {
                 if at >= query.start && at < query.end {
                     add(at, &domain, Some(*id), metric, 1)?;
                 }
@@ -432,10 +432,10 @@ pub fn run(services: &Services, caller: &Caller, query: &Query) -> Result<Value,
 
 /// An email's events as counted: machine opens left out, its first open and click
 /// counted as unique too.
-fn email_metrics(store: &herald_queue::Store, id: Id) -> Result<Vec<(Timestamp, Metric)>, Error> {
+fn email_metrics(emails: &dyn EmailStore, id: Id) -> Result<Vec<(Timestamp, Metric)>, Error> {
     let (mut opened, mut clicked) = (false, false);
     let mut metrics = Vec::new();
-    for (_, event) in store.scan::<EmailEvent>(Scan::prefix(id.as_bytes()))? {
+    for event in emails.timeline(id)? {
         let human = event.data["machine"] != Value::Bool(true);
         let at = event.created_at;
         match event.kind {

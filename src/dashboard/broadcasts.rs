@@ -208,13 +208,13 @@ fn send_tests(ctx: &Ctx<'_>, broadcast: &Broadcast, addresses: &[String]) -> Res
 /// The team's contact with `address`, or a stranger with it (no names, no properties).
 fn contact_for(ctx: &Ctx<'_>, team: herald_queue::Id, address: &str) -> Result<Contact, String> {
     let services = ctx.state;
-    let now = services.store().now();
+    let now = services.now();
     Ok(services
         .contacts()
         .by_email(team, address)
         .map_err(|e| e.to_string())?
         .unwrap_or_else(|| Contact {
-            id: services.store().next_id(),
+            id: services.next_id(),
             team_id: team,
             email: address.to_owned(),
             first_name: None,

@@ -8,7 +8,6 @@ use http_body_util::Full;
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, Signed, html, pages, text};
-use crate::emails::record::EmailEvent;
 use crate::http::request_log::RequestLog;
 use crate::wire;
 
@@ -26,17 +25,13 @@ pub fn email(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> 
     let Ok(record) = crate::emails::service::get(ctx.state, &signed.caller(), id) else {
         return text(StatusCode::NOT_FOUND, "No such email");
     };
-    let events = match ctx
-        .state
-        .store()
-        .scan::<EmailEvent>(herald_queue::Scan::prefix(record.id.as_bytes()))
-    {
+    let events = match ctx.state.emails().timeline(record.id) {
         Ok(found) => found,
         Err(error) => return super::unreadable(&error),
     };
     let events = events
         .into_iter()
-        .map(|(_, event)| pages::EventRow {
+        .map(|event| pages::EventRow {
             kind: event.kind.to_string(),
             at: super::when(event.created_at),
             detail: if event.data.is_null() {

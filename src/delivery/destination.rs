@@ -69,7 +69,7 @@ impl Destinations {
         let destination = {
             let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.len() >= PRUNE_AT {
-                let now = shared.state.store().now();
+                let now = shared.state.now();
                 map.retain(|_, d| !d.is_idle(now));
             }
             let config = shared.state.config();
@@ -99,7 +99,7 @@ impl Destinations {
         };
         let mut state = destination.lock();
         if let Some((until, reply)) = &state.backoff {
-            if *until > shared.state.store().now() {
+            if *until > shared.state.now() {
                 let reply = reply.clone();
                 drop(state);
                 piece.complete_all(&reply, None);
@@ -423,7 +423,7 @@ impl Destination {
                 self.region.name()
             ),
         );
-        let until = crate::regions::resume_at(shared.state.store().now(), piece.job().id);
+        let until = crate::regions::resume_at(shared.state.now(), piece.job().id);
         piece.hold_all(&reply, until);
     }
 
@@ -570,7 +570,7 @@ impl Destination {
                         Err(ConnectionError::Bind(why)) => {
                             // This host's fault: pass the address over and take the next.
                             if let Some(lease) = source.take() {
-                                lease.unbindable(shared.state.store().now());
+                                lease.unbindable(shared.state.now());
                             }
                             last = Some(Reply::local(451, "4.3.0", &why));
                             if binds == 0 {
@@ -632,7 +632,7 @@ impl Destination {
         metrics::counter!("herald_delivery_backoffs_total").increment(1);
         let queued = {
             let mut state = self.lock();
-            state.backoff = Some((shared.state.store().now().saturating_add(wait), reply.clone()));
+            state.backoff = Some((shared.state.now().saturating_add(wait), reply.clone()));
             std::mem::take(&mut state.queue)
         };
         for piece in queued {

@@ -139,7 +139,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
 /// again on the scheduler's next pass, a second later, with the same error; when even
 /// that write fails it is released as it was.
 fn retry_later(shared: &Shared, id: Id) {
-    let at = shared.state.store().now().saturating_add(STORAGE_RETRY);
+    let at = shared.state.now().saturating_add(STORAGE_RETRY);
     match shared.state.spool().reschedule(id, at) {
         Ok(_) => {}
         Err(error) => {

@@ -228,7 +228,7 @@ pub fn get(services: &Services, caller: &Caller, id: Id) -> Result<Domain, Error
 
 /// Locks the domain `id` of `team_id` for a change of its record (the background verifier
 /// takes the same lock).
-pub fn lock(services: &Services, team_id: Id, id: Id) -> std::sync::MutexGuard<'_, ()> {
+pub fn lock(services: &Services, team_id: Id, id: Id) -> crate::services::Held<'_> {
     let name = [team_id.as_bytes().as_slice(), id.as_bytes()].concat();
     services.lock_record(RecordName {
         table: "domains",
@@ -300,7 +300,7 @@ pub fn verify(services: &Services, caller: &Caller, id: Id, skip_dns: bool) -> R
     }
     let _guard = lock(services, caller.team_id, id);
     let mut domain = get(services, caller, id)?;
-    let now = services.store().now();
+    let now = services.now();
     let before = domain.status;
     if skip_dns {
         domain.dns_verification_skipped = true;

@@ -35,7 +35,7 @@ pub fn accept<'a>(
 ) -> Result<Accepting<'a>, SendError> {
     let mut records = Batch::new();
     if let Some((in_flight, answer)) = remember {
-        in_flight.record(&mut records, answer, state.store().now())?;
+        in_flight.record(&mut records, answer, state.now())?;
     }
     accept_with(state, prepared, records, source)
 }
@@ -62,7 +62,7 @@ pub fn accept_with(
             p.message
         })
         .collect();
-    let since = state.store().now();
+    let since = state.now();
     Ok(Accepting {
         state,
         ids,

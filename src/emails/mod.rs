@@ -32,7 +32,7 @@ use crate::services::Services;
 /// mail, the queue's operator actions, a broadcast's cancel, and delivery outcomes
 /// ([`lock_many`]), so none of them writes over another's `last_event` (or counts its
 /// move twice).
-pub fn lock(services: &Services, team_id: herald_queue::Id, id: herald_queue::Id) -> std::sync::MutexGuard<'_, ()> {
+pub fn lock(services: &Services, team_id: herald_queue::Id, id: herald_queue::Id) -> crate::services::Held<'_> {
     services.lock_email(&EmailRecord::key(team_id, id))
 }
 
@@ -40,7 +40,7 @@ pub fn lock(services: &Services, team_id: herald_queue::Id, id: herald_queue::Id
 pub fn lock_many(
     services: &Services,
     emails: impl IntoIterator<Item = (herald_queue::Id, herald_queue::Id)>,
-) -> Vec<std::sync::MutexGuard<'_, ()>> {
+) -> crate::services::Held<'_> {
     let keys: Vec<Vec<u8>> = emails
         .into_iter()
         .map(|(team_id, id)| EmailRecord::key(team_id, id))

@@ -159,7 +159,7 @@ async fn api(
     let routed = router::route(&request.method, &request.path);
     let label = routed.as_ref().map_or("unknown", Route::label);
     let mut request = request;
-    request.log_id = Some(state.store().next_id());
+    request.log_id = Some(state.next_id());
     let request = Arc::new(request);
     let result = match routed {
         _ if !decision.allowed => Err(ApiError::rate_limited()),

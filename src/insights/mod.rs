@@ -434,7 +434,7 @@ fn domain_checks(
         ),
     });
     // The domain's last 30 days.
-    let now = services.store().now();
+    let now = services.now();
     let from = Timestamp::from_millis(now.as_millis().saturating_sub(30 * 86_400_000));
     let mut sent = 0;
     let (mut delivered, mut bounced, mut complained) = (0, 0, 0);

@@ -59,7 +59,7 @@ pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Ret
     let (domain, ids) = match target {
         RetryTarget::Message(id) => {
             let envelope = load(state, scope, *id)?;
-            let now = state.store().now();
+            let now = state.now();
             if !envelope
                 .recipients
                 .iter()
@@ -82,7 +82,7 @@ pub fn retry(state: &Services, scope: Scope, target: &RetryTarget) -> Result<Ret
             retried.in_flight += 1;
             continue;
         }
-        let now = state.store().now();
+        let now = state.now();
         let mut recipients = 0;
         // `update` releases the claim taken above, whatever happens.
         state.spool().update(id, |envelope, _| {

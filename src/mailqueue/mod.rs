@@ -121,7 +121,13 @@ pub enum QueueError {
     NothingToRetry(String),
     /// Storage failed or refused.
     #[error(transparent)]
-    Storage(#[from] herald_queue::Error),
+    Storage(#[from] crate::storage::Error),
+}
+
+impl From<herald_queue::Error> for QueueError {
+    fn from(error: herald_queue::Error) -> QueueError {
+        QueueError::Storage(error.into())
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use herald_queue::{Envelope, Id, Recipient, RecipientState, Timestamp};
 use serde_json::{Value, json};
 
 use super::{QueueError, QueueState, Scope, destination};
-use crate::emails::record::{EmailRecord, EmailStatus};
 use crate::services::Services;
 use crate::wire;
 
@@ -78,7 +77,7 @@ pub fn list(
 ) -> Result<(Vec<QueuedMessage>, bool), QueueError> {
     let (wanted, domain) = filter;
     let domain = domain.map(destination);
-    let now = state.store().now();
+    let now = state.now();
     let mut found = Vec::new();
     let mut more = false;
     state.spool().walk(after, |id, envelope| {
@@ -116,10 +115,10 @@ pub fn show(state: &Services, scope: Scope, id: Id) -> Result<Value, QueueError>
     if !scope.sees(&envelope) {
         return Err(QueueError::NotFound(id));
     }
-    let now = state.store().now();
+    let now = state.now();
     let team = envelope.team.parse::<Id>().ok();
     let status = match team {
-        Some(team) => state.store().get::<EmailStatus>(EmailRecord::key(team, id))?,
+        Some(team) => state.emails().status(team, id)?,
         None => None,
     };
     let expires_at = envelope
@@ -278,7 +277,7 @@ impl Stats {
 /// Counts the messages in `scope` by state and by destination domain. Walks the whole
 /// spool, one envelope at a time.
 pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
-    let now = state.store().now();
+    let now = state.now();
     let mut stats = Stats {
         by_state: HashMap::new(),
         by_domain: HashMap::new(),

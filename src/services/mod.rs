@@ -5,13 +5,15 @@
 //! through their own state; tests build one on a store in a temp dir, without sockets.
 
 mod error;
+pub mod locks;
 pub mod outbox;
 
 pub use error::{Error, parse_id, required_text};
+pub use locks::{Held, LocalLocks, Locks, RecordName};
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use herald_queue::{Id, Spool, Store};
+use herald_queue::{Id, IdGenerator, SharedClock, Spool, Store};
 
 use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::config::Config;
@@ -82,41 +84,18 @@ pub struct Services {
     regions: crate::regions::Regions,
     /// Wakes the erasure of deleted teams.
     erasure_wake: Wake,
-    /// Serialises read-modify-write of one resource record at a time: a change locks
-    /// the record it reads and rewrites (see [`Services::lock_record`]).
-    records: Vec<Mutex<()>>,
-    /// The same for email records, apart (see [`Services::lock_email`]).
-    emails: Vec<Mutex<()>>,
+    /// Serialises read-modify-write of one record at a time (see
+    /// [`Services::lock_record`]).
+    locks: Box<dyn Locks>,
+    /// The time.
+    clock: SharedClock,
+    /// New ids, in the order of `clock`.
+    ids: IdGenerator,
 }
 
 /// How long after a failed load of the tracking key it is tried again: a disk error or a
 /// wrong permission, once mended, needs no restart.
 const TRACKING_KEY_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Stripes of [`Services::lock_record`]: changes to records that hash to different
-/// stripes run at once; two records sharing a stripe only wait for each other.
-const RECORD_LOCK_STRIPES: usize = 64;
-
-/// Stripes of [`Services::lock_email`]: more, as a group of delivery outcomes holds one
-/// for each of its emails.
-const EMAIL_LOCK_STRIPES: usize = 1024;
-
-/// The stripe, of `stripes`, that `name` hashes to.
-fn stripe_of(stripes: usize, name: &impl std::hash::Hash) -> usize {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    name.hash(&mut hasher);
-    std::hash::Hasher::finish(&hasher) as usize % stripes
-}
-
-/// What a change locks: the record it reads and rewrites, named by its table and key.
-/// A shared store would keep the same names with a per-key lock or a compare-and-set.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordName<'a> {
-    /// The table (or, for a check across a team's records, the kind of check).
-    pub table: &'static str,
-    /// The record's key (or the team's id).
-    pub key: &'a [u8],
-}
 
 /// The stores the services keep their records in, one per kind of record: what a node
 /// on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] is the one
@@ -141,6 +120,10 @@ pub struct Backends {
     pub users: Box<dyn UserStore>,
     /// Emails: records, statuses, timelines.
     pub emails: Box<dyn EmailStore>,
+    /// Record locks.
+    pub locks: Box<dyn Locks>,
+    /// The time the services go by (and make ids in the order of).
+    pub clock: SharedClock,
 }
 
 impl Backends {
@@ -156,6 +139,8 @@ impl Backends {
             templates: Box::new(RocksTemplates::new(store.clone())),
             users: Box::new(RocksUsers::new(store.clone())),
             emails: Box::new(RocksEmails::new(store.clone())),
+            locks: Box::new(LocalLocks::default()),
+            clock: store.clock().clone(),
         }
     }
 }
@@ -190,6 +175,8 @@ impl Services {
             templates,
             users,
             emails,
+            locks,
+            clock,
         } = backends;
         Services {
             accounts,
@@ -220,8 +207,9 @@ impl Services {
             delivery_wake: Wake::default(),
             quotas: crate::quotas::Quotas::default(),
             erasure_wake: Wake::default(),
-            records: (0..RECORD_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            emails: (0..EMAIL_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            locks,
+            clock,
+            ids: IdGenerator::default(),
         }
     }
 
@@ -250,12 +238,12 @@ impl Services {
 
     /// The time now, on the services' clock.
     pub fn now(&self) -> herald_queue::Timestamp {
-        self.store.now()
+        self.clock.now()
     }
 
     /// A new id, time-ordered.
     pub fn next_id(&self) -> Id {
-        self.store.next_id()
+        self.ids.next(self.clock.now())
     }
 
     /// Dashboard users, invitations and sessions.
@@ -437,38 +425,24 @@ impl Services {
     }
 
     /// Locks `record` for a read-modify-write: another change of the same record waits
-    /// until the guard drops; changes of other records do not (unless they share a
-    /// stripe). A change takes one record lock at a time, so they cannot deadlock.
-    pub fn lock_record(&self, record: RecordName<'_>) -> MutexGuard<'_, ()> {
-        self.records[self.stripe(record)]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// until the answer drops; changes of other records do not. A change takes one
+    /// record lock at a time, so they cannot deadlock.
+    pub fn lock_record(&self, record: RecordName<'_>) -> Held<'_> {
+        self.locks.lock(record)
     }
 
-    /// Locks the email record under `key` (see [`crate::emails::lock`]). Emails have
-    /// stripes of their own: delivery outcomes hold many at once ([`Self::lock_emails`]),
-    /// and other records' changes must not wait for them.
-    pub fn lock_email(&self, key: &[u8]) -> MutexGuard<'_, ()> {
-        self.emails[stripe_of(self.emails.len(), &key)]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// Locks the email record under `key` (see [`crate::emails::lock`]).
+    pub fn lock_email(&self, key: &[u8]) -> Held<'_> {
+        self.locks.lock(RecordName {
+            table: locks::EMAILS,
+            key,
+        })
     }
 
     /// Locks many email records at once, for a change that writes them all in one commit
-    /// (delivery outcomes): every stripe once, in ascending order. Other changes hold one
-    /// email stripe at a time, and take it before any spool stripe as this caller does,
-    /// so the order rules out a deadlock.
-    pub fn lock_emails<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<MutexGuard<'_, ()>> {
-        let mut stripes: Vec<usize> = keys.into_iter().map(|key| stripe_of(self.emails.len(), &key)).collect();
-        stripes.sort_unstable();
-        stripes.dedup();
-        stripes
-            .into_iter()
-            .map(|stripe| self.emails[stripe].lock().unwrap_or_else(PoisonError::into_inner))
-            .collect()
-    }
-
-    fn stripe(&self, record: RecordName<'_>) -> usize {
-        stripe_of(self.records.len(), &(record.table, record.key))
+    /// (delivery outcomes). Other changes hold one email lock at a time, and take it
+    /// before any spool stripe as this caller does, so none of them can deadlock.
+    pub fn lock_emails<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) -> Held<'_> {
+        self.locks.lock_many(locks::EMAILS, &mut keys.into_iter())
     }
 }

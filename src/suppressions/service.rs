@@ -28,7 +28,7 @@ pub struct RemoveTargets {
 
 /// What a change of the team's suppression list locks: the whole list, since an address
 /// is looked up before it is added and batches change up to a hundred at once.
-fn lock<'a>(services: &'a Services, caller: &Caller) -> std::sync::MutexGuard<'a, ()> {
+fn lock<'a>(services: &'a Services, caller: &Caller) -> crate::services::Held<'a> {
     services.lock_record(RecordName {
         table: "suppressions",
         key: caller.team_id.as_bytes(),

@@ -102,7 +102,7 @@ pub struct TemplateChange {
     pub design: Option<crate::design::Compiled>,
 }
 
-fn lock(services: &Services, team_id: Id) -> std::sync::MutexGuard<'_, ()> {
+fn lock(services: &Services, team_id: Id) -> crate::services::Held<'_> {
     services.lock_record(RecordName {
         table: "templates",
         key: team_id.as_bytes(),
@@ -204,7 +204,7 @@ fn variables(
                 ..changed.clone()
             },
             (None, None) => Variable {
-                id: services.store().next_id(),
+                id: services.next_id(),
                 key,
                 kind,
                 fallback_value,
@@ -428,7 +428,7 @@ pub fn publish(services: &Services, caller: &Caller, target: &str) -> Result<Id,
     let previous = get(services, caller, target)?;
     let mut template = previous.clone();
     if let Some(draft) = template.draft.take() {
-        let now = services.store().now();
+        let now = services.now();
         if let Some(before) = template.published.take() {
             template.history.insert(0, before);
             template.history.truncate(super::HISTORY_MAX);

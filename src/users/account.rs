@@ -12,7 +12,7 @@ use super::{User, check_password, hash_password, totp};
 use crate::services::{Error, RecordName, Services};
 
 /// The record lock of the user `user_id` of `team_id`.
-fn lock(services: &Services, team_id: Id, user_id: Id) -> std::sync::MutexGuard<'_, ()> {
+fn lock(services: &Services, team_id: Id, user_id: Id) -> crate::services::Held<'_> {
     let key = [team_id.as_bytes().as_slice(), user_id.as_bytes()].concat();
     services.lock_record(RecordName {
         table: "users",

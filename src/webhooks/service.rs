@@ -47,7 +47,7 @@ pub struct WebhookChange {
 
 /// What a change of a team's webhooks (or their messages) locks: one lock for all of
 /// them, since the team's count of webhooks is checked on create and they change rarely.
-pub fn lock<'a>(services: &'a Services, caller: &Caller) -> std::sync::MutexGuard<'a, ()> {
+pub fn lock<'a>(services: &'a Services, caller: &Caller) -> crate::services::Held<'a> {
     services.lock_record(RecordName {
         table: "webhooks",
         key: caller.team_id.as_bytes(),
@@ -63,7 +63,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewWebhook) -> Result<W
     };
     let events = subscriptions(events)?;
     let signing_secret = SigningSecret::generate().map_err(|_| Error::Internal("the random generator failed"))?;
-    let (store, team_id) = (&services.store(), caller.team_id);
+    let team_id = caller.team_id;
     let _guard = lock(services, caller);
     if services.webhooks().for_team(team_id)?.len() >= WEBHOOKS_PER_TEAM_MAX {
         return Err(Error::invalid(format!(
@@ -71,14 +71,14 @@ pub fn create(services: &Services, caller: &Caller, new: NewWebhook) -> Result<W
         )));
     }
     let webhook = Webhook {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id,
         endpoint,
         events,
         status: WebhookStatus::Enabled,
         signing_secret,
         previous_secret: None,
-        created_at: store.now(),
+        created_at: services.now(),
     };
     services.webhooks().put(&webhook)?;
     Ok(webhook)
@@ -134,7 +134,7 @@ pub fn rotate_secret(services: &Services, caller: &Caller, id: Id) -> Result<Web
     let old = std::mem::replace(&mut webhook.signing_secret, signing_secret);
     webhook.previous_secret = Some(PreviousSecret {
         secret: old,
-        until: services.store().now().saturating_add(ROTATION_OVERLAP),
+        until: services.now().saturating_add(ROTATION_OVERLAP),
     });
     services.webhooks().put(&webhook)?;
     Ok(webhook)

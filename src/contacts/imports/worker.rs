@@ -210,13 +210,13 @@ fn chunk(services: &Services, mut import: ContactImport) -> Result<(), Error> {
     import.line += position.line() - 1;
     if let Some(line) = too_long {
         import.status = ImportStatus::Failed;
-        import.completed_at = Some(services.store().now());
+        import.completed_at = Some(services.now());
         import.failure = Some(format!(
             "line {line}: a row longer than {ROW_MAX} bytes (an unclosed quote?); the rows before it were imported"
         ));
     } else if finished {
         import.status = ImportStatus::Completed;
-        import.completed_at = Some(services.store().now());
+        import.completed_at = Some(services.now());
     } else {
         import.status = ImportStatus::InProgress;
     }
@@ -239,7 +239,7 @@ fn is_too_long(error: &csv::Error) -> bool {
 
 fn fail(services: &Services, mut import: ContactImport, why: String) -> Result<(), Error> {
     import.status = ImportStatus::Failed;
-    import.completed_at = Some(services.store().now());
+    import.completed_at = Some(services.now());
     import.failure = Some(why);
     services.audience().put_import(&import)?;
     Ok(())
@@ -384,7 +384,7 @@ fn one(
         }
         *room -= 1;
         let contact = Contact {
-            id: services.store().next_id(),
+            id: services.next_id(),
             team_id: import.team_id,
             email,
             first_name,
