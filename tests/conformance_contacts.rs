@@ -97,6 +97,38 @@ fn contact_store_conformance(contacts: &dyn ContactStore, ids: &Store) {
     a_changed_contact_is_found_at_its_new_address_and_segments(contacts, ids, &made[1], [odd, even]);
     a_deleted_contact_is_gone_every_way_alone(contacts, ids, &made, other, odd);
     an_import_chunk_writes_its_contacts_and_counts_the_new(contacts, ids, team);
+    an_erased_team_keeps_no_contact_and_others_keep_theirs(contacts, ids);
+}
+
+/// Erasing a team leaves none of its contacts, by id, by address or in a page, and
+/// every other team's as they were.
+fn an_erased_team_keeps_no_contact_and_others_keep_theirs(contacts: &dyn ContactStore, ids: &Store) {
+    let (leaving, staying) = (ids.next_id(), ids.next_id());
+    let gone = contact(ids, leaving, "gone@example.com", &[]);
+    let kept = contact(ids, staying, "gone@example.com", &[]);
+    for one in [&gone, &kept] {
+        contacts.put(one, None, &[], Change::new()).expect("put");
+    }
+    while contacts.erase_team(leaving).expect("erase") {}
+    assert!(contacts.get(leaving, gone.id).expect("get").is_none());
+    assert!(
+        contacts
+            .by_email(leaving, "gone@example.com")
+            .expect("by email")
+            .is_none()
+    );
+    assert_eq!(
+        contacts.page(leaving, &page(10, Cursor::Start)).expect("page"),
+        (Vec::new(), false)
+    );
+    assert_eq!(contacts.get(staying, kept.id).expect("get").as_ref(), Some(&kept));
+    assert_eq!(
+        contacts
+            .by_email(staying, "gone@example.com")
+            .expect("by email")
+            .map(|c| c.id),
+        Some(kept.id)
+    );
 }
 
 /// Nothing is found where nothing was written.
@@ -362,6 +394,25 @@ fn audience_store_conformance(audience: &dyn AudienceStore, ids: &Store) {
     topics_are_kept_per_team_with_their_events(audience, ids, team, other);
     properties_are_kept_per_team(audience, ids, team, other);
     imports_are_kept_per_team_and_queued_until_finished(audience, ids, team, other);
+    an_erased_team_keeps_no_audience_and_others_keep_theirs(audience, ids);
+}
+
+/// Erasing a team leaves none of its segments, and every other team's as they were.
+fn an_erased_team_keeps_no_audience_and_others_keep_theirs(audience: &dyn AudienceStore, ids: &Store) {
+    let (leaving, staying) = (ids.next_id(), ids.next_id());
+    let segment = |team_id| Segment {
+        id: ids.next_id(),
+        team_id,
+        name: "All".into(),
+        created_at: ids.now(),
+    };
+    let (gone, kept) = (segment(leaving), segment(staying));
+    audience.put_segment(&gone).expect("put segment");
+    audience.put_segment(&kept).expect("put segment");
+    while audience.erase_team(leaving).expect("erase") {}
+    assert!(audience.segments(leaving).expect("segments").is_empty());
+    assert!(audience.segment(leaving, gone.id).expect("segment").is_none());
+    assert_eq!(audience.segments(staying).expect("segments"), vec![kept]);
 }
 
 /// Segments: found by id in their own team, paged newest first, listed whole, changed,

@@ -54,6 +54,36 @@ fn template_store_conformance(templates: &dyn TemplateStore, ids: &Store) {
     a_published_template_reads_published_with_its_list_item(templates, ids, &made[0]);
     an_alias_follows_its_template_through_changes(templates, ids, &made[1]);
     a_deleted_template_is_gone_every_way_alone(templates, &made, other);
+    an_erased_team_keeps_no_template_and_others_keep_theirs(templates, ids);
+}
+
+/// Erasing a team leaves none of its templates, by id, by alias or in a page, and every
+/// other team's as they were.
+fn an_erased_team_keeps_no_template_and_others_keep_theirs(templates: &dyn TemplateStore, ids: &Store) {
+    let (leaving, staying) = (ids.next_id(), ids.next_id());
+    let gone = template(ids, leaving, "Gone", Some("same-alias"));
+    let kept = template(ids, staying, "Kept", Some("same-alias"));
+    templates.put(&gone, None).expect("put");
+    templates.put(&kept, None).expect("put");
+    while templates.erase_team(leaving).expect("erase") {}
+    assert!(templates.get(leaving, gone.id).expect("get").is_none());
+    assert!(templates.by_alias(leaving, "same-alias").expect("by alias").is_none());
+    assert_eq!(templates.count(leaving).expect("count"), 0);
+    assert!(
+        templates
+            .page(leaving, &page(10, Cursor::Start))
+            .expect("page")
+            .0
+            .is_empty()
+    );
+    assert_eq!(
+        templates
+            .by_alias(staying, "same-alias")
+            .expect("by alias")
+            .map(|t| t.id),
+        Some(kept.id)
+    );
+    assert_eq!(templates.count(staying).expect("count"), 1);
 }
 
 /// Nothing is found where nothing was written.

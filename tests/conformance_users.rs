@@ -51,6 +51,24 @@ fn user_store_conformance(users: &dyn UserStore, ids: &Store) {
     a_rewrite_replaces_the_user_and_keeps_its_email(users, &made[1]);
     invitations_work_once_and_until_they_expire(users, ids, team);
     sessions_are_kept_by_token_until_ended(users, ids, &made[0]);
+    an_erased_team_keeps_no_user_nor_address(users, ids);
+}
+
+/// Erasing a team leaves none of its users nor their sign-in addresses (another team may
+/// take one), and every other team's users as they were.
+fn an_erased_team_keeps_no_user_nor_address(users: &dyn UserStore, ids: &Store) {
+    let (leaving, staying) = (ids.next_id(), ids.next_id());
+    let gone = user(ids, leaving, "gone@example.com", false);
+    let kept = user(ids, staying, "kept@example.com", false);
+    assert!(users.insert(&gone, None).expect("insert"));
+    assert!(users.insert(&kept, None).expect("insert"));
+    while users.erase_team(leaving).expect("erase") {}
+    assert!(users.get(leaving, gone.id).expect("get").is_none());
+    assert!(users.by_email("gone@example.com").expect("by email").is_none());
+    assert!(users.team_users(leaving).expect("team users").is_empty());
+    assert_eq!(users.team_users(staying).expect("team users"), vec![kept.clone()]);
+    let again = user(ids, staying, "gone@example.com", false);
+    assert!(users.insert(&again, None).expect("insert"), "the address is free again");
 }
 
 /// Nothing is found where nothing was written.

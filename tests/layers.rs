@@ -167,7 +167,7 @@ const CYCLES: &[&str] = &[
 const TABLE_ACCESS: &[(&str, usize)] = &[
     ("accounts/api_key.rs", 4),
     ("accounts/bootstrap.rs", 4),
-    ("accounts/erasure.rs", 25),
+    ("accounts/erasure.rs", 12),
     ("accounts/keys.rs", 1),
     ("accounts/team.rs", 2),
     ("accounts/teams.rs", 1),

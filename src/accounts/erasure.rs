@@ -28,27 +28,15 @@ const BATCH: usize = 512;
 /// Longest sleep when no team is being erased (a deletion wakes the engine).
 const IDLE: Duration = Duration::from_secs(60);
 
-/// Tables whose keys begin with the owning team's id and whose records are bulk data,
-/// erased by a range delete of the team's prefix. Their modules key them so (`EmailRecord::key`, `RequestLog::key`,
-/// `IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`).
-/// Emails go through their store ([`crate::emails::EmailStore::erase_team`]), which also
-/// removes their timelines; domains and webhooks through their stores, which keep caches.
+/// Tables of records that have no store of their own yet whose keys begin with the owning
+/// team's id, erased by a range delete of the team's prefix (`RequestLog::key`,
+/// `IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`). Every
+/// store erases its own records (`erase_team`): emails with their timelines, contacts,
+/// the audience, templates, users; domains and webhooks are deleted one by one through
+/// theirs, which keep caches.
 const BY_TEAM: &[Table] = &[
-    Table::CONTACTS,
-    Table::CONTACT_EMAILS,
-    Table::CONTACT_COUNTS,
-    Table::SEGMENTS,
-    Table::SEGMENT_MEMBERS,
-    Table::TOPICS,
-    Table::CONTACT_PROPERTIES,
-    Table::CONTACT_IMPORTS,
-    Table::IMPORT_ERRORS,
-    Table::TEMPLATES,
-    Table::TEMPLATE_ALIASES,
-    Table::TEMPLATE_SUMMARIES,
     Table::BROADCASTS,
     Table::BROADCAST_RECIPIENTS,
-    Table::USERS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
     Table::LOGS,
@@ -164,6 +152,13 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     }
     let mut change = Change::new();
     let erased = services.emails().erase_team(&mut change, team.id, BATCH)?;
+    if services.contacts().erase_team(team.id)?
+        || services.audience().erase_team(team.id)?
+        || services.templates().erase_team(team.id)?
+        || services.users().erase_team(team.id)?
+    {
+        return Ok(true);
+    }
     // A message kept in the spool for its bodies goes with its email.
     crate::emails::retention::forget_kept(store, &erased, &mut change)?;
     services.emails().commit(change)?;

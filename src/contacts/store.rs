@@ -49,6 +49,9 @@ pub trait ContactStore: Send + Sync + std::fmt::Debug {
         errors: &[ImportError],
         import: &ContactImport,
     ) -> Result<(), Error>;
+    /// Erases what this store keeps of the deleted team `team_id`, durably, a batch at a
+    /// time: `true` while more is left (call again), `false` once none is.
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
 }
 
 /// A team's segments, topics, contact property definitions and imports: small
@@ -94,6 +97,9 @@ pub trait AudienceStore: Send + Sync + std::fmt::Debug {
     fn put_import(&self, import: &ContactImport) -> Result<(), Error>;
     /// Up to `limit` rows import `import` refused, in file order, after row `after`.
     fn import_errors(&self, import: &ContactImport, after: u64, limit: usize) -> Result<Vec<ImportError>, Error>;
+    /// Erases what this store keeps of the deleted team `team_id`, durably, a batch at a
+    /// time: `true` while more is left (call again), `false` once none is.
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
 }
 
 /// Contacts in the node's RocksDB.
@@ -243,6 +249,15 @@ fn error_key(team_id: Id, import_id: Id, row: u64) -> Vec<u8> {
 }
 
 impl ContactStore for RocksContacts {
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
+        // Keyed by team first: one range tombstone per table, however many there are.
+        let mut batch = Batch::new();
+        batch.delete_prefix(Table::CONTACTS, team_id.as_bytes());
+        batch.delete_prefix(Table::CONTACT_EMAILS, team_id.as_bytes());
+        batch.delete_prefix(Table::CONTACT_COUNTS, team_id.as_bytes());
+        self.store.commit(batch).wait()?;
+        Ok(false)
+    }
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Contact>, Error> {
         Ok(self.store.get::<Contact>(id_key(team_id, id))?)
     }
@@ -326,6 +341,18 @@ impl ContactStore for RocksContacts {
 }
 
 impl AudienceStore for RocksContacts {
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
+        // Keyed by team first: one range tombstone per table, however many there are.
+        let mut batch = Batch::new();
+        batch.delete_prefix(Table::SEGMENTS, team_id.as_bytes());
+        batch.delete_prefix(Table::SEGMENT_MEMBERS, team_id.as_bytes());
+        batch.delete_prefix(Table::TOPICS, team_id.as_bytes());
+        batch.delete_prefix(Table::CONTACT_PROPERTIES, team_id.as_bytes());
+        batch.delete_prefix(Table::CONTACT_IMPORTS, team_id.as_bytes());
+        batch.delete_prefix(Table::IMPORT_ERRORS, team_id.as_bytes());
+        self.store.commit(batch).wait()?;
+        Ok(false)
+    }
     fn segment(&self, team_id: Id, id: Id) -> Result<Option<Segment>, Error> {
         Ok(self.store.get(id_key(team_id, id))?)
     }

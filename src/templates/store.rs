@@ -23,6 +23,9 @@ pub trait TemplateStore: Send + Sync + std::fmt::Debug {
     fn put(&self, template: &Template, previous: Option<&Template>) -> Result<(), Error>;
     /// Deletes `template` with its alias.
     fn delete(&self, template: &Template) -> Result<(), Error>;
+    /// Erases what this store keeps of the deleted team `team_id`, durably, a batch at a
+    /// time: `true` while more is left (call again), `false` once none is.
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
 }
 
 /// Templates in the node's RocksDB.
@@ -64,6 +67,15 @@ fn alias_key(team_id: Id, alias: &str) -> Vec<u8> {
 }
 
 impl TemplateStore for RocksTemplates {
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
+        // Keyed by team first: one range tombstone per table, however many there are.
+        let mut batch = Batch::new();
+        batch.delete_prefix(Table::TEMPLATES, team_id.as_bytes());
+        batch.delete_prefix(Table::TEMPLATE_ALIASES, team_id.as_bytes());
+        batch.delete_prefix(Table::TEMPLATE_SUMMARIES, team_id.as_bytes());
+        self.store.commit(batch).wait()?;
+        Ok(false)
+    }
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Template>, Error> {
         Ok(self.store.get(id_key(team_id, id))?)
     }

@@ -33,6 +33,9 @@ pub trait UserStore: Send + Sync + std::fmt::Debug {
     fn put_session(&self, token: &str, session: &Session) -> Result<(), Error>;
     /// Deletes the session of `token`, durably.
     fn end_session(&self, token: &str) -> Result<(), Error>;
+    /// Erases the deleted team `team_id`'s users with their sign-in addresses, durably
+    /// (their sessions and invitations then find no one): `true` while more is left.
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
 }
 
 /// Users in the node's RocksDB.
@@ -89,6 +92,16 @@ fn key(team_id: Id, id: Id) -> Vec<u8> {
 }
 
 impl UserStore for RocksUsers {
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
+        // A team has a handful of users: one batch.
+        let mut batch = Batch::new();
+        for user in self.team_users(team_id)? {
+            batch.delete::<EmailEntry>(normalize(&user.email).as_bytes());
+        }
+        batch.delete_prefix(Table::USERS, team_id.as_bytes());
+        self.store.commit(batch).wait()?;
+        Ok(false)
+    }
     fn get(&self, team_id: Id, id: Id) -> Result<Option<User>, Error> {
         Ok(self.store.get::<User>(key(team_id, id))?)
     }
