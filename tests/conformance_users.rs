@@ -66,7 +66,7 @@ fn an_erased_team_keeps_no_user_nor_address(users: &dyn UserStore, ids: &Store) 
     assert!(users.get(leaving, gone.id).expect("get").is_none());
     assert!(users.by_email("gone@example.com").expect("by email").is_none());
     assert!(users.team_users(leaving).expect("team users").is_empty());
-    assert_eq!(users.team_users(staying).expect("team users"), vec![kept.clone()]);
+    assert_eq!(users.team_users(staying).expect("team users"), vec![kept]);
     let again = user(ids, staying, "gone@example.com", false);
     assert!(users.insert(&again, None).expect("insert"), "the address is free again");
 }
