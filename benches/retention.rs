@@ -25,6 +25,8 @@ use bench_server::KEY;
 use bytes::Bytes;
 use herald::emails::record::{EmailEvent, EmailRecord, Source};
 use herald::emails::state::EmailState;
+use herald::emails::{EmailStore, RocksEmails};
+use herald::storage::Change;
 use herald_queue::{Batch, DueIndex, IdGenerator, Store, Table, Timestamp};
 use serde_json::json;
 
@@ -126,6 +128,9 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
     let html = format!("<p>{}</p>", "Thanks for your order. ".repeat(20));
     let (mut expiring, mut content) = (0, 0);
     let mut batch = Batch::new();
+    // Expiry entries go through the email store's unit of work, committed beside.
+    let emails = RocksEmails::new(store.clone());
+    let mut armed = Change::new();
     for n in 0..records {
         let age = DAYS * DAY_MS * n as u64 / records as u64;
         let at = Timestamp::from_millis(now - DAYS * DAY_MS + age);
@@ -177,12 +182,14 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             };
             batch.put(EmailEvent::key(id, event.id), &event).expect("event");
         }
-        herald::emails::retention::arm_final(&mut batch, team, id, at);
-        if batch.len() >= FILL_BATCH * 6 {
+        herald::emails::retention::arm_final(&mut armed, team, id, at);
+        if batch.len() >= FILL_BATCH * 4 {
             store.commit(std::mem::take(&mut batch)).wait().expect("commit");
+            emails.commit(std::mem::take(&mut armed)).expect("commit");
         }
     }
     store.commit(batch).wait().expect("commit");
+    emails.commit(armed).expect("commit");
     (expiring, content)
 }
 

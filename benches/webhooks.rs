@@ -53,9 +53,8 @@ async fn phase(endpoints: usize, events: usize) {
         let reply = post(running.http_addr, "/webhooks", &body).await;
         assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
     }
-    let store = running.state.store().clone();
     let started = Instant::now();
-    let mut batch = herald_queue::Batch::new();
+    let mut batch = herald::storage::Change::new();
     for n in 0..events {
         herald::services::outbox::push(
             &mut batch,
@@ -66,7 +65,11 @@ async fn phase(endpoints: usize, events: usize) {
         )
         .expect("event");
     }
-    store.commit(batch).await.expect("commit");
+    let state = Arc::clone(&running.state);
+    tokio::task::spawn_blocking(move || state.commit(batch))
+        .await
+        .expect("the commit ran")
+        .expect("commit");
     let expected = endpoints * events;
     let deadline = Instant::now() + Duration::from_secs(300);
     while received.load(Ordering::Acquire) < expected {

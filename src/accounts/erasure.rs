@@ -171,7 +171,8 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     for &table in BY_TEAM {
         batch.delete_prefix(table, team.id.as_bytes());
     }
-    crate::counters::erase_team(&mut batch, team.id);
-    store.commit(batch).wait()?;
+    let mut change = Change::of(batch);
+    crate::counters::erase_team(&mut change, team.id);
+    services.commit(change)?;
     Ok(false)
 }

@@ -10,6 +10,7 @@ use crate::emails::schedule;
 use crate::emails::submit::{self, SendError};
 use crate::services::{Error, Services};
 use crate::services::{parse_id, required_text};
+use crate::storage::Change;
 use crate::storage::page::PageRequest;
 
 /// Longest name, in characters.
@@ -421,7 +422,9 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     let now = services.now();
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
         batch.add(canceled_key(team_id, broadcast_id), 1);
-        Ok(submit::stage_canceled(batch, services, &mut record, now)?)
+        Ok(Change::within(batch, |change| {
+            submit::stage_canceled(change, services, &mut record, now)
+        })?)
     })?;
     Ok(outcome != Updated::Missing)
 }

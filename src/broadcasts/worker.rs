@@ -26,6 +26,7 @@ use crate::emails::record::Source;
 use crate::emails::submit::{self, Sender};
 use crate::services::{Error, Services};
 use crate::shutdown::Shutdown;
+use crate::storage::Change;
 use crate::storage::page::{Cursor, PageRequest};
 
 /// Contacts expanded per write.
@@ -314,7 +315,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
     let written = if ids.is_empty() {
         store.commit(batch).wait().map_err(Error::from)
     } else {
-        accept_with(services, emails, batch, Source::Broadcast)
+        accept_with(services, emails, Change::of(batch), Source::Broadcast)
             .and_then(|accepting| accepting.wait())
             .map(|_| ())
             .map_err(|e| Error::invalid(e.to_string()))
@@ -360,7 +361,9 @@ fn skipped(
         state,
         detail,
     };
-    Ok(submit::record_unsent(batch, services, unsent)?)
+    Ok(Change::within(batch, |change| {
+        submit::record_unsent(change, services, unsent)
+    })?)
 }
 
 /// Takes one email of the team's `allowance` for a recipient, adding its counters to
@@ -373,10 +376,11 @@ fn over_quota(
     now: herald_queue::Timestamp,
 ) -> Result<Option<crate::quotas::Period>, Error> {
     Ok(
-        match services
-            .quotas()
-            .take(services.store(), team, allowance, 1, now, batch)?
-        {
+        match Change::within(batch, |change| {
+            services
+                .quotas()
+                .take(services.store(), team, allowance, 1, now, change)
+        })? {
             Ok(share) => {
                 shares.push(share);
                 None

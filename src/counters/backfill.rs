@@ -5,7 +5,7 @@
 //! timeline. Each page's counts and the position reached are one write, so a pass cut
 //! short resumes where it stopped and counts nothing twice.
 
-use crate::storage::Error;
+use crate::storage::{Change, Error};
 use herald_queue::{Batch, Scan, Store, Table, Timestamp, decode_record};
 use serde::{Deserialize, Serialize};
 
@@ -83,7 +83,7 @@ pub fn prepare(store: &Store) -> Result<(), Error> {
 }
 
 /// Counts an email's events from before `cutoff` into `batch`.
-fn count_email(store: &Store, batch: &mut Batch, status: &EmailStatus, cutoff: Timestamp) -> Result<(), Error> {
+fn count_email(store: &Store, batch: &mut Change, status: &EmailStatus, cutoff: Timestamp) -> Result<(), Error> {
     let (mut opened, mut clicked) = (false, false);
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -147,7 +147,7 @@ pub fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
             if status.id.timestamp().is_some_and(|at| at >= cutoff) {
                 continue;
             }
-            count_email(store, &mut batch, &status, cutoff)?;
+            Change::within(&mut batch, |change| count_email(store, change, &status, cutoff))?;
             counted += 1;
         }
         state.done = page.len() < PAGE;

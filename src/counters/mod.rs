@@ -10,7 +10,7 @@
 pub mod backfill;
 pub mod query;
 
-use crate::storage::Error;
+use crate::storage::{Change, Error};
 use herald_queue::{Batch, Due, DueIndex, Id, Scan, Store, Table, Timestamp, decode_counter};
 use serde_json::Value;
 
@@ -168,8 +168,9 @@ fn prefix(team_id: Id, bucket: u32) -> Vec<u8> {
     key
 }
 
-/// Counts, in `batch`, one `metric` of `team_id` from `from`'s domain at `at`.
-pub fn count(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, metric: Metric) {
+/// Counts, in `change`, one `metric` of `team_id` from `from`'s domain at `at`.
+pub fn count(change: &mut Change, team_id: Id, from: &str, at: Timestamp, metric: Metric) {
+    let batch = change.batch();
     let bucket = bucket_of(at);
     // The same entry for every event of that day: written once, its repeats skipped.
     let day = bucket - bucket % BUCKETS_PER_DAY;
@@ -181,16 +182,16 @@ pub fn count(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, metric: 
     batch.add(key, 1);
 }
 
-/// Arms, in `batch`, the removal of the counters under `prefix` once `[retention]
+/// Arms, in `change`, the removal of the counters under `prefix` once `[retention]
 /// metrics` has passed since `at`: for counters of other kinds than the metrics' own
 /// (plan quotas, source addresses), each under a prefix of its own.
-pub fn arm_expiry(batch: &mut Batch, at: Timestamp, prefix: &[u8]) {
-    EXPIRY.arm_shared(batch, at, prefix);
+pub fn arm_expiry(change: &mut Change, at: Timestamp, prefix: &[u8]) {
+    EXPIRY.arm_shared(change.batch(), at, prefix);
 }
 
 /// Counts an email event of `state` with its `data`.
-pub fn count_event(batch: &mut Batch, team_id: Id, from: &str, at: Timestamp, state: EmailState, data: &Value) {
-    count(batch, team_id, from, at, Metric::of(state, data));
+pub fn count_event(change: &mut Change, team_id: Id, from: &str, at: Timestamp, state: EmailState, data: &Value) {
+    count(change, team_id, from, at, Metric::of(state, data));
 }
 
 /// One counter read back.
@@ -252,9 +253,9 @@ fn parse(key: &[u8], value: &[u8]) -> Option<Count> {
     })
 }
 
-/// Adds to `batch` the deletion of every counter of `team_id`.
-pub fn erase_team(batch: &mut Batch, team_id: Id) {
-    batch.delete_prefix(Table::COUNTERS, team_id.as_bytes());
+/// Adds to `change` the deletion of every counter of `team_id`.
+pub fn erase_team(change: &mut Change, team_id: Id) {
+    change.batch().delete_prefix(Table::COUNTERS, team_id.as_bytes());
 }
 
 /// `[retention] metrics`: a team's day of counters.
@@ -298,15 +299,15 @@ mod tests {
         // 08:00 UTC.
         let (store, clock) = crate::testing::store(dir.path(), 1_795_334_400_000);
         let (team, other) = (store.next_id(), store.next_id());
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         count(&mut batch, team, "Shop <a@Shop.test>", store.now(), Metric::Sent);
         count(&mut batch, team, "b@shop.test", store.now(), Metric::Sent);
         count(&mut batch, team, "c@news.test", store.now(), Metric::Sent);
         count(&mut batch, other, "a@shop.test", store.now(), Metric::Sent);
-        store.commit(batch).wait().expect("commit");
+        store.commit(batch.into_batch()).wait().expect("commit");
         let first = bucket_of(store.now());
         clock.advance(Duration::from_secs(20 * 3600));
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         let bounce = serde_json::json!({ "bounce": { "type": "Permanent" } });
         count_event(
             &mut batch,
@@ -316,7 +317,7 @@ mod tests {
             EmailState::Bounced,
             &bounce,
         );
-        store.commit(batch).wait().expect("commit");
+        store.commit(batch.into_batch()).wait().expect("commit");
         let last = bucket_of(store.now());
 
         let counts = read(&store, team, first, last).expect("read");
@@ -351,7 +352,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, clock) = crate::testing::store(dir.path(), 1_795_334_400_000);
         let team = store.next_id();
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         // A plan quota's day and a source address's day, each armed at its period's end.
         let quota = crate::quotas::Quotas::default();
         let taken = quota
@@ -366,7 +367,7 @@ mod tests {
             .expect("read");
         assert!(taken.is_ok());
         crate::regions::count(&mut batch, "127.0.0.2".parse().expect("ip"), store.now(), 4);
-        store.commit(batch).wait().expect("commit");
+        store.commit(batch.into_batch()).wait().expect("commit");
         let keys = |store: &Store| {
             store
                 .scan_raw(

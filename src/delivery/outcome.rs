@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Batch, Envelope, RecipientState, Timestamp};
+use herald_queue::{Envelope, RecipientState, Timestamp};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -59,7 +59,9 @@ pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
             &pending,
             |(job, _)| job.id,
             |(job, results), envelope, batch| {
-                Ok(apply(services, config, job, results, &mut suppressed, envelope, batch)?)
+                Ok(Change::within(batch, |change| {
+                    apply(services, config, job, results, &mut suppressed, envelope, change)
+                })?)
             },
         );
         drop(locked);
@@ -96,7 +98,7 @@ fn apply(
     results: &[Option<Outcome>],
     suppressed_now: &mut HashSet<(herald_queue::Id, String)>,
     envelope: &mut Envelope,
-    batch: &mut Batch,
+    change: &mut Change,
 ) -> Result<(), crate::storage::Error> {
     let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
     let store = services.store();
@@ -142,8 +144,8 @@ fn apply(
             && services.suppressions().find(job.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
-            suppressions::stage(batch, &entry)?;
-            crate::services::outbox::push(batch, services, job.team_id, EventKind::SuppressionAdded, || {
+            services.suppressions().stage(change, &entry)?;
+            crate::services::outbox::push(change, services, job.team_id, EventKind::SuppressionAdded, || {
                 entry.event_json()
             })?;
         }
@@ -151,7 +153,7 @@ fn apply(
         count(&recipient.state);
         tracing::debug!(recipient = %address, outcome = ?recipient.state, reply = ?recipient.last_response, "delivery outcome");
         if let Some((state, data)) = decision.event() {
-            event(services, batch, record.as_mut(), job, &address, state, now, &data)?;
+            event(services, change, record.as_mut(), job, &address, state, now, &data)?;
         }
     }
     // Each transaction made from a source address counts against its day (warm-up):
@@ -163,7 +165,7 @@ fn apply(
             && !counted.contains(&via.transaction)
         {
             counted.push(via.transaction);
-            crate::regions::count(batch, source, now, 1);
+            crate::regions::count(change, source, now, 1);
         }
     }
     if let Some(mut record) = record {
@@ -180,12 +182,12 @@ fn apply(
         }
         let excess = record.attempts.len().saturating_sub(EmailRecord::ATTEMPTS_KEPT);
         record.attempts.drain(..excess);
-        Change::within(batch, |change| services.emails().put_status(change, &record))?;
+        services.emails().put_status(change, &record)?;
     }
     if envelope.next_due().is_none() {
         // Every recipient is final: the message leaves the spool in this write, and its
         // record's retention starts.
-        crate::emails::retention::arm_final(batch, job.team_id, job.id, now);
+        crate::emails::retention::arm_final(change, job.team_id, job.id, now);
     }
     Ok(())
 }
@@ -219,7 +221,7 @@ fn push_log(logs: &mut Vec<(Option<Via>, String, Vec<String>)>, via: Option<&Via
 #[allow(clippy::too_many_arguments)]
 fn event(
     services: &Services,
-    batch: &mut Batch,
+    change: &mut Change,
     record: Option<&mut EmailStatus>,
     job: &MessageJob,
     address: &str,
@@ -231,14 +233,12 @@ fn event(
         return Ok(());
     };
     let data = merge(json!({ "to": [address] }), extra);
-    Change::within(batch, |change| {
-        services.emails().record_event(change, record, kind, data, at)
-    })?;
-    crate::counters::count_event(batch, job.team_id, &record.from, at, kind, extra);
+    services.emails().record_event(change, record, kind, data, at)?;
+    crate::counters::count_event(change, job.team_id, &record.from, at, kind, extra);
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());
     };
-    crate::services::outbox::push(batch, services, record.team_id, webhook_kind, || {
+    crate::services::outbox::push(change, services, record.team_id, webhook_kind, || {
         let mut data = record.event_data(at);
         data["to"] = json!([address]);
         merge(data, extra)

@@ -3,7 +3,9 @@
 //! in one synced write; once that is durable the acceptance is counted and delivery is
 //! woken. Nothing is acknowledged before.
 
-use herald_queue::{Admission, Batch, Enqueue, Id, Timestamp};
+use herald_queue::{Admission, Enqueue, Id, Timestamp};
+
+use crate::storage::Change;
 
 use super::idempotency::{Answer, InFlight};
 use super::record::Source;
@@ -33,7 +35,7 @@ pub fn accept<'a>(
     remember: Option<(&InFlight<'_>, Answer)>,
     source: Source,
 ) -> Result<Accepting<'a>, SendError> {
-    let mut records = Batch::new();
+    let mut records = Change::new();
     if let Some((in_flight, answer)) = remember {
         in_flight.record(&mut records, answer, state.now())?;
     }
@@ -45,7 +47,7 @@ pub fn accept<'a>(
 pub fn accept_with(
     state: &Services,
     prepared: Vec<Prepared>,
-    mut records: Batch,
+    mut records: Change,
     source: Source,
 ) -> Result<Accepting<'_>, SendError> {
     let ids: Vec<Id> = prepared.iter().map(|p| p.id).collect();
@@ -67,7 +69,7 @@ pub fn accept_with(
         state,
         ids,
         source,
-        enqueue: state.spool().enqueue_many(messages, records),
+        enqueue: state.spool().enqueue_many(messages, records.into_batch()),
         since,
         shares,
     })
@@ -132,7 +134,7 @@ fn done(
 
 /// Takes the quota of `prepared` (each recipient one email) from each team's plan,
 /// adding the counters to `records`; refuses it whole when a team would go over.
-fn take_quota(state: &Services, prepared: &[Prepared], records: &mut Batch) -> Result<Vec<Share>, SendError> {
+fn take_quota(state: &Services, prepared: &[Prepared], records: &mut Change) -> Result<Vec<Share>, SendError> {
     let mut counts: Vec<(Id, u64)> = Vec::new();
     for email in prepared {
         let team = email

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
-use crate::storage::Error;
+use crate::storage::{Change, Error};
 
 /// How long a key is remembered.
 pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -187,7 +187,8 @@ impl Drop for InFlight<'_> {
 
 impl InFlight<'_> {
     /// Adds the record of the answer to the batch that sends the email.
-    pub fn record(&self, batch: &mut Batch, answer: Answer, now: Timestamp) -> Result<(), crate::storage::Error> {
+    pub fn record(&self, change: &mut Change, answer: Answer, now: Timestamp) -> Result<(), crate::storage::Error> {
+        let batch = change.batch();
         batch.put(
             &self.record_key,
             &IdempotencyRecord {
@@ -510,7 +511,7 @@ mod tests {
         else {
             panic!("{key} is not fresh");
         };
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         in_flight
             .record(
                 &mut batch,
@@ -521,7 +522,7 @@ mod tests {
                 store.now(),
             )
             .expect("record");
-        store.commit(batch).wait().expect("commit");
+        store.commit(batch.into_batch()).wait().expect("commit");
     }
 
     fn held(store: &Store, key: &str) -> Option<Timestamp> {
@@ -642,7 +643,7 @@ mod tests {
         let store = store(dir.path(), &clock);
         let keys = Idempotency::new(store.clone());
         let count = 2 * SWEEP_BATCH + 100;
-        let mut indexed = Batch::new();
+        let mut indexed = crate::storage::Change::new();
         let mut unindexed = Batch::new();
         for n in 0..count {
             let Outcome::Fresh(in_flight) = keys
@@ -660,8 +661,8 @@ mod tests {
             let key = IdempotencyRecord::key(Id::from_bytes([8; 16]), &format!("unindexed {n}"));
             unindexed.put(key, &record).expect("encode");
         }
-        indexed.extend(unindexed);
-        store.commit(indexed).wait().expect("commit");
+        indexed.extend(crate::storage::Change::of(unindexed));
+        store.commit(indexed.into_batch()).wait().expect("commit");
         clock.advance(25 * HOUR);
         assert_eq!(sweep(&store, &keys).expect("sweep"), count);
         assert_eq!(entries(&store), 0);

@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use herald_queue::{Batch, NewMessage};
+use herald_queue::NewMessage;
+
+use crate::storage::Change;
 use mail_parser::{Address, MessageParser, MimeHeaders};
 
 use super::address::Mailbox;
@@ -131,7 +133,7 @@ pub fn prepare(
         broadcast_id: None,
         request_log_id: None,
     };
-    let mut records = Batch::new();
+    let mut records = Change::new();
     stage_new(&mut records, state, &record, now).map_err(SendError::from)?;
     crate::services::outbox::push(&mut records, state, sender.team_id, EventKind::EmailSent, || {
         record.event_data(now)

@@ -23,10 +23,10 @@ const INDEXED: &[u8] = b"retention.emails.indexed";
 
 /// Starts the retention of `team_id`'s email `id`, which reached its final outcome at
 /// `at`: in the batch that writes that outcome.
-pub fn arm_final(batch: &mut Batch, team_id: Id, id: Id, at: Timestamp) {
+pub fn arm_final(change: &mut Change, team_id: Id, id: Id, at: Timestamp) {
     let key = EmailRecord::key(team_id, id);
-    RECORDS.arm(batch, at, &key);
-    CONTENT.arm(batch, at, &key);
+    RECORDS.arm(change.batch(), at, &key);
+    CONTENT.arm(change.batch(), at, &key);
 }
 
 /// The email of an index entry's key: team, then email id.
@@ -178,7 +178,7 @@ pub fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
             .map(|attempt| attempt.at)
             .or_else(|| status.id.timestamp())
             .unwrap_or_else(|| store.now());
-        arm_final(batch, status.team_id, status.id, at);
+        Change::within(batch, |change| arm_final(change, status.team_id, status.id, at));
         Ok(true)
     })
 }

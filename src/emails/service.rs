@@ -98,7 +98,9 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     still_scheduled(services, &record, "canceled")?;
     let now = services.now();
     let outcome = services.spool().cancel(record.id, |_, batch| {
-        Ok(submit::stage_canceled(batch, services, &mut record, now)?)
+        Ok(Change::within(batch, |change| {
+            submit::stage_canceled(change, services, &mut record, now)
+        })?)
     })?;
     if outcome == Updated::Missing {
         return Err(Error::invalid("The email cannot be canceled: it has left the queue"));

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herald_queue::{Batch, Id, NewMessage, Refusal, Timestamp};
+use herald_queue::{Id, NewMessage, Refusal, Timestamp};
 
 use super::mime;
 use super::record::{EmailRecord, Source};
@@ -75,7 +75,7 @@ pub struct Prepared {
     /// The spool message.
     pub message: NewMessage,
     /// Its record and first event.
-    pub records: Batch,
+    pub records: Change,
 }
 
 /// The verified domain `email` is sent from, if `sender` may use it.
@@ -160,7 +160,7 @@ pub fn prepare(
         broadcast_id: email.broadcast_id,
         request_log_id: sender.request_log_id,
     };
-    let mut records = Batch::new();
+    let mut records = Change::new();
     stage_new(&mut records, state, &record, now)?;
     crate::services::outbox::push(&mut records, state, sender.team_id, kind, || record.event_data(now))?;
     let mut metadata = BTreeMap::from([("domain_id".to_owned(), domain.id.to_string())]);
@@ -208,7 +208,11 @@ pub struct Unsent<'a> {
 
 /// Writes into `batch` the record, status, timeline entry and event of an email that is
 /// never sent; nothing enters the spool. Its id.
-pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>) -> Result<Id, crate::storage::Error> {
+pub fn record_unsent(
+    change: &mut Change,
+    services: &Services,
+    unsent: Unsent<'_>,
+) -> Result<Id, crate::storage::Error> {
     debug_assert!(matches!(unsent.state, EmailState::Suppressed | EmailState::Failed));
     let store = services.store();
     let hostname = &services.config().server.hostname;
@@ -243,9 +247,9 @@ pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>)
         broadcast_id: unsent.broadcast_id,
         request_log_id: None,
     };
-    stage_new(batch, services, &record, now)?;
+    stage_new(change, services, &record, now)?;
     if let Some(kind) = unsent.state.event_kind() {
-        crate::services::outbox::push(batch, services, unsent.team_id, kind, || {
+        crate::services::outbox::push(change, services, unsent.team_id, kind, || {
             let mut data = record.event_data(now);
             if let (serde_json::Value::Object(data), serde_json::Value::Object(detail)) = (&mut data, unsent.detail) {
                 if let Some(broadcast) = unsent.broadcast_id {
@@ -259,39 +263,37 @@ pub fn record_unsent(batch: &mut Batch, services: &Services, unsent: Unsent<'_>)
     Ok(id)
 }
 
-/// Stages into `batch` a new email: its record, status and first event, through the
+/// Stages into `change` a new email: its record, status and first event, through the
 /// email store, and the counters its first event moves.
 pub(crate) fn stage_new(
-    batch: &mut Batch,
+    change: &mut Change,
     services: &Services,
     record: &EmailRecord,
     now: Timestamp,
 ) -> Result<(), crate::storage::Error> {
-    Change::within(batch, |change| services.emails().create(change, record, now))?;
+    services.emails().create(change, record, now)?;
     let none = serde_json::Value::Null;
-    crate::counters::count_event(batch, record.team_id, &record.from, now, record.last_event, &none);
+    crate::counters::count_event(change, record.team_id, &record.from, now, record.last_event, &none);
     Ok(())
 }
 
-/// Stages into `batch` (a write of the spool's, which takes the email out of the queue)
-/// the cancellation of `record`: its `canceled` event, status and record, the counters
+/// Stages into `change` (which goes in a write of the spool's that takes the email out
+/// of the queue) the cancellation of `record`: its `canceled` event, status and record, the counters
 /// the event moves, and the start of its retention.
 pub(crate) fn stage_canceled(
-    batch: &mut Batch,
+    change: &mut Change,
     services: &Services,
     record: &mut EmailRecord,
     now: Timestamp,
 ) -> Result<(), crate::storage::Error> {
     let emails = services.emails();
     let mut status = record.status();
-    Change::within(batch, |change| {
-        emails.record_event(change, &mut status, EmailState::Canceled, serde_json::Value::Null, now)?;
-        record.last_event = status.last_event;
-        emails.put_record(change, record)?;
-        emails.put_status(change, &status)
-    })?;
-    super::retention::arm_final(batch, record.team_id, record.id, now);
+    emails.record_event(change, &mut status, EmailState::Canceled, serde_json::Value::Null, now)?;
+    record.last_event = status.last_event;
+    emails.put_record(change, record)?;
+    emails.put_status(change, &status)?;
+    super::retention::arm_final(change, record.team_id, record.id, now);
     let none = serde_json::Value::Null;
-    crate::counters::count_event(batch, record.team_id, &record.from, now, EmailState::Canceled, &none);
+    crate::counters::count_event(change, record.team_id, &record.from, now, EmailState::Canceled, &none);
     Ok(())
 }

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use herald_queue::{Batch, Id, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 use crate::delivery::reply::Reply as SmtpReply;
@@ -307,19 +307,17 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
     // Read again under the lock: a concurrent open or delivery may have moved it.
     let mut status = emails.status(status.team_id, status.id)?.unwrap_or(status);
     let now: Timestamp = store.now();
-    let mut batch = Batch::new();
+    let mut change = Change::new();
     let mut suppressed = std::collections::HashSet::new();
     for (address, state, extra, suppress) in events {
         let mut data = extra.clone();
         if !address.is_empty() {
             data["to"] = json!([address]);
         }
-        Change::within(&mut batch, |change| {
-            emails.record_event(change, &mut status, state, data.clone(), now)
-        })?;
-        crate::counters::count_event(&mut batch, status.team_id, &status.from, now, state, &data);
+        emails.record_event(&mut change, &mut status, state, data.clone(), now)?;
+        crate::counters::count_event(&mut change, status.team_id, &status.from, now, state, &data);
         if let Some(kind) = state.event_kind() {
-            crate::services::outbox::push(&mut batch, services, status.team_id, kind, || {
+            crate::services::outbox::push(&mut change, services, status.team_id, kind, || {
                 let mut payload = status.event_data(now);
                 if let (Value::Object(payload), Value::Object(data)) = (&mut payload, &data) {
                     payload.extend(data.clone());
@@ -333,9 +331,9 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             && services.suppressions().find(status.team_id, &address)?.is_none()
         {
             let entry = Suppression::new(store, status.team_id, &address, origin, Some(status.id));
-            suppressions::stage(&mut batch, &entry)?;
+            services.suppressions().stage(&mut change, &entry)?;
             crate::services::outbox::push(
-                &mut batch,
+                &mut change,
                 services,
                 status.team_id,
                 EventKind::SuppressionAdded,
@@ -343,7 +341,7 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             )?;
         }
     }
-    Change::within(&mut batch, |change| emails.put_status(change, &status))?;
-    store.commit(batch).wait()?;
+    emails.put_status(&mut change, &status)?;
+    services.commit(change)?;
     Ok(())
 }

@@ -166,35 +166,35 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
     let now = state.now();
     let mut canceled = 0;
     let updated = state.spool().update(id, |envelope, batch| {
-        let team = envelope.team.parse::<Id>().ok();
-        let mut status = match team {
-            Some(team) => emails.status(team, id)?,
-            None => None,
-        };
-        for recipient in &mut envelope.recipients {
-            if recipient.state.is_final() {
-                continue;
+        Ok(Change::within(batch, |change| {
+            let team = envelope.team.parse::<Id>().ok();
+            let mut status = match team {
+                Some(team) => emails.status(team, id)?,
+                None => None,
+            };
+            for recipient in &mut envelope.recipients {
+                if recipient.state.is_final() {
+                    continue;
+                }
+                recipient.state = RecipientState::Canceled { at: now };
+                canceled += 1;
+                if let Some(status) = status.as_mut() {
+                    let data = json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" });
+                    emails.record_event(change, status, EmailState::Canceled, data, now)?;
+                }
+                if let Some(team) = team {
+                    let from = status.as_ref().map_or("", |s| s.from.as_str());
+                    crate::counters::count(change, team, from, now, crate::counters::Metric::Canceled);
+                }
             }
-            recipient.state = RecipientState::Canceled { at: now };
-            canceled += 1;
-            if let Some(status) = status.as_mut() {
-                let data = json!({ "to": [recipient.address], "reason": "deleted from the queue by an operator" });
-                Change::within(batch, |change| {
-                    emails.record_event(change, status, EmailState::Canceled, data, now)
-                })?;
+            if let Some(status) = status.as_ref() {
+                emails.put_status(change, status)?;
             }
             if let Some(team) = team {
-                let from = status.as_ref().map_or("", |s| s.from.as_str());
-                crate::counters::count(batch, team, from, now, crate::counters::Metric::Canceled);
+                crate::emails::retention::arm_final(change, team, id, now);
             }
-        }
-        if let Some(status) = status.as_ref() {
-            Change::within(batch, |change| emails.put_status(change, status))?;
-        }
-        if let Some(team) = team {
-            crate::emails::retention::arm_final(batch, team, id, now);
-        }
-        Ok(())
+            Ok::<(), crate::storage::Error>(())
+        })?)
     })?;
     match updated {
         Updated::Missing => Err(QueueError::NotFound(id)),

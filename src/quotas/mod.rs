@@ -12,9 +12,9 @@ pub mod usage;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::storage::Error;
+use crate::storage::{Change, Error};
 use chrono::{DateTime, Datelike, TimeZone, Utc};
-use herald_queue::{Batch, Id, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Id, Store, Table, Timestamp, decode_counter};
 
 use crate::config::Plan;
 
@@ -125,7 +125,7 @@ impl Quotas {
         allowance: Allowance,
         count: u64,
         now: Timestamp,
-        batch: &mut Batch,
+        change: &mut Change,
     ) -> Result<Result<Share, Exceeded>, Error> {
         let (day, month) = (day_of(now), month_of(now));
         let mut tallies = self.lock();
@@ -158,10 +158,10 @@ impl Quotas {
         tally.used.monthly += count;
         // Each counter leaves with `[retention] metrics`, counted from its period's end.
         let (day_key, month_key) = (key(team, b'd', day), key(team, b'm', month));
-        crate::counters::arm_expiry(batch, period_end(Period::Daily, now), &day_key);
-        crate::counters::arm_expiry(batch, period_end(Period::Monthly, now), &month_key);
-        batch.add(day_key, count);
-        batch.add(month_key, count);
+        crate::counters::arm_expiry(change, period_end(Period::Daily, now), &day_key);
+        crate::counters::arm_expiry(change, period_end(Period::Monthly, now), &month_key);
+        change.batch().add(day_key, count);
+        change.batch().add(month_key, count);
         Ok(Ok(Share {
             team,
             day,
@@ -306,13 +306,13 @@ mod tests {
             daily: Some(3),
             monthly: Some(4),
         };
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         let share = quotas
             .take(&store, team, allowance, 2, store.now(), &mut batch)
             .expect("store")
             .expect("2 of 3");
-        store.commit(batch).wait().expect("commit");
-        let mut batch = Batch::new();
+        store.commit(batch.into_batch()).wait().expect("commit");
+        let mut batch = crate::storage::Change::new();
         let refused = quotas
             .take(&store, team, allowance, 2, store.now(), &mut batch)
             .expect("store");
@@ -333,7 +333,7 @@ mod tests {
             restarted.used(&store, team, store.now()).expect("used"),
             Used { daily: 0, monthly: 2 }
         );
-        let mut batch = Batch::new();
+        let mut batch = crate::storage::Change::new();
         let over = restarted
             .take(&store, team, allowance, 3, store.now(), &mut batch)
             .expect("store");

@@ -18,11 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use herald_queue::{Batch, Id, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Id, Store, Table, Timestamp, decode_counter};
 use tokio::sync::Notify;
 
 use crate::config::{Config, Region, Warmup};
 use crate::limits::{DestinationLimits, Pacer};
+use crate::storage::Change;
 
 /// A UTC day's length in milliseconds.
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
@@ -390,12 +391,12 @@ pub fn check_binds(config: &Config) {
     }
 }
 
-/// Counts, in `batch`, `n` messages sent from `ip` on `at`'s UTC day.
-pub fn count(batch: &mut Batch, ip: IpAddr, at: Timestamp, n: u64) {
+/// Counts, in `change`, `n` messages sent from `ip` on `at`'s UTC day.
+pub fn count(change: &mut Change, ip: IpAddr, at: Timestamp, n: u64) {
     let day = day_of(at);
     // The day's counters leave with `[retention] metrics`, as the teams' own do.
-    crate::counters::arm_expiry(batch, next_day(at), &day_prefix(day));
-    batch.add(key(ip, day), n);
+    crate::counters::arm_expiry(change, next_day(at), &day_prefix(day));
+    change.batch().add(key(ip, day), n);
 }
 
 /// When the UTC day after `now` starts: when spent warm-up limits grow again.

@@ -1,7 +1,5 @@
 use std::time::Duration;
 
-use herald_queue::Batch;
-
 use super::*;
 use crate::config::Config;
 use crate::limits::LocalDestinations;
@@ -78,9 +76,9 @@ fn a_warming_address_stops_at_its_daily_limit_and_grows_the_next_day() {
     assert!(lease.take(&store) && lease.take(&store));
     assert!(!lease.take(&store), "the day's two are used");
     // Counted in the store as attempts are recorded, and read back after a restart.
-    let mut batch = Batch::new();
+    let mut batch = crate::storage::Change::new();
     count(&mut batch, warming.ip(), store.now(), 2);
-    store.commit(batch).wait().expect("commit");
+    store.commit(batch.into_batch()).wait().expect("commit");
     drop(lease);
     for _ in 0..4 {
         let other = bound(us.pick(&store, true));

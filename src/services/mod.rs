@@ -251,6 +251,12 @@ impl Services {
         &*self.users
     }
 
+    /// Commits `change` durably: its writes, staged through the stores, land at once or
+    /// not at all.
+    pub fn commit(&self, change: crate::storage::Change) -> Result<(), crate::storage::Error> {
+        Ok(self.store.commit(change.into_batch()).wait()?)
+    }
+
     /// Emails: records, statuses, timelines and the index by status.
     pub fn emails(&self) -> &dyn EmailStore {
         &*self.email_store

@@ -2,15 +2,16 @@
 //! hear of it (the outbox only feeds webhooks), made with the change that caused it.
 //! The record and the outbox's keys are [`crate::events`]'.
 
-use herald_queue::{Batch, Id};
+use herald_queue::Id;
 use serde_json::Value;
 
 use super::Services;
 use crate::events::{Event, EventKind, stage};
+use crate::storage::Change;
 
-/// Adds an event of `kind` for `team_id` to `batch` (see [`new`]).
+/// Adds an event of `kind` for `team_id` to `change` (see [`new`]).
 pub fn push(
-    batch: &mut Batch,
+    change: &mut Change,
     services: &Services,
     team_id: Id,
     kind: EventKind,
@@ -18,7 +19,7 @@ pub fn push(
 ) -> Result<Id, crate::storage::Error> {
     match new(services, team_id, kind, data)? {
         Some(event) => {
-            stage(batch, &event)?;
+            stage(change.batch(), &event)?;
             Ok(event.id)
         }
         None => Ok(services.next_id()),

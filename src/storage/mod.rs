@@ -30,6 +30,11 @@ impl Change {
         Change { batch: Batch::new() }
     }
 
+    /// Stages `other`'s writes after this change's own.
+    pub fn extend(&mut self, other: Change) {
+        self.batch.extend(other.batch);
+    }
+
     /// Whether nothing is staged.
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
@@ -43,6 +48,11 @@ impl Change {
     /// The writes, for the store that commits them.
     pub(crate) fn into_batch(self) -> Batch {
         self.batch
+    }
+
+    /// A change holding `batch`'s writes, for code that staged them itself.
+    pub(crate) fn of(batch: Batch) -> Change {
+        Change { batch }
     }
 
     /// Runs `stage` on a change that holds `batch`'s writes and leaves its writes in

@@ -8,7 +8,7 @@ mod store;
 use herald_queue::{Id, Store, Timestamp};
 use serde_json::{Value, json};
 
-pub use store::{RocksSuppressions, SuppressionStore, stage};
+pub use store::{RocksSuppressions, SuppressionStore};
 
 use crate::wire;
 

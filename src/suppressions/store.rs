@@ -8,7 +8,7 @@
 //! in [`Table::SUPPRESSION_IDS`] (what a lookup by id finds, and the time order of
 //! lists). Those keys and encodings are this module's alone.
 
-use crate::storage::Error;
+use crate::storage::{Change, Error};
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::{Origin, Suppression, normalize};
@@ -30,6 +30,9 @@ pub trait SuppressionStore: Send + Sync + std::fmt::Debug {
     fn page(&self, team_id: Id, page: &PageRequest, origin: Option<Origin>) -> Result<(Vec<Suppression>, bool), Error>;
     /// Adds `added` and removes `removed`, with `events`, at once, durably.
     fn apply(&self, added: &[Suppression], removed: &[Suppression], events: &[Event]) -> Result<(), Error>;
+    /// Stages the addition of `suppression` into `change`, to land with the change that
+    /// causes it (a bounce's outcome, a complaint).
+    fn stage(&self, change: &mut Change, suppression: &Suppression) -> Result<(), Error>;
 }
 
 /// Suppressions in the node's RocksDB.
@@ -71,7 +74,7 @@ fn id_key(team_id: Id, id: Id) -> Vec<u8> {
 
 /// Adds both entries of `suppression` to `batch`: delivery suppresses a bounced address
 /// in the same write as the outcome that caused it.
-pub fn stage(batch: &mut Batch, suppression: &Suppression) -> Result<(), Error> {
+fn stage(batch: &mut Batch, suppression: &Suppression) -> Result<(), Error> {
     batch.put(address_key(suppression.team_id, &suppression.email), suppression)?;
     Ok(batch.put(
         id_key(suppression.team_id, suppression.id),
@@ -82,6 +85,10 @@ pub fn stage(batch: &mut Batch, suppression: &Suppression) -> Result<(), Error> 
 }
 
 impl SuppressionStore for RocksSuppressions {
+    fn stage(&self, change: &mut Change, suppression: &Suppression) -> Result<(), Error> {
+        stage(change.batch(), suppression)
+    }
+
     fn find(&self, team_id: Id, email: &str) -> Result<Option<Suppression>, Error> {
         Ok(self.store.get::<Suppression>(address_key(team_id, email))?)
     }

@@ -10,7 +10,7 @@ pub mod links;
 pub mod message;
 pub mod rewrite;
 
-use herald_queue::{Batch, Id};
+use herald_queue::Id;
 use serde_json::{Value, json};
 
 pub use links::{Signer, Tracked};
@@ -199,27 +199,25 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
             _ => !std::mem::replace(&mut status.opened, true),
         }
         && !seen_before(emails, email_id, kind)?;
-    let mut batch = Batch::new();
-    Change::within(&mut batch, |change| {
-        emails.record_event(change, &mut status, kind, extra.clone(), now)?;
-        emails.put_status(change, &status)
-    })?;
+    let mut change = Change::new();
+    emails.record_event(&mut change, &mut status, kind, extra.clone(), now)?;
+    emails.put_status(&mut change, &status)?;
     if machine {
         metrics::counter!("herald_tracking_machine_total", "kind" => kind.name()).increment(1);
     } else {
-        crate::counters::count(&mut batch, team_id, &status.from, now, Metric::of(kind, &Value::Null));
+        crate::counters::count(&mut change, team_id, &status.from, now, Metric::of(kind, &Value::Null));
         if first {
             let unique = if kind == EmailState::Clicked {
                 Metric::UniqueClicked
             } else {
                 Metric::UniqueOpened
             };
-            crate::counters::count(&mut batch, team_id, &status.from, now, unique);
+            crate::counters::count(&mut change, team_id, &status.from, now, unique);
         }
     }
     metrics::counter!("herald_tracking_total", "kind" => kind.name()).increment(1);
     if let Some(webhook_kind) = kind.event_kind() {
-        crate::services::outbox::push(&mut batch, services, team_id, webhook_kind, || {
+        crate::services::outbox::push(&mut change, services, team_id, webhook_kind, || {
             let mut data = status.event_data(now);
             if let (Value::Object(data), Value::Object(extra)) = (&mut data, &extra) {
                 data.extend(extra.clone());
@@ -227,7 +225,7 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
             data
         })?;
     }
-    store.commit(batch).wait()?;
+    services.commit(change)?;
     Ok(())
 }
 

@@ -282,7 +282,7 @@ pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Cho
         |change| {
             if let Some(from) = &from {
                 crate::counters::count(
-                    change.batch(),
+                    change,
                     unsubscribe.team_id,
                     from,
                     now,

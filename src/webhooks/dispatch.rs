@@ -650,12 +650,12 @@ mod tests {
             webhook.id
         };
         let push = |store: &Store| {
-            let mut batch = Batch::new();
+            let mut batch = crate::storage::Change::new();
             crate::services::outbox::push(&mut batch, &services, team, EventKind::EmailSent, || {
                 serde_json::json!({})
             })
             .expect("push");
-            store.commit(batch).wait().expect("commit");
+            store.commit(batch.into_batch()).wait().expect("commit");
         };
         let first = add_webhook(&store);
         push(&store);
