@@ -44,7 +44,8 @@
 //! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
 //! - [`wire`]: timestamps as the records' JSON and every adapter write them.
 //! - [`storage`]: the layer under the services: the unit of work
-//!   ([`storage::Change`]) and pages of lists ([`storage::page`]).
+//!   ([`storage::Change`]), the storage error ([`storage::Error`]) and pages of lists
+//!   ([`storage::page`]).
 //!
 //! ## Layers
 //!
@@ -73,7 +74,7 @@
 //! | suppressions | [`suppressions`] ([`suppressions::SuppressionStore`]) | PostgreSQL |
 //! | contacts, segments, topics, properties, imports | [`contacts`] ([`contacts::ContactStore`], [`contacts::AudienceStore`]) | PostgreSQL |
 //! | templates | [`templates`] ([`templates::TemplateStore`]) | PostgreSQL |
-//! | email records, statuses, timelines, the status index | [`emails`] (no trait yet) | PostgreSQL |
+//! | email records, statuses, timelines, the status index | [`emails`] ([`emails::EmailStore`]) | PostgreSQL |
 //! | idempotency records | [`emails::idempotency`] (no trait yet) | PostgreSQL, unique across nodes |
 //! | broadcasts, their markers and counts | [`broadcasts`] (no trait yet) | PostgreSQL |
 //! | images | [`images`] (no trait yet) | PostgreSQL |
@@ -81,6 +82,12 @@
 //! | request logs | [`http`]'s request log (no trait yet) | PostgreSQL |
 //! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |
 //! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |
+//! | record locks | [`services::locks`] ([`services::Locks`]) | row or advisory locks |
+//!
+//! A store's trait answers in [`storage::Error`] (no backend's own error type), stages
+//! writes that must land together into a [`storage::Change`], and erases a deleted
+//! team's records a batch at a time (`erase_team`). The services take the time, new ids
+//! and record locks from what [`services::Backends`] was given too.
 
 pub mod accounts;
 pub mod api;
