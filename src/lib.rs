@@ -34,6 +34,7 @@
 //! - [`events`]: events written with the changes that cause them, for webhooks.
 //! - [`mailqueue`]: the spool as operators see it (`herald queue`): list, show, retry,
 //!   delete, stats.
+//! - [`logs`]: API request logs as records, their store and their retention.
 //! - [`limits`]: rate-limit state and per-destination pacing and connection leases,
 //!   behind the traits a cluster's shared store will implement.
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
@@ -79,7 +80,7 @@
 //! | broadcasts, their markers and counts | [`broadcasts`] (no trait yet) | PostgreSQL |
 //! | images | [`images`] (no trait yet) | PostgreSQL |
 //! | events outbox, webhook messages and attempts | [`events`], [`webhooks`] (no trait yet) | the node's outbox, then PostgreSQL |
-//! | request logs | [`http`]'s request log (no trait yet) | PostgreSQL |
+//! | request logs | [`logs`] ([`logs::RequestLogStore`]) | PostgreSQL |
 //! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |
 //! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |
 //! | record locks | [`services::locks`] ([`services::Locks`]) | row or advisory locks |
@@ -109,6 +110,7 @@ pub mod http;
 pub mod images;
 pub mod insights;
 pub mod limits;
+pub mod logs;
 pub mod mailqueue;
 pub mod outbound;
 pub mod quotas;

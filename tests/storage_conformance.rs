@@ -225,3 +225,53 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
     herald::webhooks::service::delete(&services, &caller, made.id).expect("delete");
     assert!(services.webhooks().get(team, made.id).expect("get").is_none());
 }
+
+/// A logged request of `team_id`.
+fn request_log(ids: &Store, team_id: Id, path: &str) -> herald::logs::RequestLog {
+    herald::logs::RequestLog {
+        id: ids.next_id(),
+        team_id,
+        api_key_id: ids.next_id(),
+        method: "GET".into(),
+        path: path.into(),
+        query: None,
+        status: 200,
+        user_agent: None,
+        duration_ms: 1,
+        request_body: None,
+        response_body: Some("{}".into()),
+        created_at: ids.now(),
+    }
+}
+
+/// The RocksDB request logs keep the contract: a log written is found by its team alone,
+/// pages and the newest come newest first, and erasing a team leaves others' logs.
+#[test]
+fn rocksdb_request_logs_keep_the_contract() {
+    use herald::logs::{RequestLogStore, RocksRequestLogs};
+    let (_dir, store) = rocksdb();
+    let logs = RocksRequestLogs::new(store.clone());
+    let (team, other) = (store.next_id(), store.next_id());
+    let made: Vec<_> = (0..3).map(|n| request_log(&store, team, &format!("/p{n}"))).collect();
+    for log in &made {
+        logs.record(log);
+    }
+    let theirs = request_log(&store, other, "/theirs");
+    logs.record(&theirs);
+    // `record` does not wait; a synced commit after it flushes the queue in order.
+    store.commit(herald_queue::Batch::new()).wait().expect("flush");
+    assert_eq!(logs.get(team, made[1].id).expect("get").as_ref(), Some(&made[1]));
+    assert!(logs.get(other, made[1].id).expect("get").is_none(), "a team sees its own only");
+    let newest: Vec<Id> = logs.newest(team, 2).expect("newest").iter().map(|l| l.id).collect();
+    assert_eq!(newest, vec![made[2].id, made[1].id]);
+    pages_go_newest_first(
+        |request| {
+            let (page, more) = logs.page(team, request).expect("page");
+            (ids_of(&page, |l| l.id), more)
+        },
+        &made.iter().map(|l| l.id).collect::<Vec<_>>(),
+    );
+    while logs.erase_team(team).expect("erase") {}
+    assert!(logs.newest(team, 10).expect("newest").is_empty());
+    assert_eq!(logs.get(other, theirs.id).expect("get").as_ref(), Some(&theirs));
+}

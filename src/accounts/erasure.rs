@@ -29,8 +29,7 @@ const BATCH: usize = 512;
 const IDLE: Duration = Duration::from_secs(60);
 
 /// Tables of records that have no store of their own yet whose keys begin with the owning
-/// team's id, erased by a range delete of the team's prefix (`RequestLog::key`,
-/// `IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`). Every
+/// team's id, erased by a range delete of the team's prefix (`IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`). Every
 /// store erases its own records (`erase_team`): emails with their timelines, contacts,
 /// the audience, templates, users; domains and webhooks are deleted one by one through
 /// theirs, which keep caches.
@@ -39,7 +38,6 @@ const BY_TEAM: &[Table] = &[
     Table::BROADCAST_RECIPIENTS,
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
-    Table::LOGS,
     Table::IDEMPOTENCY,
     Table::IMAGES,
     Table::IMAGE_BYTES,
@@ -156,6 +154,7 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         || services.audience().erase_team(team.id)?
         || services.templates().erase_team(team.id)?
         || services.users().erase_team(team.id)?
+        || services.request_logs().erase_team(team.id)?
     {
         return Ok(true);
     }

@@ -8,7 +8,7 @@ use http_body_util::Full;
 use hyper::{Response, StatusCode};
 
 use super::{Ctx, Signed, html, pages, text};
-use crate::http::request_log::RequestLog;
+use crate::logs::RequestLog;
 use crate::wire;
 
 /// Logs read at most to fill a filtered page.
@@ -122,21 +122,13 @@ pub fn logs(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
     let key = ctx.request.query("key").unwrap_or_default().trim().to_owned();
     let agent = ctx.request.query("agent").unwrap_or_default().trim().to_owned();
     let agent_lower = agent.to_lowercase();
-    let store = ctx.state.store();
-    let prefix = signed.user.team_id.as_bytes();
     let key_names = super::key_names(ctx, signed);
-    let scanned = match store.scan::<RequestLog>(herald_queue::Scan {
-        prefix,
-        after: None,
-        reverse: true,
-        limit: LOGS_SCANNED_MAX,
-    }) {
+    let scanned = match ctx.state.request_logs().newest(signed.user.team_id, LOGS_SCANNED_MAX) {
         Ok(found) => found,
         Err(error) => return super::unreadable(&error),
     };
     let rows = scanned
         .into_iter()
-        .map(|(_, log)| log)
         .filter(|log| match filter {
             "2xx" => log.status / 100 == 2,
             "errors" => log.status >= 400,
@@ -183,11 +175,7 @@ pub fn log(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
     let Ok(id) = id.parse() else {
         return text(StatusCode::NOT_FOUND, "No such log");
     };
-    let Ok(Some(log)) = ctx
-        .state
-        .store()
-        .get::<RequestLog>(RequestLog::key(signed.user.team_id, id))
-    else {
+    let Ok(Some(log)) = ctx.state.request_logs().get(signed.user.team_id, id) else {
         return text(StatusCode::NOT_FOUND, "No such log");
     };
     let pretty = |body: Option<&str>| {

@@ -1,15 +1,12 @@
-//! API request logs: every authenticated request and its response, kept for
-//! `[retention] request_logs`, listed by `GET /logs`. Bodies are stored with secrets redacted
+//! API request logs as the HTTP adapter writes and shows them: every authenticated
+//! request and its response ([`crate::logs`] keeps them for `[retention] request_logs`),
+//! listed by `GET /logs`. Bodies are stored with secrets redacted
 //! and capped in size.
 
-use std::time::Duration;
-
-use herald_queue::{Batch, Due, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
 use serde_json::{Value, json};
 
 use super::format;
-use crate::retention::{self, Expiry};
-use crate::shutdown::Shutdown;
+use crate::logs::RequestLog;
 
 /// Bytes of a request or response body kept in a log at most.
 pub const BODY_MAX: usize = 16 * 1024;
@@ -28,47 +25,7 @@ const SECRET_FIELDS: &[&str] = &[
 /// Fields whose values are bulky payloads (attachment content), replaced by their size.
 const BULK_FIELDS: &[&str] = &["content"];
 
-/// Old expiry entries moved per batch at start.
-const MIGRATE_BATCH: usize = 1_000;
-
-/// Logs by the time of their request, for `[retention] request_logs`.
-const EXPIRY: DueIndex = DueIndex::new(Table::LOG_DUE);
-
-/// One logged request.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RequestLog {
-    /// The log's id.
-    pub id: Id,
-    /// The caller's team.
-    pub team_id: Id,
-    /// The key used.
-    pub api_key_id: Id,
-    /// HTTP method.
-    pub method: String,
-    /// Path, without the query.
-    pub path: String,
-    /// The query string, if any.
-    pub query: Option<String>,
-    /// Response status.
-    pub status: u16,
-    /// The client's `User-Agent`.
-    pub user_agent: Option<String>,
-    /// Time to answer, in milliseconds.
-    pub duration_ms: u64,
-    /// The request body, redacted and capped.
-    pub request_body: Option<String>,
-    /// The response body, redacted and capped.
-    pub response_body: Option<String>,
-    /// When the request arrived.
-    pub created_at: Timestamp,
-}
-
 impl RequestLog {
-    /// The key in [`Table::LOGS`].
-    pub fn key(team_id: Id, id: Id) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
-    }
-
     /// The list item.
     pub fn summary_json(&self) -> Value {
         json!({
@@ -93,22 +50,6 @@ impl RequestLog {
             map.insert("response_body".into(), body_json(self.response_body.as_deref()));
         }
         value
-    }
-}
-
-impl Record for RequestLog {
-    const TABLE: Table = Table::LOGS;
-}
-
-/// Queues `log` for writing, with its expiry entry. Nobody waits for it: a log lost in a
-/// crash is acceptable, slowing every request down by a durable write is not.
-pub fn record(store: &Store, log: &RequestLog) {
-    let mut batch = Batch::new();
-    let key = RequestLog::key(log.team_id, log.id);
-    EXPIRY.arm(&mut batch, log.created_at, &key);
-    match batch.put(key, log) {
-        Ok(()) => drop(store.commit(batch)),
-        Err(error) => tracing::warn!(%error, "cannot encode a request log"),
     }
 }
 
@@ -208,67 +149,6 @@ fn cap(body: &[u8]) -> String {
     text
 }
 
-/// Deletes logs older than `retention` until shutdown, on the due-time runner; first
-/// moves the entries of the index older builds kept ([`Table::LOG_EXPIRY`]).
-pub async fn expire(store: Store, retention: Option<Duration>, shutdown: Shutdown) {
-    let old = store.clone();
-    match tokio::task::spawn_blocking(move || migrate(&old)).await {
-        Ok(Ok(0)) => {}
-        Ok(Ok(moved)) => tracing::info!(moved, "request log expiry entries moved to the new index"),
-        Ok(Err(error)) => tracing::warn!(%error, "cannot move old request log expiry entries"),
-        Err(error) => tracing::warn!(%error, "moving old request log expiry entries failed"),
-    }
-    retention::run(store, Logs, retention, shutdown).await;
-}
-
-/// `[retention] request_logs`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Logs;
-
-impl Expiry for Logs {
-    const KIND: &'static str = "request_logs";
-    const INDEX: DueIndex = EXPIRY;
-
-    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), crate::storage::Error> {
-        batch.delete::<RequestLog>(&due.key);
-        Ok(())
-    }
-}
-
-/// Moves the entries of [`Table::LOG_EXPIRY`] (log id, then team) into the due index, a
-/// batch at a time; returns how many. Safe to stop and run again: each batch moves its
-/// entries whole.
-pub fn migrate(store: &Store) -> Result<usize, crate::storage::Error> {
-    let mut moved = 0;
-    loop {
-        let entries = store.scan_raw(
-            Table::LOG_EXPIRY,
-            Scan {
-                limit: MIGRATE_BATCH,
-                ..Scan::prefix(b"")
-            },
-        )?;
-        let mut batch = Batch::new();
-        for (key, _) in &entries {
-            if let (Some(id), Some(team)) = (
-                key.get(..16).and_then(Id::from_slice),
-                key.get(16..).and_then(Id::from_slice),
-            ) {
-                let at = id.timestamp().unwrap_or_else(|| store.now());
-                EXPIRY.arm(&mut batch, at, &RequestLog::key(team, id));
-                moved += 1;
-            }
-            batch.delete_raw(Table::LOG_EXPIRY, key.clone());
-        }
-        if !batch.is_empty() {
-            store.commit(batch).wait()?;
-        }
-        if entries.len() < MIGRATE_BATCH {
-            return Ok(moved);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,62 +182,6 @@ mod tests {
             redact(body).as_deref(),
             Some(r#"{"zeta":1,"token":"<redacted>","alpha":{"secret":"<redacted>","b":2,"a":1}}"#)
         );
-    }
-
-    #[test]
-    fn logs_expire_after_the_retention_and_old_index_entries_are_moved_first() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (store, clock) = crate::testing::store(dir.path(), 1_700_000_000_000);
-        let team = store.next_id();
-        let log = |store: &Store| RequestLog {
-            id: store.next_id(),
-            team_id: team,
-            api_key_id: team,
-            method: "GET".into(),
-            path: "/domains".into(),
-            query: None,
-            status: 200,
-            user_agent: None,
-            duration_ms: 1,
-            request_body: None,
-            response_body: None,
-            created_at: store.now(),
-        };
-        // Two logs as an older build wrote them: the expiry entry is log id then team.
-        for _ in 0..2 {
-            let old = log(&store);
-            let mut batch = Batch::new();
-            batch.put(RequestLog::key(team, old.id), &old).expect("encode");
-            batch.put_raw(
-                Table::LOG_EXPIRY,
-                [old.id.as_bytes().as_slice(), team.as_bytes()].concat(),
-                Vec::new(),
-            );
-            store.commit(batch).wait().expect("commit");
-        }
-        record(&store, &log(&store));
-        clock.advance(Duration::from_secs(3600));
-        record(&store, &log(&store));
-        // `record` does not wait; a synced commit after it flushes the queue in order.
-        store.commit(Batch::new()).wait().expect("commit");
-        assert_eq!(migrate(&store).expect("migrate"), 2);
-        assert!(
-            store
-                .scan_raw(Table::LOG_EXPIRY, Scan::prefix(b""))
-                .expect("scan")
-                .is_empty()
-        );
-
-        // With a 90-minute retention, an hour and a half later the first three are due.
-        clock.advance(Duration::from_secs(1800));
-        let horizon = Timestamp::from_millis(store.now().as_millis() - 5_400_000);
-        let due = EXPIRY.due(&store, horizon, None, 100).expect("due");
-        assert_eq!(due.len(), 3);
-        let entries: Vec<&Due> = due.iter().collect();
-        assert_eq!(retention::expire_now(&store, &Logs, &entries).expect("expire"), 3);
-        let left = store.scan::<RequestLog>(Scan::prefix(team.as_bytes())).expect("scan");
-        assert_eq!(left.len(), 1, "only the newest");
-        assert_eq!(EXPIRY.due(&store, store.now(), None, 100).expect("due").len(), 1);
     }
 
     #[test]

@@ -14,12 +14,13 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::ratelimit::Decision;
 use super::request::{ApiRequest, BODY_MAX};
-use super::request_log::{self, RequestLog};
+use super::request_log;
 use super::response::{self, ApiError};
 use super::router::{self, Route};
 use super::{public, upload};
 use crate::accounts::{AuthError, Caller, Permission};
 use crate::api::{self, Ctx, Reply};
+use crate::logs::RequestLog;
 use crate::server::AppState;
 
 /// Answers one request.
@@ -253,7 +254,7 @@ fn log(
         response_body: request_log::redact(response_body.as_bytes()),
         created_at: store.now(),
     };
-    request_log::record(store, &entry);
+    state.request_logs().record(&entry);
 }
 
 /// `200` with the spool's state when herald can accept mail; `503` when storage refuses

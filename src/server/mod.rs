@@ -251,7 +251,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         controller.handle(),
     ));
     let retention = state.config().retention;
-    tasks.spawn(http::request_log::expire(
+    tasks.spawn(crate::logs::retention::expire(
         state.store().clone(),
         retention.request_logs,
         controller.handle(),

@@ -22,6 +22,7 @@ use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::emails::{EmailStore, RocksEmails};
 use crate::limits::{DestinationLimits, LocalDestinations};
+use crate::logs::{RequestLogStore, RocksRequestLogs};
 use crate::outbound::Outbound;
 use crate::runner::Wake;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
@@ -60,6 +61,8 @@ pub struct Services {
     users: Box<dyn UserStore>,
     /// Emails: records, statuses, timelines.
     email_store: Box<dyn EmailStore>,
+    /// API request logs.
+    request_logs: Box<dyn RequestLogStore>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -120,6 +123,8 @@ pub struct Backends {
     pub users: Box<dyn UserStore>,
     /// Emails: records, statuses, timelines.
     pub emails: Box<dyn EmailStore>,
+    /// API request logs.
+    pub request_logs: Box<dyn RequestLogStore>,
     /// Record locks.
     pub locks: Box<dyn Locks>,
     /// The time the services go by (and make ids in the order of).
@@ -139,6 +144,7 @@ impl Backends {
             templates: Box::new(RocksTemplates::new(store.clone())),
             users: Box::new(RocksUsers::new(store.clone())),
             emails: Box::new(RocksEmails::new(store.clone())),
+            request_logs: Box::new(RocksRequestLogs::new(store.clone())),
             locks: Box::new(LocalLocks::default()),
             clock: store.clock().clone(),
         }
@@ -175,6 +181,7 @@ impl Services {
             templates,
             users,
             emails,
+            request_logs,
             locks,
             clock,
         } = backends;
@@ -189,6 +196,7 @@ impl Services {
             templates,
             users,
             email_store: emails,
+            request_logs,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -255,6 +263,11 @@ impl Services {
     /// not at all.
     pub fn commit(&self, change: crate::storage::Change) -> Result<(), crate::storage::Error> {
         Ok(self.store.commit(change.into_batch()).wait()?)
+    }
+
+    /// API request logs.
+    pub fn request_logs(&self) -> &dyn RequestLogStore {
+        &*self.request_logs
     }
 
     /// Emails: records, statuses, timelines and the index by status.
