@@ -261,7 +261,10 @@ fn rocksdb_request_logs_keep_the_contract() {
     // `record` does not wait; a synced commit after it flushes the queue in order.
     store.commit(herald_queue::Batch::new()).wait().expect("flush");
     assert_eq!(logs.get(team, made[1].id).expect("get").as_ref(), Some(&made[1]));
-    assert!(logs.get(other, made[1].id).expect("get").is_none(), "a team sees its own only");
+    assert!(
+        logs.get(other, made[1].id).expect("get").is_none(),
+        "a team sees its own only"
+    );
     let newest: Vec<Id> = logs.newest(team, 2).expect("newest").iter().map(|l| l.id).collect();
     assert_eq!(newest, vec![made[2].id, made[1].id]);
     pages_go_newest_first(
