@@ -78,7 +78,7 @@
 //! | email records, statuses, timelines, the status index | [`emails`] ([`emails::EmailStore`]) | PostgreSQL |
 //! | idempotency records | [`emails::idempotency`] (no trait yet) | PostgreSQL, unique across nodes |
 //! | broadcasts, their markers and counts | [`broadcasts`] (no trait yet) | PostgreSQL |
-//! | images | [`images`] (no trait yet) | PostgreSQL |
+//! | images | [`images`] ([`images::ImageStore`]) | PostgreSQL |
 //! | events outbox, webhook messages and attempts | [`events`], [`webhooks`] (no trait yet) | the node's outbox, then PostgreSQL |
 //! | request logs | [`logs`] ([`logs::RequestLogStore`]) | PostgreSQL |
 //! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |

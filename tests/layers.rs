@@ -102,6 +102,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("domains/model.rs", Layer::Vocabulary),
     ("domains/dkim.rs", Layer::Vocabulary),
     ("webhooks/model.rs", Layer::Vocabulary),
+    ("images/model.rs", Layer::Vocabulary),
     ("webhooks/secret.rs", Layer::Vocabulary),
     ("users/model.rs", Layer::Vocabulary),
 ];
@@ -170,7 +171,7 @@ const CYCLES: &[&str] = &[
 const TABLE_ACCESS: &[(&str, usize)] = &[
     ("accounts/api_key.rs", 4),
     ("accounts/bootstrap.rs", 4),
-    ("accounts/erasure.rs", 11),
+    ("accounts/erasure.rs", 9),
     ("accounts/keys.rs", 1),
     ("accounts/team.rs", 2),
     ("accounts/teams.rs", 1),
@@ -208,7 +209,6 @@ const TABLE_ACCESS: &[(&str, usize)] = &[
     ("feedback/mod.rs", 1),
     ("http/routes.rs", 6),
     ("http/upload.rs", 1),
-    ("images/mod.rs", 18),
     ("insights/mod.rs", 1),
     ("logs/retention.rs", 10),
     ("mailqueue/view.rs", 2),

@@ -8,6 +8,8 @@
 #[allow(dead_code)]
 #[path = "util/conformance.rs"]
 mod conformance;
+#[path = "conformance/images.rs"]
+mod images;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

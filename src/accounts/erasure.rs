@@ -1,8 +1,8 @@
 //! Erasing a deleted team: everything it kept leaves the store (its mail still queued,
 //! email records with their content and timelines, domains, webhooks with their messages
-//! and attempts, request logs, idempotency records, keys), then the team record itself.
-//! Only the suppression list stays: it exists to remember addresses that must not be
-//! mailed again.
+//! and attempts, request logs, images, idempotency records, keys), then the team record
+//! itself. Only the suppression list stays: it exists to remember addresses that must
+//! not be mailed again.
 //!
 //! `DELETE /teams/{id}` deletes the team's keys at once (its tokens stop working) and
 //! marks the team deleted; this engine then erases a bounded batch at a time, so a team
@@ -31,7 +31,7 @@ const IDLE: Duration = Duration::from_secs(60);
 /// Tables of records that have no store of their own yet whose keys begin with the owning
 /// team's id, erased by a range delete of the team's prefix (`IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`). Every
 /// store erases its own records (`erase_team`): emails with their timelines, contacts,
-/// the audience, templates, users; domains and webhooks are deleted one by one through
+/// the audience, templates, users, request logs, images; domains and webhooks are deleted one by one through
 /// theirs, which keep caches.
 const BY_TEAM: &[Table] = &[
     Table::BROADCASTS,
@@ -39,8 +39,6 @@ const BY_TEAM: &[Table] = &[
     Table::WEBHOOK_MESSAGES,
     Table::WEBHOOK_ATTEMPTS,
     Table::IDEMPOTENCY,
-    Table::IMAGES,
-    Table::IMAGE_BYTES,
 ];
 
 /// Runs until shutdown: erases every team marked deleted, a batch at a time.
@@ -155,6 +153,7 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         || services.templates().erase_team(team.id)?
         || services.users().erase_team(team.id)?
         || services.request_logs().erase_team(team.id)?
+        || services.images().erase_team(team.id)?
     {
         return Ok(true);
     }

@@ -21,6 +21,7 @@ use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::Idempotency;
 use crate::emails::{EmailStore, RocksEmails};
+use crate::images::{ImageStore, RocksImages};
 use crate::limits::{DestinationLimits, LocalDestinations};
 use crate::logs::{RequestLogStore, RocksRequestLogs};
 use crate::outbound::Outbound;
@@ -63,6 +64,8 @@ pub struct Services {
     email_store: Box<dyn EmailStore>,
     /// API request logs.
     request_logs: Box<dyn RequestLogStore>,
+    /// Images uploaded for designs.
+    images: Box<dyn ImageStore>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -125,6 +128,8 @@ pub struct Backends {
     pub emails: Box<dyn EmailStore>,
     /// API request logs.
     pub request_logs: Box<dyn RequestLogStore>,
+    /// Images uploaded for designs.
+    pub images: Box<dyn ImageStore>,
     /// Record locks.
     pub locks: Box<dyn Locks>,
     /// The time the services go by (and make ids in the order of).
@@ -145,6 +150,7 @@ impl Backends {
             users: Box::new(RocksUsers::new(store.clone())),
             emails: Box::new(RocksEmails::new(store.clone())),
             request_logs: Box::new(RocksRequestLogs::new(store.clone())),
+            images: Box::new(RocksImages::new(store.clone())),
             locks: Box::new(LocalLocks::default()),
             clock: store.clock().clone(),
         }
@@ -182,6 +188,7 @@ impl Services {
             users,
             emails,
             request_logs,
+            images,
             locks,
             clock,
         } = backends;
@@ -197,6 +204,7 @@ impl Services {
             users,
             email_store: emails,
             request_logs,
+            images,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -268,6 +276,11 @@ impl Services {
     /// API request logs.
     pub fn request_logs(&self) -> &dyn RequestLogStore {
         &*self.request_logs
+    }
+
+    /// Images uploaded for designs.
+    pub fn images(&self) -> &dyn ImageStore {
+        &*self.images
     }
 
     /// Emails: records, statuses, timelines and the index by status.
