@@ -1,7 +1,7 @@
-//! Events: what happened to a resource, written in the same batch as the change that
-//! caused it, into the outbox the webhook dispatcher drains.
+//! Events: what happened to a resource, written with the change that caused it into the
+//! outbox the webhook dispatcher drains (kept by [`crate::webhooks::log`]).
 
-use herald_queue::{Batch, Id, Record, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::Value;
 
 /// Every kind of event herald can report, by its wire name (`email.sent`, ...): the
@@ -158,15 +158,6 @@ pub struct Event {
     pub created_at: Timestamp,
     /// The payload's `data` object.
     pub data: Value,
-}
-
-impl Record for Event {
-    const TABLE: Table = Table::OUTBOX;
-}
-
-/// Adds `event` to `batch`, keyed by its time-ordered id so the outbox drains in order.
-pub fn stage(batch: &mut Batch, event: &Event) -> Result<(), crate::storage::Error> {
-    Ok(batch.put(event.id.as_bytes(), event)?)
 }
 
 #[cfg(test)]

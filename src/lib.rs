@@ -77,9 +77,9 @@
 //! | templates | [`templates`] ([`templates::TemplateStore`]) | PostgreSQL |
 //! | email records, statuses, timelines, the status index | [`emails`] ([`emails::EmailStore`]) | PostgreSQL |
 //! | idempotency records | [`emails::idempotency`] (no trait yet) | PostgreSQL, unique across nodes |
-//! | broadcasts, their markers and counts | [`broadcasts`] (no trait yet) | PostgreSQL |
+//! | broadcasts, their markers and counts | [`broadcasts`] ([`broadcasts::BroadcastStore`]) | PostgreSQL |
 //! | images | [`images`] ([`images::ImageStore`]) | PostgreSQL |
-//! | events outbox, webhook messages and attempts | [`events`], [`webhooks`] (no trait yet) | the node's outbox, then PostgreSQL |
+//! | events outbox, webhook messages and attempts | [`webhooks::log`] ([`webhooks::WebhookLog`]) | the node's outbox, then PostgreSQL |
 //! | request logs | [`logs`] ([`logs::RequestLogStore`]) | PostgreSQL |
 //! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |
 //! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |

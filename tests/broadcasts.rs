@@ -683,14 +683,16 @@ async fn a_broadcasts_outcomes_and_clicked_links_count_peoples_clicks() {
     assert_eq!((counted.delivered, counted.opened, counted.bounced), (3, 2, 0));
     // The counts kept as emails move agree with a pass over every email, the way a
     // broadcast from before the counts is read.
-    let (store, broadcast) = (running.state.store().clone(), id.parse().expect("an id"));
+    let (state, broadcast) = (running.state.clone(), id.parse().expect("an id"));
     tokio::task::spawn_blocking(move || {
-        let mut older = herald::broadcasts::store::get(&store, team, broadcast)
+        let mut older = state
+            .broadcasts()
+            .get(team, broadcast)
             .expect("read")
             .expect("the broadcast");
         assert!(older.counted, "a new broadcast is counted as its emails move");
         older.counted = false;
-        herald::broadcasts::store::put(&store, &older).expect("written");
+        state.broadcasts().put(&older).expect("written");
     })
     .await
     .expect("rewritten");

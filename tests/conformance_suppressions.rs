@@ -78,7 +78,13 @@ fn entries_are_found_by_address_and_by_id_in_their_team(
     let made: Vec<Suppression> = (0..6)
         .map(|n| {
             let source = (origin_of(n) != Origin::Manual).then(|| ids.next_id());
-            Suppression::new(ids, team, &format!("user{n}@example.com"), origin_of(n), source)
+            Suppression::new(
+                (ids.next_id(), ids.now()),
+                team,
+                &format!("user{n}@example.com"),
+                origin_of(n),
+                source,
+            )
         })
         .collect();
     let (early, late) = made.split_at(2);
@@ -92,7 +98,13 @@ fn entries_are_found_by_address_and_by_id_in_their_team(
         added.iter().all(|e| in_outbox(ids, e)),
         "the events land with the entries"
     );
-    let stranger = Suppression::new(ids, other, "user2@example.com", Origin::Manual, None);
+    let stranger = Suppression::new(
+        (ids.next_id(), ids.now()),
+        other,
+        "user2@example.com",
+        Origin::Manual,
+        None,
+    );
     suppressions
         .apply(std::slice::from_ref(&stranger), &[], &[])
         .expect("add");
@@ -232,12 +244,24 @@ fn an_address_removed_and_added_again_answers_with_its_new_entry(
     ids: &Store,
     team: Id,
 ) {
-    let first = Suppression::new(ids, team, "again@example.com", Origin::Manual, None);
+    let first = Suppression::new(
+        (ids.next_id(), ids.now()),
+        team,
+        "again@example.com",
+        Origin::Manual,
+        None,
+    );
     suppressions.apply(std::slice::from_ref(&first), &[], &[]).expect("add");
     suppressions
         .apply(&[], std::slice::from_ref(&first), &[])
         .expect("remove");
-    let second = Suppression::new(ids, team, "again@example.com", Origin::Bounce, Some(ids.next_id()));
+    let second = Suppression::new(
+        (ids.next_id(), ids.now()),
+        team,
+        "again@example.com",
+        Origin::Bounce,
+        Some(ids.next_id()),
+    );
     suppressions
         .apply(std::slice::from_ref(&second), &[], &[])
         .expect("add");
@@ -279,11 +303,23 @@ fn an_address_replaced_in_one_change_stays_suppressed() {
     let (_dir, store) = rocksdb();
     let suppressions = RocksSuppressions::new(store.clone());
     let team = store.next_id();
-    let manual = Suppression::new(&store, team, "x@example.com", Origin::Manual, None);
+    let manual = Suppression::new(
+        (store.next_id(), store.now()),
+        team,
+        "x@example.com",
+        Origin::Manual,
+        None,
+    );
     suppressions
         .apply(std::slice::from_ref(&manual), &[], &[])
         .expect("add");
-    let bounce = Suppression::new(&store, team, "x@example.com", Origin::Bounce, Some(store.next_id()));
+    let bounce = Suppression::new(
+        (store.next_id(), store.now()),
+        team,
+        "x@example.com",
+        Origin::Bounce,
+        Some(store.next_id()),
+    );
     let (added, removed) = (std::slice::from_ref(&bounce), std::slice::from_ref(&manual));
     suppressions.apply(added, removed, &[]).expect("replace");
     assert_eq!(

@@ -4,7 +4,7 @@ mod util;
 
 use std::time::{Duration, Instant};
 
-use herald::webhooks::dispatch::WebhookMessage;
+use herald::webhooks::WebhookMessage;
 use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -808,7 +808,13 @@ fn adding_many_suppressions_dedupes_addresses_in_the_order_given() {
 fn suppressions_are_listed_by_origin_and_found_by_id_or_address_within_the_team() {
     let world = World::new();
     let (services, caller) = (&world.services, member(world.team));
-    let bounced = Suppression::new(services.store(), world.team, "Gone@Example.org", Origin::Bounce, None);
+    let bounced = Suppression::new(
+        (services.next_id(), services.now()),
+        world.team,
+        "Gone@Example.org",
+        Origin::Bounce,
+        None,
+    );
     services
         .suppressions()
         .apply(std::slice::from_ref(&bounced), &[], &[])

@@ -38,7 +38,7 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
     let store = services.store();
     let Outcome::Fresh(in_flight) = services
         .idempotency()
-        .begin(store, world.team, "order-1", "hash-1".into())
+        .begin(services.now(), world.team, "order-1", "hash-1".into())
         .expect("begin")
     else {
         panic!("a new key is fresh");
@@ -70,14 +70,14 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
 
     let again = services
         .idempotency()
-        .begin(store, world.team, "order-1", "hash-1".into());
+        .begin(services.now(), world.team, "order-1", "hash-1".into());
     assert!(
         matches!(again, Ok(Outcome::Replay(ref replayed)) if *replayed == answer),
         "{again:?}"
     );
     let other = services
         .idempotency()
-        .begin(store, world.team, "order-1", "hash-2".into());
+        .begin(services.now(), world.team, "order-1", "hash-2".into());
     assert!(matches!(other, Ok(Outcome::Mismatch)), "{other:?}");
 }
 
@@ -88,7 +88,7 @@ fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
     let store = services.store();
     let Outcome::Fresh(in_flight) = services
         .idempotency()
-        .begin(store, world.team, "smtp-key", "bytes".into())
+        .begin(services.now(), world.team, "smtp-key", "bytes".into())
         .expect("begin")
     else {
         panic!("fresh");
@@ -110,9 +110,10 @@ fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
         .wait()
         .expect("accepted");
     drop(in_flight);
-    let Ok(Outcome::Replay(replayed)) = services
-        .idempotency()
-        .begin(store, world.team, "smtp-key", "bytes".into())
+    let Ok(Outcome::Replay(replayed)) =
+        services
+            .idempotency()
+            .begin(services.now(), world.team, "smtp-key", "bytes".into())
     else {
         panic!("replayed");
     };

@@ -5,11 +5,15 @@
 //! records through the trait alone.
 
 // The suite's records write no events, so the outbox helper goes unused here.
+#[path = "conformance/broadcasts.rs"]
+mod broadcasts;
 #[allow(dead_code)]
 #[path = "util/conformance.rs"]
 mod conformance;
 #[path = "conformance/images.rs"]
 mod images;
+#[path = "conformance/webhook_log.rs"]
+mod webhook_log;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use herald::events::{Event, EventKind};
-use herald::webhooks::dispatch::{MessageState, WebhookMessage};
+use herald::webhooks::{MessageState, WebhookMessage};
 use herald_queue::{Scan, Store, StoreOptions};
 use hyper::{Method, StatusCode};
 use serde_json::json;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use herald::webhooks::dispatch::{MessageState, WebhookAttempt, WebhookMessage};
+use herald::webhooks::{MessageState, WebhookAttempt, WebhookLog, WebhookMessage};
 use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -260,7 +260,6 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
     {
         let store = herald_queue::Store::open(herald_queue::StoreOptions::new(dir.path().join("data").join("spool")))
             .expect("store");
-        let mut batch = herald_queue::Batch::new();
         let event = herald::events::Event {
             id: store.next_id(),
             team_id,
@@ -268,8 +267,10 @@ async fn events_pending_in_the_outbox_are_delivered_after_a_restart() {
             created_at: store.now(),
             data: json!({ "name": "queued.test" }),
         };
-        herald::events::stage(&mut batch, &event).expect("event");
-        store.commit(batch).await.expect("commit");
+        let log = herald::webhooks::RocksWebhookLog::new(store.clone());
+        let mut change = herald::storage::Change::new();
+        log.stage_event(&mut change, &event).expect("event");
+        log.commit_async(change).await.expect("commit");
     }
     assert!(seen.lock().expect("lock").is_empty());
 

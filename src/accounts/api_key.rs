@@ -1,6 +1,6 @@
 //! API keys: tokens, their digests and permissions.
 
-use herald_queue::{Id, Record, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use rand::Rng;
 use rand::distr::Alphanumeric;
 use sha2::{Digest, Sha256};
@@ -36,10 +36,6 @@ pub struct ApiKey {
     pub last_used_at: Option<Timestamp>,
 }
 
-impl Record for ApiKey {
-    const TABLE: Table = Table::API_KEYS;
-}
-
 /// The lookup record under a token's digest: where its key lives.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ApiKeyDigest {
@@ -49,19 +45,11 @@ pub struct ApiKeyDigest {
     pub key_id: Id,
 }
 
-impl Record for ApiKeyDigest {
-    const TABLE: Table = Table::API_KEY_DIGESTS;
-}
-
 /// When a key last authenticated a request, under the key's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ApiKeyUsage {
     /// The time.
     pub last_used_at: Timestamp,
-}
-
-impl Record for ApiKeyUsage {
-    const TABLE: Table = Table::API_KEY_USAGE;
 }
 
 /// An API key token, as clients send it. Its `Debug` form hides it.

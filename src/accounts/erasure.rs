@@ -8,12 +8,17 @@
 //! marks the team deleted; this engine then erases a bounded batch at a time, so a team
 //! with millions of emails never holds the commit thread for long. The mark is the
 //! record of work left: after a restart the erasure resumes where it was.
+//!
+//! Every store erases its own records (`erase_team`): emails with their timelines,
+//! contacts, the audience, templates, users, request logs, images, broadcasts, the webhook
+//! log and idempotency records; domains and webhooks are deleted one by one through
+//! theirs, which keep caches; the counters last.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, Table};
+use herald_queue::Id;
 
 use super::Team;
 use crate::runner::Wake;
@@ -27,19 +32,6 @@ const BATCH: usize = 512;
 
 /// Longest sleep when no team is being erased (a deletion wakes the engine).
 const IDLE: Duration = Duration::from_secs(60);
-
-/// Tables of records that have no store of their own yet whose keys begin with the owning
-/// team's id, erased by a range delete of the team's prefix (`IdempotencyRecord::key`, `WebhookMessage::key_of`, `WebhookAttempt::key`). Every
-/// store erases its own records (`erase_team`): emails with their timelines, contacts,
-/// the audience, templates, users, request logs, images; domains and webhooks are deleted one by one through
-/// theirs, which keep caches.
-const BY_TEAM: &[Table] = &[
-    Table::BROADCASTS,
-    Table::BROADCAST_RECIPIENTS,
-    Table::WEBHOOK_MESSAGES,
-    Table::WEBHOOK_ATTEMPTS,
-    Table::IDEMPOTENCY,
-];
 
 /// Runs until shutdown: erases every team marked deleted, a batch at a time.
 pub async fn run(services: Arc<Services>, wake: Wake, mut shutdown: Shutdown) {
@@ -154,6 +146,9 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         || services.users().erase_team(team.id)?
         || services.request_logs().erase_team(team.id)?
         || services.images().erase_team(team.id)?
+        || services.broadcasts().erase_team(team.id)?
+        || services.webhook_log().erase_team(team.id)?
+        || services.idempotency().keys().erase_team(team.id)?
     {
         return Ok(true);
     }
@@ -163,13 +158,8 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     if !erased.is_empty() {
         return Ok(true);
     }
-    // The rest is keyed by team first: one range tombstone per table, however much
-    // there is.
-    let mut batch = Batch::new();
-    for &table in BY_TEAM {
-        batch.delete_prefix(table, team.id.as_bytes());
-    }
-    let mut change = Change::of(batch);
+    // The counters are keyed by team first: one range tombstone, however many.
+    let mut change = Change::new();
     crate::counters::erase_team(&mut change, team.id);
     services.commit(change)?;
     Ok(false)

@@ -73,16 +73,15 @@ pub(super) fn issue(
     permission: Permission,
     domain_id: Option<Id>,
 ) -> Result<(ApiKey, Token), Error> {
-    let store = services.store();
     let token = Token::generate();
     let key = ApiKey {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id,
         name,
         permission,
         domain_id,
         digest: token.digest_hex(),
-        created_at: store.now(),
+        created_at: services.now(),
         last_used_at: None,
     };
     services.accounts().insert_key(&key, token.digest())?;

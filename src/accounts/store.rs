@@ -9,11 +9,27 @@
 use std::sync::Arc;
 
 use crate::storage::Error;
-use herald_queue::{Batch, Id, RecordCache, Scan, Store, Timestamp};
+use herald_queue::{Batch, Id, Record, RecordCache, Scan, Store, Table, Timestamp};
 
 use super::api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage};
 use super::team::Team;
 use crate::storage::page::PageRequest;
+
+impl Record for Team {
+    const TABLE: Table = Table::TEAMS;
+}
+
+impl Record for ApiKey {
+    const TABLE: Table = Table::API_KEYS;
+}
+
+impl Record for ApiKeyDigest {
+    const TABLE: Table = Table::API_KEY_DIGESTS;
+}
+
+impl Record for ApiKeyUsage {
+    const TABLE: Table = Table::API_KEY_USAGE;
+}
 
 /// Decoded key records kept at most (a key is a few hundred bytes).
 const KEY_CACHE_MAX: usize = 4096;

@@ -1,6 +1,6 @@
 //! Teams.
 
-use herald_queue::{Id, Record, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 
 /// A team: the owner of keys, domains, emails and every other resource.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -24,8 +24,4 @@ pub struct Team {
     /// API.
     #[serde(default)]
     pub deleted_at: Option<Timestamp>,
-}
-
-impl Record for Team {
-    const TABLE: Table = Table::TEAMS;
 }

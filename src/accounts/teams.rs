@@ -89,12 +89,11 @@ pub fn create(
     let name = required_text(new.name, "name", NAME_MAX)?;
     let rate = rate_limit(new.rate_limit.as_deref())?;
     let plan = plan(services, new.plan)?;
-    let store = services.store();
     let team = Team {
-        id: store.next_id(),
+        id: services.next_id(),
         name,
         operator: false,
-        created_at: store.now(),
+        created_at: services.now(),
         rate_limit: rate.map(|r| r.to_string()),
         plan,
         deleted_at: None,

@@ -217,11 +217,10 @@ fn with_idempotency(
             message: format!("The Idempotency-Key must be 1 to {} characters", idempotency::KEY_MAX),
         });
     }
-    let store = ctx.state.store();
     match ctx
         .state
         .idempotency()
-        .begin(store, ctx.caller.team_id, key, idempotency::body_hash(body))?
+        .begin(ctx.state.now(), ctx.caller.team_id, key, idempotency::body_hash(body))?
     {
         Outcome::Replay(Answer::Http { status, response }) => Ok(Reply {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::{Ctx, Reply};
 use crate::http::pagination::{PageRequest, envelope};
 use crate::http::{ApiError, format};
-use crate::webhooks::dispatch::WebhookAttempt;
+use crate::webhooks::WebhookAttempt;
 use crate::webhooks::history;
 
 /// Attempts per page unless `limit` says otherwise.

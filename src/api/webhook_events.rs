@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use super::{Ctx, Reply};
 use crate::http::pagination::{Cursor, PageRequest, envelope};
 use crate::http::{ApiError, format};
-use crate::webhooks::dispatch::{MessageState, WebhookMessage};
 use crate::webhooks::history;
+use crate::webhooks::{MessageState, WebhookMessage};
 
 /// Events or attempts per page unless `limit` says otherwise.
 const DEFAULT_LIMIT: usize = 20;

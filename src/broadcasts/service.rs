@@ -2,10 +2,10 @@
 
 use herald_queue::{Batch, Id, RecipientState, Updated};
 
-use super::{Broadcast, Counts, Outcome, Recipient, Status, personalise, store};
+use super::{Broadcast, Counts, Outcome, Recipient, Status, personalise};
 use crate::accounts::Caller;
 use crate::emails::EmailState;
-use crate::emails::record::{EmailRecord, EmailStatus};
+use crate::emails::record::EmailStatus;
 use crate::emails::schedule;
 use crate::emails::submit::{self, SendError};
 use crate::services::{Error, Services};
@@ -49,7 +49,9 @@ pub struct Fields {
 /// The caller's broadcast `id`.
 pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<Broadcast, Error> {
     caller.require_full_access()?;
-    let mut broadcast = store::get(services.store(), caller.team_id, parse_id(id, "broadcast")?)?
+    let mut broadcast = services
+        .broadcasts()
+        .get(caller.team_id, parse_id(id, "broadcast")?)?
         .ok_or(Error::NotFound("Broadcast not found"))?;
     broadcast.counts.canceled = canceled_count(services, &broadcast)?;
     Ok(broadcast)
@@ -58,7 +60,7 @@ pub fn get(services: &Services, caller: &Caller, id: &str) -> Result<Broadcast, 
 /// One page of the caller's broadcasts, newest first.
 pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<(Vec<Broadcast>, bool), Error> {
     caller.require_full_access()?;
-    let (mut found, has_more) = store::page(services.store(), caller.team_id, page)?;
+    let (mut found, has_more) = services.broadcasts().page(caller.team_id, page)?;
     for broadcast in &mut found {
         broadcast.counts.canceled = canceled_count(services, broadcast)?;
     }
@@ -191,10 +193,9 @@ pub fn create(
     let Some(segment) = fields.segment_id.clone().filter(|s| !s.trim().is_empty()) else {
         return Err(Error::MissingField("segment_id"));
     };
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     let mut broadcast = Broadcast {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         name: String::new(),
         segment_id: parse_id(&segment, "segment")?,
@@ -224,7 +225,7 @@ pub fn create(
     if send_now {
         queue(services, caller, &mut broadcast, scheduled_at)?;
     }
-    store::put(store, &broadcast)?;
+    services.broadcasts().put(&broadcast)?;
     if send_now {
         services.broadcast_wake().wake();
     }
@@ -243,7 +244,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, fields: Fields) ->
     }
     apply(services, &mut broadcast, fields)?;
     check(services, caller, &broadcast)?;
-    store::put(services.store(), &broadcast)?;
+    services.broadcasts().put(&broadcast)?;
     Ok(broadcast.id)
 }
 
@@ -257,7 +258,7 @@ pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Erro
             broadcast.status.name()
         )));
     }
-    store::delete(services.store(), &broadcast)?;
+    services.broadcasts().delete(&broadcast)?;
     Ok(broadcast.id)
 }
 
@@ -304,7 +305,7 @@ pub fn send(services: &Services, caller: &Caller, id: &str, scheduled_at: Option
         )));
     }
     queue(services, caller, &mut broadcast, scheduled_at)?;
-    store::put(services.store(), &broadcast)?;
+    services.broadcasts().put(&broadcast)?;
     services.broadcast_wake().wake();
     Ok(broadcast.id)
 }
@@ -312,12 +313,11 @@ pub fn send(services: &Services, caller: &Caller, id: &str, scheduled_at: Option
 /// Copies a broadcast into a new draft. The copy's id.
 pub fn duplicate(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     let original = get(services, caller, id)?;
-    let store = services.store();
     let copy = Broadcast {
-        id: store.next_id(),
+        id: services.next_id(),
         name: format!("{} (copy)", original.name).chars().take(NAME_MAX).collect(),
         status: Status::Draft,
-        created_at: store.now(),
+        created_at: services.now(),
         scheduled_at: None,
         sent_at: None,
         finished_at: None,
@@ -326,7 +326,7 @@ pub fn duplicate(services: &Services, caller: &Caller, id: &str) -> Result<Id, E
         counted: true,
         ..original
     };
-    store::put(store, &copy)?;
+    services.broadcasts().put(&copy)?;
     Ok(copy.id)
 }
 
@@ -342,14 +342,13 @@ pub fn cancel(services: &Services, caller: &Caller, id: &str) -> Result<(Id, u64
             broadcast.status.name()
         )));
     }
-    let store = services.store();
     broadcast.status = Status::Canceled;
-    broadcast.finished_at = Some(store.now());
-    store::put(store, &broadcast)?;
+    broadcast.finished_at = Some(services.now());
+    services.broadcasts().put(&broadcast)?;
     let mut canceled = 0;
     let mut after = None;
     loop {
-        let page = store::recipients(store, &broadcast, after, 1_000)?;
+        let page = services.broadcasts().recipients(&broadcast, after, 1_000)?;
         let Some(last) = page.last() else { break };
         after = Some(last.contact_id);
         for recipient in &page {
@@ -380,33 +379,18 @@ fn cancel_email(services: &Services, broadcast: &Broadcast, id: Id) -> Result<bo
     cancel_claimed(services, broadcast.team_id, broadcast.id, id)
 }
 
-/// The counter of `broadcast`'s emails taken back from the queue (in
-/// [`herald_queue::Table::COUNTERS`], under the team's prefix, so erasing the team
-/// erases it).
-fn canceled_key(team_id: Id, broadcast_id: Id) -> Vec<u8> {
-    [
-        team_id.as_bytes().as_slice(),
-        b"broadcast-canceled:",
-        broadcast_id.as_bytes(),
-    ]
-    .concat()
-}
-
 /// How many of `broadcast`'s emails were taken back from the queue.
 pub fn canceled_count(services: &Services, broadcast: &Broadcast) -> Result<u64, Error> {
-    let value = services.store().get_raw(
-        herald_queue::Table::COUNTERS,
-        &canceled_key(broadcast.team_id, broadcast.id),
-    )?;
-    Ok(value
-        .and_then(|v| <[u8; 8]>::try_from(v.as_slice()).ok())
-        .map_or(0, u64::from_le_bytes))
+    Ok(services.broadcasts().canceled(broadcast.team_id, broadcast.id)?)
 }
 
 /// Whether `broadcast_id` of `team_id` was canceled: delivery asks before each attempt
 /// of a broadcast's email.
 pub fn is_canceled(services: &Services, team_id: Id, broadcast_id: Id) -> Result<bool, Error> {
-    Ok(store::get(services.store(), team_id, broadcast_id)?.is_some_and(|b| b.status == Status::Canceled))
+    Ok(services
+        .broadcasts()
+        .get(team_id, broadcast_id)?
+        .is_some_and(|b| b.status == Status::Canceled))
 }
 
 /// Cancels the email `id` of the canceled broadcast `broadcast_id`, whose spool claim
@@ -421,8 +405,8 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
     };
     let now = services.now();
     let outcome = spool.cancel(id, |_, batch: &mut Batch| {
-        batch.add(canceled_key(team_id, broadcast_id), 1);
         Ok(Change::within(batch, |change| {
+            services.broadcasts().count_canceled(change, team_id, broadcast_id);
             submit::stage_canceled(change, services, &mut record, now)
         })?)
     })?;
@@ -496,12 +480,11 @@ pub fn recipients(
     limit: usize,
 ) -> Result<(Vec<Listed>, bool), Error> {
     let broadcast = get(services, caller, id)?;
-    let store = services.store();
     let needle = email.map(str::to_ascii_lowercase);
     let mut found = Vec::new();
     let mut cursor = after;
     loop {
-        let page = store::recipients(store, &broadcast, cursor, 500)?;
+        let page = services.broadcasts().recipients(&broadcast, cursor, 500)?;
         let Some(last) = page.last() else {
             return Ok((found, false));
         };
@@ -514,8 +497,9 @@ pub fn recipients(
                 continue;
             }
             let state = match recipient.email_id {
-                Some(email) => store
-                    .get::<EmailStatus>(EmailRecord::key(broadcast.team_id, email))?
+                Some(email) => services
+                    .emails()
+                    .status(broadcast.team_id, email)?
                     .map(|s| s.last_event),
                 None => None,
             };
@@ -545,12 +529,12 @@ pub struct Outcomes {
 }
 
 /// The outcomes of the caller's broadcast `id`'s emails: from its counts by status
-/// ([`super::counts`]), or for a broadcast from before them, each email's latest state
+/// ([`super::store`]), or for a broadcast from before them, each email's latest state
 /// read once (not once per kind, as listing each kind would).
 pub fn outcomes(services: &Services, caller: &Caller, id: &str) -> Result<Outcomes, Error> {
     let broadcast = get(services, caller, id)?;
     if broadcast.counted {
-        let now = super::counts::read(services.store(), broadcast.team_id, broadcast.id)?;
+        let now = services.broadcasts().states(broadcast.team_id, broadcast.id)?;
         let count = |states: &[EmailState]| states.iter().map(|s| now.get(s).copied().unwrap_or(0)).sum();
         use EmailState::{Bounced, Clicked, Complained, Delivered, Opened};
         return Ok(Outcomes {
@@ -581,16 +565,15 @@ pub fn outcomes(services: &Services, caller: &Caller, id: &str) -> Result<Outcom
 
 /// Calls `each` with every email of `broadcast` and its status, in contact order.
 fn each_state(services: &Services, broadcast: &Broadcast, mut each: impl FnMut(Id, &EmailStatus)) -> Result<(), Error> {
-    let store = services.store();
     let mut after = None;
     loop {
-        let page = store::recipients(store, broadcast, after, 1_000)?;
+        let page = services.broadcasts().recipients(broadcast, after, 1_000)?;
         let Some(last) = page.last() else {
             return Ok(());
         };
         after = Some(last.contact_id);
         for email in page.iter().filter_map(|r| r.email_id) {
-            if let Some(status) = store.get::<EmailStatus>(EmailRecord::key(broadcast.team_id, email))? {
+            if let Some(status) = services.emails().status(broadcast.team_id, email)? {
                 each(email, &status);
             }
         }
@@ -612,9 +595,7 @@ pub struct ClickedLink {
 /// counted from the timelines of its emails a person clicked (people's clicks only, not
 /// link scanners'): the others have no such click to read.
 pub fn clicked_links(services: &Services, caller: &Caller, id: &str) -> Result<Vec<ClickedLink>, Error> {
-    use crate::emails::record::EmailEvent;
     let broadcast = get(services, caller, id)?;
-    let store = services.store();
     let mut links: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
     let mut clicked = Vec::new();
     each_state(services, &broadcast, |email, status| {
@@ -623,9 +604,9 @@ pub fn clicked_links(services: &Services, caller: &Caller, id: &str) -> Result<V
         }
     })?;
     for email in clicked {
-        let events = store.scan::<EmailEvent>(herald_queue::Scan::prefix(email.as_bytes()))?;
+        let events = services.emails().timeline(email)?;
         let mut seen = std::collections::HashSet::new();
-        for (_, event) in events {
+        for event in events {
             if event.kind != EmailState::Clicked || event.data["machine"] == true {
                 continue;
             }

@@ -15,10 +15,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Batch, Id, RecipientState, Table};
+use herald_queue::{Id, RecipientState};
 use serde_json::json;
 
-use super::{Broadcast, Outcome, Recipient, Status, personalise, store};
+use super::{Broadcast, Outcome, Recipient, Status, personalise};
 use crate::accounts::Permission;
 use crate::emails::EmailState;
 use crate::emails::accept::accept_with;
@@ -120,9 +120,10 @@ fn room(services: &Services, pending: &mut VecDeque<Id>) -> Result<usize, Error>
 
 /// Works one page of the oldest broadcast that is due.
 fn step(services: &Services, pacer: &mut Pacer) -> Result<Pass, Error> {
-    let store = services.store();
-    let now = store.now();
-    let due: Vec<Broadcast> = store::queued(store)?
+    let now = services.now();
+    let due: Vec<Broadcast> = services
+        .broadcasts()
+        .queued()?
         .into_iter()
         .filter(|b| b.status == Status::Sending || b.scheduled_at.is_none_or(|at| at <= now))
         .collect();
@@ -139,7 +140,11 @@ fn step(services: &Services, pacer: &mut Pacer) -> Result<Pass, Error> {
     }
     let _guard = services.broadcast_lock();
     // Read again under the lock: a cancel may have come first.
-    let Some(broadcast) = store::get(store, due.team_id, due.id)?.filter(|b| b.status.is_queued()) else {
+    let Some(broadcast) = services
+        .broadcasts()
+        .get(due.team_id, due.id)?
+        .filter(|b| b.status.is_queued())
+    else {
         return Ok(Pass::More);
     };
     page(services, broadcast, room, pending)?;
@@ -151,15 +156,14 @@ fn stop(services: &Services, mut broadcast: Broadcast, why: &str) -> Result<(), 
     tracing::warn!(broadcast_id = %broadcast.id, team_id = %broadcast.team_id, why, "broadcast stopped");
     broadcast.status = Status::Canceled;
     broadcast.finished_at = Some(services.now());
-    store::put(services.store(), &broadcast)?;
+    services.broadcasts().put(&broadcast)?;
     Ok(())
 }
 
 /// Expands the next page (of at most `limit` contacts) of `broadcast`'s segment.
 fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &mut VecDeque<Id>) -> Result<(), Error> {
-    let store = services.store();
     let team = broadcast.team_id;
-    let now = store.now();
+    let now = services.now();
     if broadcast.status == Status::Scheduled {
         broadcast.status = Status::Sending;
     }
@@ -207,9 +211,8 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         limit,
         cursor: broadcast.cursor.map_or(Cursor::Start, Cursor::After),
     };
-    let prefix = [team.as_bytes().as_slice(), broadcast.segment_id.as_bytes()].concat();
-    let (ids, has_more) = request.load_ids(store, Table::SEGMENT_MEMBERS, &prefix)?;
-    let mut batch = Batch::new();
+    let (ids, has_more) = services.contacts().segment_ids(team, broadcast.segment_id, &request)?;
+    let mut change = Change::new();
     let mut emails = Vec::with_capacity(ids.len());
     let mut bytes = 0usize;
     let mut shares = Vec::new();
@@ -228,7 +231,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         else {
             continue;
         };
-        if store::recipient(store, &broadcast, contact.id)?.is_some() {
+        if services.broadcasts().recipient(&broadcast, contact.id)?.is_some() {
             continue;
         }
         broadcast.counts.total += 1;
@@ -256,7 +259,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                 subject: &subject,
             };
             recipient.email_id = Some(skipped(
-                &mut batch,
+                &mut change,
                 services,
                 &broadcast,
                 unsent,
@@ -266,7 +269,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         } else {
             // Over the plan's quota, or a contact the content cannot be rendered for: the
             // recipient fails with the reason.
-            let rendered = match over_quota(services, &mut batch, &mut shares, (team, allowance), now)? {
+            let rendered = match over_quota(services, &mut change, &mut shares, (team, allowance), now)? {
                 Some(period) => Err(period.failure_reason().to_owned()),
                 None => prepared.render(&broadcast, &contact),
             };
@@ -281,7 +284,7 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                         subject: &broadcast.subject,
                     };
                     recipient.email_id = Some(skipped(
-                        &mut batch,
+                        &mut change,
                         services,
                         &broadcast,
                         unsent,
@@ -300,7 +303,9 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
                 }
             }
         }
-        store::stage_recipient(&mut batch, &broadcast, &recipient)?;
+        services
+            .broadcasts()
+            .stage_recipient(&mut change, &broadcast, &recipient)?;
     }
     if let Some(last) = last {
         broadcast.cursor = Some(last);
@@ -310,12 +315,12 @@ fn page(services: &Services, mut broadcast: Broadcast, limit: usize, pending: &m
         broadcast.finished_at = Some(now);
         tracing::info!(broadcast_id = %broadcast.id, team_id = %team, counts = ?broadcast.counts, "broadcast sent");
     }
-    store::stage(&mut batch, &broadcast)?;
+    services.broadcasts().stage(&mut change, &broadcast)?;
     let ids: Vec<Id> = emails.iter().map(|e| e.id).collect();
     let written = if ids.is_empty() {
-        store.commit(batch).wait().map_err(Error::from)
+        services.broadcasts().commit(change).map_err(Error::from)
     } else {
-        accept_with(services, emails, Change::of(batch), Source::Broadcast)
+        accept_with(services, emails, change, Source::Broadcast)
             .and_then(|accepting| accepting.wait())
             .map(|_| ())
             .map_err(|e| Error::invalid(e.to_string()))
@@ -343,7 +348,7 @@ struct Skipped<'a> {
 /// Records the email of a contact that is not sent one (`state` is `suppressed` or
 /// `failed`, `detail` what its event says of why); its id.
 fn skipped(
-    batch: &mut Batch,
+    change: &mut Change,
     services: &Services,
     broadcast: &Broadcast,
     contact: Skipped<'_>,
@@ -361,26 +366,23 @@ fn skipped(
         state,
         detail,
     };
-    Ok(Change::within(batch, |change| {
-        submit::record_unsent(change, services, unsent)
-    })?)
+    Ok(submit::record_unsent(change, services, unsent)?)
 }
 
 /// Takes one email of the team's `allowance` for a recipient, adding its counters to
-/// `batch`; the period that has none left instead.
+/// `change`; the period that has none left instead.
 fn over_quota(
     services: &Services,
-    batch: &mut Batch,
+    change: &mut Change,
     shares: &mut Vec<crate::quotas::Share>,
     (team, allowance): (Id, crate::quotas::Allowance),
     now: herald_queue::Timestamp,
 ) -> Result<Option<crate::quotas::Period>, Error> {
     Ok(
-        match Change::within(batch, |change| {
-            services
-                .quotas()
-                .take(services.store(), team, allowance, 1, now, change)
-        })? {
+        match services
+            .quotas()
+            .take(services.store(), team, allowance, 1, now, change)?
+        {
             Ok(share) => {
                 shares.push(share);
                 None

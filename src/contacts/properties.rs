@@ -213,7 +213,6 @@ pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<
     check_key(&key)?;
     let kind = new.kind.ok_or(Error::MissingField("type"))?;
     let fallback_value = fallback(services, &key, kind, new.fallback_value)?;
-    let store = services.store();
     let max = services.config().contacts.properties_max;
     let _guard = super::service::lock(services, caller.team_id);
     let existing = services.audience().properties(caller.team_id)?;
@@ -228,12 +227,12 @@ pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<
         )));
     }
     let property = ContactProperty {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         key,
         kind,
         fallback_value,
-        created_at: store.now(),
+        created_at: services.now(),
     };
     services.audience().put_property(&property)?;
     Ok(property.id)

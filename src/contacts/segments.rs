@@ -44,7 +44,6 @@ impl Segment {
 pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Result<Segment, Error> {
     caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
-    let store = services.store();
     let max = services.config().contacts.segments_max;
     let _guard = super::service::lock(services, caller.team_id);
     if services.audience().segments(caller.team_id)?.len() as u64 >= max {
@@ -53,10 +52,10 @@ pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Res
         )));
     }
     let segment = Segment {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         name,
-        created_at: store.now(),
+        created_at: services.now(),
     };
     services.audience().put_segment(&segment)?;
     Ok(segment)

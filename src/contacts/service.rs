@@ -161,7 +161,6 @@ fn create_with(services: &Services, caller: &Caller, new: NewContact, with: Chan
     let definitions = services.audience().properties(team)?;
     let value_max = services.config().contacts.property_value_max;
     let checked = properties::check(&definitions, &new.properties.unwrap_or_default(), value_max)?;
-    let store = services.store();
     let _guard = lock(services, team);
     let segments = existing_segments(services, team, &new.segments)?;
     let topics = existing_topics(services, team, &new.topics)?;
@@ -171,9 +170,9 @@ fn create_with(services: &Services, caller: &Caller, new: NewContact, with: Chan
         )));
     }
     check_room(services, team, 1)?;
-    let now = store.now();
+    let now = services.now();
     let mut contact = Contact {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: team,
         email,
         first_name,

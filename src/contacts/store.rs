@@ -19,7 +19,7 @@ use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::imports::{ContactImport, ImportError};
 use super::{Contact, ContactProperty, Segment, Topic, normalize};
-use crate::events::{self, Event};
+use crate::events::Event;
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
 
@@ -33,6 +33,9 @@ pub trait ContactStore: Send + Sync + std::fmt::Debug {
     fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error>;
     /// One page of the contacts in segment `segment_id`, newest first.
     fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error>;
+    /// One page of the ids of the contacts in segment `segment_id`, newest first: an id
+    /// may be of a contact that left the segment since (read the contact to be sure).
+    fn segment_ids(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Id>, bool), Error>;
     /// How many contacts the team has.
     fn count(&self, team_id: Id) -> Result<u64, Error>;
     /// Writes `contact`, new (`previous` is `None`) or changed from `previous`, with
@@ -116,14 +119,14 @@ impl RocksContacts {
 
     fn commit(&self, mut batch: Batch, events: &[Event]) -> Result<(), Error> {
         for event in events {
-            events::stage(&mut batch, event)?;
+            crate::webhooks::log::stage_event(&mut batch, event)?;
         }
         Ok(self.store.commit(batch).wait()?)
     }
 
     fn commit_one(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
         if let Some(event) = event {
-            events::stage(&mut batch, event)?;
+            crate::webhooks::log::stage_event(&mut batch, event)?;
         }
         Ok(self.store.commit(batch).wait()?)
     }
@@ -276,9 +279,13 @@ impl ContactStore for RocksContacts {
         Ok(page.load::<Contact>(&self.store, team_id.as_bytes())?)
     }
 
-    fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
+    fn segment_ids(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Id>, bool), Error> {
         let prefix = id_key(team_id, segment_id);
-        let (ids, has_more) = page.load_ids(&self.store, Table::SEGMENT_MEMBERS, &prefix)?;
+        Ok(page.load_ids(&self.store, Table::SEGMENT_MEMBERS, &prefix)?)
+    }
+
+    fn segment_page(&self, team_id: Id, segment_id: Id, page: &PageRequest) -> Result<(Vec<Contact>, bool), Error> {
+        let (ids, has_more) = self.segment_ids(team_id, segment_id, page)?;
         let mut contacts = Vec::with_capacity(ids.len());
         for id in ids {
             // An entry whose contact left the segment in the same instant is skipped.

@@ -155,7 +155,6 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
         .default_subscription
         .ok_or(Error::MissingField("default_subscription"))?;
     let description = description(new.description)?;
-    let store = services.store();
     let max = services.config().contacts.topics_max;
     let _guard = super::service::lock(services, caller.team_id);
     if services.audience().topics(caller.team_id)?.len() as u64 >= max {
@@ -163,9 +162,9 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
             "This team has {max} topics, the most it may have ([contacts] topics_max); delete one first"
         )));
     }
-    let now = store.now();
+    let now = services.now();
     let topic = Topic {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         name,
         description,

@@ -123,8 +123,7 @@ pub fn page(ctx: &Ctx<'_>, signed: &Signed) -> Response<Full<Bytes>> {
         .unwrap_or("UTC")
         .to_owned();
     let domain = request.query("domain").unwrap_or_default().to_owned();
-    let store = ctx.state.store();
-    let now = store.now();
+    let now = ctx.state.now();
     let zone: chrono_tz::Tz = tz.parse().unwrap_or(chrono_tz::UTC);
     let today = DateTime::from_timestamp_millis(i64::try_from(now.as_millis()).unwrap_or(0))
         .unwrap_or_default()

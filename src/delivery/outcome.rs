@@ -101,8 +101,7 @@ fn apply(
     change: &mut Change,
 ) -> Result<(), crate::storage::Error> {
     let _span = tracing::info_span!("delivery", email_id = %job.id).entered();
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     // A record that cannot be read loses its events, not the delivery state.
     let mut record = services.emails().status(job.team_id, job.id).unwrap_or_else(|error| {
         tracing::error!(email_id = %job.id, %error, "cannot read the email record");
@@ -143,7 +142,13 @@ fn apply(
             && suppressed_now.insert((job.team_id, suppressions::normalize(&address)))
             && services.suppressions().find(job.team_id, &address)?.is_none()
         {
-            let entry = Suppression::new(store, job.team_id, &address, Origin::Bounce, Some(job.id));
+            let entry = Suppression::new(
+                (services.next_id(), services.now()),
+                job.team_id,
+                &address,
+                Origin::Bounce,
+                Some(job.id),
+            );
             services.suppressions().stage(change, &entry)?;
             crate::services::outbox::push(change, services, job.team_id, EventKind::SuppressionAdded, || {
                 entry.event_json()

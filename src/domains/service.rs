@@ -172,7 +172,6 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         }
     };
     let team_id = caller.team_id;
-    let store = services.store();
     // Key generation happens before the lock: it is the slow part and needs no record.
     let dkim = super::generate_dkim_key(algorithm).map_err(|_| Error::Internal("DKIM key generation failed"))?;
     // The name is what must stay unique: creations of one name wait for each other.
@@ -185,7 +184,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         return Err(Error::invalid(format!("The domain {name} is already registered")));
     }
     let domain = Domain {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id,
         name,
         region,
@@ -198,7 +197,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewDomain) -> Result<Do
         checks: RecordChecks::all(RecordStatus::NotStarted),
         status: DomainStatus::NotStarted,
         dns_verification_skipped: false,
-        created_at: store.now(),
+        created_at: services.now(),
         verification_started_at: None,
         last_checked_at: None,
         next_check_at: None,

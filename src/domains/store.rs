@@ -14,7 +14,7 @@ use crate::storage::Error;
 use herald_queue::{Batch, DueIndex, Id, RawEntry, Record, RecordCache, Scan, Store, Table, Timestamp};
 
 use super::model::Domain;
-use crate::events::{self, Event};
+use crate::events::Event;
 use crate::storage::page::PageRequest;
 
 /// Domains by the time of their next check (`next_check_at`), keyed as the domains are:
@@ -166,7 +166,7 @@ pub(super) fn index_unindexed(store: &Store) -> Result<usize, Error> {
 impl RocksDomains {
     fn commit(&self, mut batch: Batch, event: Option<&Event>) -> Result<(), Error> {
         if let Some(event) = event {
-            events::stage(&mut batch, event)?;
+            crate::webhooks::log::stage_event(&mut batch, event)?;
         }
         Ok(self.store.commit(batch).wait()?)
     }

@@ -245,7 +245,7 @@ pub struct EmailStatus {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clicked: bool,
     /// The broadcast it is one of (stored since broadcasts count their emails by
-    /// status; see [`crate::broadcasts::counts`]).
+    /// status; see [`crate::broadcasts::store`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broadcast_id: Option<Id>,
 }

@@ -301,12 +301,11 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
     if events.is_empty() {
         return Ok(());
     }
-    let store = services.store();
     let emails = services.emails();
     let _guard = crate::emails::lock(services, status.team_id, status.id);
     // Read again under the lock: a concurrent open or delivery may have moved it.
     let mut status = emails.status(status.team_id, status.id)?.unwrap_or(status);
-    let now: Timestamp = store.now();
+    let now: Timestamp = services.now();
     let mut change = Change::new();
     let mut suppressed = std::collections::HashSet::new();
     for (address, state, extra, suppress) in events {
@@ -330,7 +329,13 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             && suppressed.insert(suppressions::normalize(&address))
             && services.suppressions().find(status.team_id, &address)?.is_none()
         {
-            let entry = Suppression::new(store, status.team_id, &address, origin, Some(status.id));
+            let entry = Suppression::new(
+                (services.next_id(), services.now()),
+                status.team_id,
+                &address,
+                origin,
+                Some(status.id),
+            );
             services.suppressions().stage(&mut change, &entry)?;
             crate::services::outbox::push(
                 &mut change,

@@ -77,7 +77,7 @@ fn domains(services: &Services, team: Id) -> Result<u64, Error> {
 
 fn sent_broadcasts(services: &Services, team: Id) -> Result<u64, Error> {
     count_pages(
-        |page| Ok(crate::broadcasts::store::page(services.store(), team, page)?),
+        |page| services.broadcasts().page(team, page),
         |b| b.id,
         |b| b.sent_at.is_some(),
     )

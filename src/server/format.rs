@@ -16,7 +16,7 @@ const KEY: &[u8] = b"store.format";
 ///    (`content_in_message`, `text_derived` and `line_feeds` on the record,
 ///    `retain` on the envelope).
 /// 2. Broadcasts count their emails by status as they move (`counted` on the broadcast,
-///    [`crate::broadcasts::counts`]): a build that does not would leave them wrong.
+///    [`crate::broadcasts::store`]): a build that does not would leave them wrong.
 /// 3. Messages of 4 KiB or more live in body files, their places in the spool's
 ///    `body_places` table: a build before would find them missing.
 pub const FORMAT: u32 = 3;

@@ -246,7 +246,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Arc::clone(&state.services),
         controller.handle(),
     ));
-    tasks.spawn(crate::emails::idempotency::expire(
+    tasks.spawn(crate::emails::idempotency::expiry::run(
         Arc::clone(&state.services),
         controller.handle(),
     ));

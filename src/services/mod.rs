@@ -16,10 +16,11 @@ use std::sync::{Mutex, PoisonError};
 use herald_queue::{Id, IdGenerator, SharedClock, Spool, Store};
 
 use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
+use crate::broadcasts::{BroadcastStore, RocksBroadcasts};
 use crate::config::Config;
 use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
-use crate::emails::idempotency::Idempotency;
+use crate::emails::idempotency::{Idempotency, IdempotencyStore, LocalIdempotency};
 use crate::emails::{EmailStore, RocksEmails};
 use crate::images::{ImageStore, RocksImages};
 use crate::limits::{DestinationLimits, LocalDestinations};
@@ -29,6 +30,7 @@ use crate::runner::Wake;
 use crate::suppressions::{RocksSuppressions, SuppressionStore};
 use crate::templates::{RocksTemplates, TemplateStore};
 use crate::users::store::{RocksUsers, UserStore};
+use crate::webhooks::{RocksWebhookLog, WebhookLog};
 use crate::webhooks::{RocksWebhooks, WebhookStore};
 
 /// What every service operation may use.
@@ -66,6 +68,10 @@ pub struct Services {
     request_logs: Box<dyn RequestLogStore>,
     /// Images uploaded for designs.
     images: Box<dyn ImageStore>,
+    /// Broadcasts, their contacts' markers and their emails' counts.
+    broadcasts: Box<dyn BroadcastStore>,
+    /// The event outbox, webhook messages and their attempts.
+    webhook_log: Box<dyn WebhookLog>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -130,6 +136,12 @@ pub struct Backends {
     pub request_logs: Box<dyn RequestLogStore>,
     /// Images uploaded for designs.
     pub images: Box<dyn ImageStore>,
+    /// Broadcasts, their contacts' markers and their emails' counts.
+    pub broadcasts: Box<dyn BroadcastStore>,
+    /// Idempotency keys in flight and the answers they remember.
+    pub idempotency: Box<dyn IdempotencyStore>,
+    /// The event outbox, webhook messages and their attempts.
+    pub webhook_log: Box<dyn WebhookLog>,
     /// Record locks.
     pub locks: Box<dyn Locks>,
     /// The time the services go by (and make ids in the order of).
@@ -151,6 +163,9 @@ impl Backends {
             emails: Box::new(RocksEmails::new(store.clone())),
             request_logs: Box::new(RocksRequestLogs::new(store.clone())),
             images: Box::new(RocksImages::new(store.clone())),
+            broadcasts: Box::new(RocksBroadcasts::new(store.clone())),
+            webhook_log: Box::new(RocksWebhookLog::new(store.clone())),
+            idempotency: Box::new(LocalIdempotency::new(store.clone())),
             locks: Box::new(LocalLocks::default()),
             clock: store.clock().clone(),
         }
@@ -189,12 +204,15 @@ impl Services {
             emails,
             request_logs,
             images,
+            broadcasts,
+            webhook_log,
+            idempotency,
             locks,
             clock,
         } = backends;
         Services {
             accounts,
-            idempotency: Idempotency::new(store.clone()),
+            idempotency: Idempotency::with_store(idempotency),
             domains,
             webhooks,
             suppressions,
@@ -205,6 +223,8 @@ impl Services {
             email_store: emails,
             request_logs,
             images,
+            broadcasts,
+            webhook_log,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -281,6 +301,16 @@ impl Services {
     /// Images uploaded for designs.
     pub fn images(&self) -> &dyn ImageStore {
         &*self.images
+    }
+
+    /// Broadcasts, their contacts' markers and their emails' counts.
+    pub fn broadcasts(&self) -> &dyn BroadcastStore {
+        &*self.broadcasts
+    }
+
+    /// The event outbox, webhook messages and their attempts.
+    pub fn webhook_log(&self) -> &dyn WebhookLog {
+        &*self.webhook_log
     }
 
     /// Emails: records, statuses, timelines and the index by status.

@@ -1,12 +1,12 @@
 //! Events as the services write them: one for a team only when it has a webhook to
 //! hear of it (the outbox only feeds webhooks), made with the change that caused it.
-//! The record and the outbox's keys are [`crate::events`]'.
+//! The record is [`crate::events`]'; the outbox is kept by [`crate::webhooks::log`].
 
 use herald_queue::Id;
 use serde_json::Value;
 
 use super::Services;
-use crate::events::{Event, EventKind, stage};
+use crate::events::{Event, EventKind};
 use crate::storage::Change;
 
 /// Adds an event of `kind` for `team_id` to `change` (see [`new`]).
@@ -19,7 +19,7 @@ pub fn push(
 ) -> Result<Id, crate::storage::Error> {
     match new(services, team_id, kind, data)? {
         Some(event) => {
-            stage(change.batch(), &event)?;
+            services.webhook_log().stage_event(change, &event)?;
             Ok(event.id)
         }
         None => Ok(services.next_id()),

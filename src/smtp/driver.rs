@@ -434,7 +434,7 @@ async fn deliver(
     let hash = idempotency::bytes_hash(&submission.envelope.message);
     let outcome = state
         .idempotency()
-        .begin(state.store(), caller.team_id, &key, hash)
+        .begin(state.now(), caller.team_id, &key, hash)
         .map_err(|e| failure_reply(RawError::Send(e.into())))?;
     match outcome {
         Outcome::Replay(answer) => Ok(answer.email_id().map(|id| id.to_string()).unwrap_or_default()),

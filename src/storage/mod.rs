@@ -50,11 +50,6 @@ impl Change {
         self.batch
     }
 
-    /// A change holding `batch`'s writes, for code that staged them itself.
-    pub(crate) fn of(batch: Batch) -> Change {
-        Change { batch }
-    }
-
     /// Runs `stage` on a change that holds `batch`'s writes and leaves its writes in
     /// `batch`: for stores staging into a write the spool makes (a delivery outcome, a
     /// cancellation), whose callbacks hand out the batch itself. Moves, never copies.

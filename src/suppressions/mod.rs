@@ -5,7 +5,7 @@
 pub mod service;
 mod store;
 
-use herald_queue::{Id, Store, Timestamp};
+use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
 
 pub use store::{RocksSuppressions, SuppressionStore};
@@ -42,15 +42,21 @@ pub struct Suppression {
 }
 
 impl Suppression {
-    /// A new entry for `email`.
-    pub fn new(store: &Store, team_id: Id, email: &str, origin: Origin, source_id: Option<Id>) -> Self {
+    /// A new entry `id` for `email`, made at `created_at`.
+    pub fn new(
+        (id, created_at): (Id, Timestamp),
+        team_id: Id,
+        email: &str,
+        origin: Origin,
+        source_id: Option<Id>,
+    ) -> Self {
         Suppression {
-            id: store.next_id(),
+            id,
             team_id,
             email: normalize(email),
             origin,
             source_id,
-            created_at: store.now(),
+            created_at,
         }
     }
 

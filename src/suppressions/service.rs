@@ -77,7 +77,6 @@ pub fn add_many(services: &Services, caller: &Caller, emails: Option<Vec<String>
 /// The entry ids of `addresses` (distinct, lower case): existing entries, and new
 /// `manual` ones written at once with their `suppression.added` events.
 fn add_addresses(services: &Services, caller: &Caller, addresses: &[String]) -> Result<Vec<Id>, Error> {
-    let store = services.store();
     let team_id = caller.team_id;
     let _guard = lock(services, caller);
     let mut ids = Vec::with_capacity(addresses.len());
@@ -88,7 +87,13 @@ fn add_addresses(services: &Services, caller: &Caller, addresses: &[String]) -> 
             ids.push(existing.id);
             continue;
         }
-        let suppression = Suppression::new(store, team_id, email, Origin::Manual, None);
+        let suppression = Suppression::new(
+            (services.next_id(), services.now()),
+            team_id,
+            email,
+            Origin::Manual,
+            None,
+        );
         added_events.extend(crate::services::outbox::new(
             services,
             team_id,

@@ -12,7 +12,7 @@ use crate::storage::{Change, Error};
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::{Origin, Suppression, normalize};
-use crate::events::{self, Event};
+use crate::events::Event;
 use crate::storage::page::{Cursor, PageRequest};
 
 /// Id index entries read at a time when a list is filtered by origin. Unfiltered lists
@@ -169,7 +169,7 @@ impl SuppressionStore for RocksSuppressions {
             stage(&mut batch, suppression)?;
         }
         for event in events {
-            events::stage(&mut batch, event)?;
+            crate::webhooks::log::stage_event(&mut batch, event)?;
         }
         if batch.is_empty() {
             return Ok(());

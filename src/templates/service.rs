@@ -258,10 +258,9 @@ pub fn create(services: &Services, caller: &Caller, new: NewTemplate) -> Result<
     caller.require_full_access()?;
     let name = required_text(new.name, "name", NAME_MAX)?;
     let alias = alias(new.alias)?;
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     let version = Version {
-        id: store.next_id(),
+        id: services.next_id(),
         from: empty(new.from),
         subject: empty(new.subject),
         reply_to: new.reply_to.unwrap_or_default(),
@@ -273,7 +272,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTemplate) -> Result<
     };
     check_version(&version)?;
     let template = Template {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         name,
         alias,
@@ -351,8 +350,7 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
     let _guard = lock(services, caller.team_id);
     let previous = get(services, caller, target)?;
     let mut template = previous.clone();
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     if let Some(name) = name {
         template.name = name;
     }
@@ -407,7 +405,7 @@ pub fn update(services: &Services, caller: &Caller, target: &str, change: Templa
             if template.draft.is_none() {
                 // The published version stays as it is, sending, until this draft is
                 // published.
-                version.id = store.next_id();
+                version.id = services.next_id();
                 version.created_at = now;
             }
             template.draft = Some(version);
@@ -459,12 +457,11 @@ pub fn restore(services: &Services, caller: &Caller, target: &str, version_id: &
     else {
         return Err(Error::NotFound("Template version not found"));
     };
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     if template.published.as_ref().is_some_and(|p| p.same_content(&version)) {
         template.draft = None;
     } else if !template.draft.as_ref().is_some_and(|d| d.same_content(&version)) {
-        version.id = store.next_id();
+        version.id = services.next_id();
         version.created_at = now;
         template.draft = Some(version);
     }
@@ -480,19 +477,18 @@ pub fn restore(services: &Services, caller: &Caller, target: &str, version_id: &
 pub fn duplicate(services: &Services, caller: &Caller, target: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
     let original = get(services, caller, target)?;
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     let mut version = original.current().clone();
-    version.id = store.next_id();
+    version.id = services.next_id();
     version.created_at = now;
     for variable in &mut version.variables {
-        variable.id = store.next_id();
+        variable.id = services.next_id();
         variable.created_at = now;
         variable.updated_at = now;
     }
     let name: String = format!("{} (copy)", original.name).chars().take(NAME_MAX).collect();
     let copy = Template {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: caller.team_id,
         name,
         alias: None,

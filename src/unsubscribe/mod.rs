@@ -264,15 +264,14 @@ pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Cho
         Choice::OneClick => true,
         Choice::Preferences { all, .. } => !all,
     };
-    let store = services.store();
-    let key = crate::emails::EmailRecord::key(unsubscribe.team_id, unsubscribe.email_id);
     let from = match counted {
-        true => store
-            .get::<crate::emails::record::EmailStatus>(&key)?
+        true => services
+            .emails()
+            .status(unsubscribe.team_id, unsubscribe.email_id)?
             .map(|status| status.from),
         false => None,
     };
-    let now = store.now();
+    let now = services.now();
     contacts::choose(
         services,
         &caller,

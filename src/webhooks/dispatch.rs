@@ -19,16 +19,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald_queue::{Batch, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
+use herald_queue::{Id, Timestamp};
 use hyper::Method;
 
 use super::Webhook;
+use super::log::{DUE, webhook_of};
+use super::message::{MessageState, WebhookAttempt, WebhookMessage};
 use super::signature;
-use crate::events::{Event, EventKind};
 use crate::outbound::Limits;
 use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
+use crate::storage::Change;
 use crate::wire;
 
 /// Outbox events fanned out per write.
@@ -40,155 +42,11 @@ const OUTBOX_POLL: Duration = Duration::from_millis(100);
 /// message earlier than the runner sleeps wakes it (fan-out, replays, released claims);
 /// this bounds the wait should the clock jump.
 const DUE_IDLE_MAX: Duration = Duration::from_secs(1);
-/// Pending messages by their next attempt: big-endian due time, then team, webhook and
-/// event ids (the message's key).
-const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
 /// Attempts of one message that its record lists: more than the default retry schedule
 /// makes, with room for replays.
 pub const ATTEMPT_IDS_MAX: usize = 50;
 /// Response bytes kept in the request log.
 const EXCERPT_MAX: usize = 1024;
-
-/// Where a message stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageState {
-    /// Waiting for its next attempt.
-    Pending,
-    /// An attempt got a 2xx.
-    Delivered,
-    /// The last retry failed.
-    Failed,
-}
-
-/// One event for one webhook.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct WebhookMessage {
-    /// The event's id (the message id is `msg_<event id>`).
-    pub event_id: Id,
-    /// The webhook.
-    pub webhook_id: Id,
-    /// The team.
-    pub team_id: Id,
-    /// The event type.
-    pub kind: EventKind,
-    /// The JSON body, as sent on every attempt.
-    pub body: String,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Where it stands.
-    pub state: MessageState,
-    /// When it is next due, while pending.
-    pub next_attempt: Timestamp,
-    /// Its attempts in the request log, oldest first (the latest [`ATTEMPT_IDS_MAX`]).
-    #[serde(default)]
-    pub attempt_ids: Vec<Id>,
-    /// When it became final (delivered or failed): what its retention counts from.
-    #[serde(default)]
-    pub finished_at: Option<Timestamp>,
-}
-
-impl Record for WebhookMessage {
-    const TABLE: Table = Table::WEBHOOK_MESSAGES;
-}
-
-impl WebhookMessage {
-    /// Its key: team, webhook, event.
-    pub fn key(&self) -> Vec<u8> {
-        Self::key_of(self.team_id, self.webhook_id, self.event_id)
-    }
-
-    /// The key of the message of event `event_id` for webhook `webhook_id` of `team_id`.
-    pub fn key_of(team_id: Id, webhook_id: Id, event_id: Id) -> Vec<u8> {
-        [
-            team_id.as_bytes().as_slice(),
-            webhook_id.as_bytes(),
-            event_id.as_bytes(),
-        ]
-        .concat()
-    }
-
-    /// The id receivers see in `webhook-id` / `svix-id`.
-    pub fn message_id(&self) -> String {
-        format!("msg_{}", self.event_id)
-    }
-
-    /// The webhook of the message under `key` (see [`WebhookMessage::key_of`]).
-    fn webhook_of(key: &[u8]) -> Option<Id> {
-        key.get(16..32).filter(|_| key.len() == 48).and_then(Id::from_slice)
-    }
-}
-
-/// One attempt, as the request log lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct WebhookAttempt {
-    /// Its id (time-ordered).
-    pub id: Id,
-    /// The message's event id.
-    pub event_id: Id,
-    /// The event type.
-    pub kind: EventKind,
-    /// 1 for the first try.
-    pub attempt: u32,
-    /// The response status, when there was a response.
-    pub status: Option<u16>,
-    /// Why there was no (successful) response.
-    pub error: Option<String>,
-    /// The start of the response body.
-    pub response: String,
-    /// How long the request took.
-    pub latency_ms: u64,
-    /// When it was made.
-    pub at: Timestamp,
-}
-
-impl Record for WebhookAttempt {
-    const TABLE: Table = Table::WEBHOOK_ATTEMPTS;
-}
-
-impl WebhookAttempt {
-    /// Its key: team, webhook, attempt id.
-    pub fn key(team_id: Id, webhook_id: Id, id: Id) -> Vec<u8> {
-        [team_id.as_bytes().as_slice(), webhook_id.as_bytes(), id.as_bytes()].concat()
-    }
-
-    /// The API object.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "object": "webhook_delivery",
-            "id": self.id,
-            "message_id": format!("msg_{}", self.event_id),
-            "event_type": self.kind,
-            "attempt": self.attempt,
-            "response_status": self.status,
-            "error": self.error,
-            "response_body": self.response,
-            "latency_ms": self.latency_ms,
-            "created_at": wire::timestamp(self.at),
-        })
-    }
-}
-
-/// Makes `message` due now with no attempts counted, in one write (`POST
-/// /webhooks/{id}/events/{event_id}/replay` and the deliveries' replay). The caller holds
-/// the team's webhooks lock.
-pub fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, crate::storage::Error> {
-    let store = state.store();
-    let mut batch = Batch::new();
-    let key = message.key();
-    if message.state == MessageState::Pending {
-        DUE.disarm(&mut batch, message.next_attempt, &key);
-    }
-    message.state = MessageState::Pending;
-    message.finished_at = None;
-    message.attempts = 0;
-    message.next_attempt = store.now();
-    DUE.arm(&mut batch, message.next_attempt, &key);
-    batch.put(key, &message)?;
-    store.commit(batch).wait()?;
-    state.webhook_wake().wake();
-    Ok(message)
-}
 
 /// Runs the dispatcher until shutdown: fan-out and the due messages' runner.
 pub async fn run(state: Arc<Services>, shutdown: Shutdown) {
@@ -254,9 +112,9 @@ impl Handler for Senders {
     async fn handle(&mut self, due: Vec<Claimed>) {
         while self.tasks.try_join_next().is_some() {}
         for claimed in due {
-            let Some(webhook) = WebhookMessage::webhook_of(claimed.key()) else {
+            let Some(webhook) = webhook_of(claimed.key()) else {
                 tracing::warn!(key_len = claimed.key().len(), "removing a malformed webhook due entry");
-                disarm(self.state.store(), &claimed).await;
+                disarm(&self.state, &claimed).await;
                 continue;
             };
             match lock(&self.queues).entry(webhook) {
@@ -299,21 +157,18 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// message's own entry, under its own time). The claim is released once the outcome is
 /// written.
 async fn send(state: &Services, claimed: Claimed) {
-    let store = state.store();
-    match store.get::<WebhookMessage>(claimed.key()) {
+    match state.webhook_log().due(claimed.key()) {
         Ok(Some(message)) if message.state == MessageState::Pending && message.next_attempt == claimed.at() => {
             deliver(state, message).await;
         }
-        Ok(_) => disarm(store, &claimed).await,
+        Ok(_) => disarm(state, &claimed).await,
         // The claim is given back with the entry still due: it is tried again.
         Err(error) => tracing::error!(%error, "cannot read a webhook message"),
     }
 }
 
-async fn disarm(store: &Store, claimed: &Claimed) {
-    let mut batch = Batch::new();
-    DUE.disarm(&mut batch, claimed.at(), claimed.key());
-    if let Err(error) = store.commit(batch).await {
+async fn disarm(state: &Services, claimed: &Claimed) {
+    if let Err(error) = state.webhook_log().disarm(claimed.at(), claimed.key()).await {
         tracing::error!(%error, "cannot remove a stale webhook due entry");
     }
 }
@@ -325,22 +180,17 @@ async fn disarm(store: &Store, claimed: &Claimed) {
 /// compaction, and a scan from the start walks them all. So a scan starts from `cursor`
 /// (see [`FanOutCursor`]) unless a full pass is due.
 fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, crate::storage::Error> {
-    let store = services.store();
+    let log = services.webhook_log();
     let start = cursor.start();
-    let events = store.scan::<Event>(Scan {
-        prefix: b"",
-        after: start.as_deref(),
-        reverse: false,
-        limit: FAN_OUT_BATCH,
-    })?;
-    cursor.scanned(start.is_none(), events.last().map(|(key, _)| key.as_slice()));
+    let events = log.outbox(start, FAN_OUT_BATCH)?;
+    cursor.scanned(start.is_none(), events.last().map(|event| event.id));
     if events.is_empty() {
         return Ok(0);
     }
-    let now = store.now();
-    let mut batch = Batch::new();
+    let now = services.now();
+    let mut messages = Vec::new();
     let mut webhooks: std::collections::HashMap<Id, Vec<Webhook>> = std::collections::HashMap::new();
-    for (key, event) in &events {
+    for event in &events {
         let team_hooks = match webhooks.entry(event.team_id) {
             std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -358,7 +208,7 @@ fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, crat
         // webhook starts empty).
         let hears = |w: &&Webhook| w.receives(event.kind) && w.created_at <= event.created_at;
         for webhook in team_hooks.iter().filter(hears) {
-            let message = WebhookMessage {
+            messages.push(WebhookMessage {
                 event_id: event.id,
                 webhook_id: webhook.id,
                 team_id: event.team_id,
@@ -369,14 +219,10 @@ fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, crat
                 next_attempt: now,
                 attempt_ids: Vec::new(),
                 finished_at: None,
-            };
-            let key = message.key();
-            DUE.arm(&mut batch, message.next_attempt, &key);
-            batch.put(key, &message)?;
+            });
         }
-        batch.delete::<Event>(key);
     }
-    store.commit(batch).wait()?;
+    log.fan_out(&events, &messages)?;
     Ok(events.len())
 }
 
@@ -387,7 +233,7 @@ fn fan_out(services: &Services, cursor: &mut FanOutCursor) -> Result<usize, crat
 /// anything later still.
 #[derive(Debug)]
 struct FanOutCursor {
-    last: Option<Vec<u8>>,
+    last: Option<Id>,
     full_pass_at: Instant,
 }
 
@@ -404,40 +250,38 @@ impl FanOutCursor {
         }
     }
 
-    /// The key to scan after, or `None` for a full pass.
-    fn start(&self) -> Option<Vec<u8>> {
+    /// The id to scan after, or `None` for a full pass.
+    fn start(&self) -> Option<Id> {
         if Instant::now() >= self.full_pass_at {
             return None;
         }
-        let last = self.last.as_deref()?;
-        let id = Id::from_slice(last)?;
-        let millis = id.timestamp()?.as_millis();
+        let millis = self.last?.timestamp()?.as_millis();
         let window = u64::try_from(STRAGGLER_WINDOW.as_millis()).unwrap_or(u64::MAX);
         // A v7 id starts with its 48-bit millisecond time; zeros after it sort first.
         let from = millis.saturating_sub(window).to_be_bytes();
-        let mut key = vec![0_u8; 16];
-        key[..6].copy_from_slice(&from[2..]);
-        Some(key)
+        let mut bound = [0_u8; 16];
+        bound[..6].copy_from_slice(&from[2..]);
+        Some(Id::from_bytes(bound))
     }
 
-    /// Records a scan: whether it was a full pass, and the last key it returned.
-    fn scanned(&mut self, full: bool, last: Option<&[u8]>) {
+    /// Records a scan: whether it was a full pass, and the last event it returned.
+    fn scanned(&mut self, full: bool, last: Option<Id>) {
         if full {
             self.full_pass_at = Instant::now() + FULL_PASS_INTERVAL;
         }
         if let Some(last) = last
-            && self.last.as_deref().is_none_or(|previous| last > previous)
+            && self.last.is_none_or(|previous| last.as_bytes() > previous.as_bytes())
         {
-            self.last = Some(last.to_vec());
+            self.last = Some(last);
         }
     }
 }
 
 /// One attempt at `message`, pending and due, and its outcome written.
 async fn deliver(state: &Services, mut message: WebhookMessage) {
-    let store = state.store();
+    let log = state.webhook_log();
     let config = &state.config().webhooks;
-    let (key, old_due) = (message.key(), message.next_attempt);
+    let old_due = message.next_attempt;
     let webhook = match state.webhooks().get(message.team_id, message.webhook_id) {
         Ok(webhook) => webhook,
         Err(error) => {
@@ -449,14 +293,13 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     };
     let Some(webhook) = webhook.filter(|w| w.status == super::WebhookStatus::Enabled) else {
         // Deleted or disabled: the message goes with it.
-        let mut batch = Batch::new();
-        batch.delete::<WebhookMessage>(&key);
-        DUE.disarm(&mut batch, old_due, &key);
-        let _ = store.commit(batch).await;
+        let mut change = Change::new();
+        log.stage_removal(&mut change, &message, old_due);
+        let _ = log.commit_async(change).await;
         return;
     };
     let Some(keys) = webhook
-        .signing_keys(store.now())
+        .signing_keys(state.now())
         .into_iter()
         .map(super::SigningSecret::key)
         .collect::<Option<Vec<_>>>()
@@ -464,15 +307,14 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
         // Only a damaged record gets here: the message cannot be signed, so it fails
         // rather than coming due again on every pass.
         tracing::error!(webhook_id = %webhook.id, "the webhook's signing secret cannot be decoded");
-        let mut batch = Batch::new();
-        super::retention::finish(&mut batch, &mut message, MessageState::Failed, store.now());
-        DUE.disarm(&mut batch, old_due, &key);
-        if batch.put(&key, &message).is_ok() {
-            let _ = store.commit(batch).await;
+        finish(&mut message, MessageState::Failed, state.now());
+        let mut change = Change::new();
+        if log.stage_message(&mut change, &message, Some(old_due), None).is_ok() {
+            let _ = log.commit_async(change).await;
         }
         return;
     };
-    let timestamp = store.now().as_millis() / 1000;
+    let timestamp = state.now().as_millis() / 1000;
     let id = message.message_id();
     // One `v1,...` per secret, space-separated, as the Standard Webhooks scheme allows:
     // during a rotation receivers holding either secret verify the request.
@@ -533,9 +375,9 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
             "webhook request"
         );
     }
-    let now = store.now();
+    let now = state.now();
     let attempt = WebhookAttempt {
-        id: store.next_id(),
+        id: state.next_id(),
         event_id: message.event_id,
         kind: message.kind,
         attempt: message.attempts,
@@ -549,77 +391,36 @@ async fn deliver(state: &Services, mut message: WebhookMessage) {
     if message.attempt_ids.len() > ATTEMPT_IDS_MAX {
         message.attempt_ids.remove(0);
     }
-    let mut batch = Batch::new();
-    DUE.disarm(&mut batch, old_due, &key);
     if ok {
-        super::retention::finish(&mut batch, &mut message, MessageState::Delivered, now);
+        finish(&mut message, MessageState::Delivered, now);
     } else if let Some(wait) = config.retry_intervals.get(message.attempts as usize - 1) {
         message.next_attempt = now.saturating_add(*wait);
-        DUE.arm(&mut batch, message.next_attempt, &key);
     } else {
-        super::retention::finish(&mut batch, &mut message, MessageState::Failed, now);
+        finish(&mut message, MessageState::Failed, now);
     }
-    let attempt_key = WebhookAttempt::key(message.team_id, message.webhook_id, attempt.id);
-    super::retention::arm_attempt(&mut batch, &attempt_key, now);
-    let written = batch
-        .put(&key, &message)
-        .and_then(|()| batch.put(attempt_key, &attempt));
-    if let Err(error) = written {
+    let mut change = Change::new();
+    if let Err(error) = log.stage_message(&mut change, &message, Some(old_due), Some(&attempt)) {
         tracing::error!(%error, "cannot record a webhook attempt");
         return;
     }
-    if let Err(error) = store.commit(batch).await {
+    if let Err(error) = log.commit_async(change).await {
         tracing::error!(%error, "cannot record a webhook attempt");
     }
 }
 
-/// One page of the messages of `team_id`'s webhook `webhook_id`, newest first.
-pub fn messages(
-    store: &Store,
-    team_id: Id,
-    webhook_id: Id,
-    page: &crate::storage::page::PageRequest,
-) -> Result<(Vec<WebhookMessage>, bool), crate::storage::Error> {
-    let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
-    Ok(page.load::<WebhookMessage>(store, &prefix)?)
-}
-
-/// The message of event `event_id` for `team_id`'s webhook `webhook_id`.
-pub fn message(
-    store: &Store,
-    team_id: Id,
-    webhook_id: Id,
-    event_id: Id,
-) -> Result<Option<WebhookMessage>, crate::storage::Error> {
-    Ok(store.get::<WebhookMessage>(WebhookMessage::key_of(team_id, webhook_id, event_id))?)
-}
-
-/// One page of the attempts of `team_id`'s webhook `webhook_id`, newest first.
-pub fn attempts(
-    store: &Store,
-    team_id: Id,
-    webhook_id: Id,
-    page: &crate::storage::page::PageRequest,
-) -> Result<(Vec<WebhookAttempt>, bool), crate::storage::Error> {
-    let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
-    Ok(page.load::<WebhookAttempt>(store, &prefix)?)
-}
-
-/// The attempt `id` of `team_id`'s webhook `webhook_id`.
-pub fn attempt(
-    store: &Store,
-    team_id: Id,
-    webhook_id: Id,
-    id: Id,
-) -> Result<Option<WebhookAttempt>, crate::storage::Error> {
-    Ok(store.get::<WebhookAttempt>(WebhookAttempt::key(team_id, webhook_id, id))?)
+/// Marks `message` final at `at`: its retention counts from then.
+fn finish(message: &mut WebhookMessage, state: MessageState, at: Timestamp) {
+    message.state = state;
+    message.finished_at = Some(at);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::events::EventKind;
+    use crate::webhooks::log::key_of;
     use crate::webhooks::{SigningSecret, WebhookStatus};
+    use herald_queue::{Scan, Store};
 
     /// An enabled webhook of `team` hearing of `email.sent`.
     fn enabled_webhook(store: &Store, team: Id) -> Webhook {
@@ -649,20 +450,20 @@ mod tests {
             services.webhooks().put(&webhook).expect("put");
             webhook.id
         };
-        let push = |store: &Store| {
+        let push = || {
             let mut batch = crate::storage::Change::new();
             crate::services::outbox::push(&mut batch, &services, team, EventKind::EmailSent, || {
                 serde_json::json!({})
             })
             .expect("push");
-            store.commit(batch.into_batch()).wait().expect("commit");
+            services.commit(batch).expect("commit");
         };
         let first = add_webhook(&store);
-        push(&store);
+        push();
         clock.advance(Duration::from_secs(1));
         // Created while the first event still waits in the outbox.
         let second = add_webhook(&store);
-        push(&store);
+        push();
         assert_eq!(fan_out(&services, &mut FanOutCursor::new()).expect("fan out"), 2);
         let messages = store.scan::<WebhookMessage>(Scan::prefix(b"")).expect("scan");
         let count = |webhook: Id| messages.iter().filter(|(_, m)| m.webhook_id == webhook).count();
@@ -738,11 +539,11 @@ mod tests {
             attempt_ids: Vec::new(),
             finished_at: None,
         };
-        let key = message.key();
-        let mut batch = Batch::new();
-        batch.put(&key, &message).expect("encode");
-        DUE.arm(&mut batch, message.next_attempt, &key);
-        store.commit(batch).wait().expect("commit");
+        let key = key_of(&message);
+        let mut change = Change::new();
+        let log = services.webhook_log();
+        log.stage_message(&mut change, &message, None, None).expect("stage");
+        log.commit(change).expect("commit");
 
         failing.store(true, std::sync::atomic::Ordering::SeqCst);
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -752,7 +553,7 @@ mod tests {
         runtime.block_on(deliver(&services, message.clone()));
         failing.store(false, std::sync::atomic::Ordering::SeqCst);
 
-        assert_eq!(store.get::<WebhookMessage>(&key).expect("read"), Some(message.clone()));
+        assert_eq!(log.due(&key).expect("read"), Some(message.clone()));
         assert!(
             DUE.contains(&store, message.next_attempt, &key)
                 .expect("read the index"),
@@ -772,16 +573,16 @@ mod tests {
         assert_eq!(cursor.start(), None, "the first scan is a full pass");
         let ids = herald_queue::IdGenerator::default();
         let taken = ids.next(Timestamp::from_millis(1_700_000_000_000));
-        cursor.scanned(true, Some(taken.as_bytes().as_slice()));
+        cursor.scanned(true, Some(taken));
         let start = cursor.start().expect("a cursor after a full pass");
         let mut millis = [0_u8; 8];
-        millis[2..].copy_from_slice(&start[..6]);
+        millis[2..].copy_from_slice(&start.as_bytes()[..6]);
         let start_ms = u64::from_be_bytes(millis);
         let taken_ms = taken.timestamp().expect("v7").as_millis();
         assert_eq!(taken_ms - start_ms, 2_000);
-        assert!(start.as_slice() < taken.as_bytes().as_slice());
-        // An older key never moves the cursor back.
-        cursor.scanned(false, Some([0_u8; 16].as_slice()));
+        assert!(start.as_bytes() < taken.as_bytes());
+        // An older event never moves the cursor back.
+        cursor.scanned(false, Some(Id::from_bytes([0_u8; 16])));
         assert_eq!(cursor.start(), Some(start));
         cursor.full_pass_at = Instant::now();
         assert_eq!(cursor.start(), None, "a full pass when one is due");

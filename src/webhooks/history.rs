@@ -1,12 +1,13 @@
 //! The webhook event log a team reads: the messages (one event for one endpoint) and the
-//! attempts to deliver them, and replay. The dispatcher owns their records; these are the
-//! operations the adapters call, checked against the caller's team.
+//! attempts to deliver them, and replay. The webhook log ([`super::log`]) keeps their
+//! records; these are the operations the adapters call, checked against the caller's team.
 
 use herald_queue::Id;
 
-use super::dispatch::{self, WebhookAttempt, WebhookMessage};
+use super::message::{MessageState, WebhookAttempt, WebhookMessage};
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
+use crate::storage::Change;
 use crate::storage::page::PageRequest;
 
 /// The id of the caller's webhook `id`, if it exists.
@@ -27,14 +28,16 @@ pub fn messages(
 ) -> Result<(Vec<WebhookMessage>, bool), Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    Ok(dispatch::messages(services.store(), caller.team_id, webhook, page)?)
+    Ok(services.webhook_log().messages(caller.team_id, webhook, page)?)
 }
 
 /// The message of event `event` for the caller's webhook `id`.
 pub fn message(services: &Services, caller: &Caller, id: Id, event: Id) -> Result<WebhookMessage, Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    dispatch::message(services.store(), caller.team_id, webhook, event)?
+    services
+        .webhook_log()
+        .message(caller.team_id, webhook, event)?
         .ok_or(Error::NotFound("Webhook event not found"))
 }
 
@@ -42,7 +45,10 @@ pub fn message(services: &Services, caller: &Caller, id: Id, event: Id) -> Resul
 pub fn attempts_of(services: &Services, message: &WebhookMessage, ids: &[Id]) -> Result<Vec<WebhookAttempt>, Error> {
     let mut found = Vec::with_capacity(ids.len());
     for id in ids {
-        if let Some(attempt) = dispatch::attempt(services.store(), message.team_id, message.webhook_id, *id)? {
+        if let Some(attempt) = services
+            .webhook_log()
+            .attempt(message.team_id, message.webhook_id, *id)?
+        {
             found.push(attempt);
         }
     }
@@ -58,7 +64,7 @@ pub fn attempts(
 ) -> Result<(Vec<WebhookAttempt>, bool), Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    Ok(dispatch::attempts(services.store(), caller.team_id, webhook, page)?)
+    Ok(services.webhook_log().attempts(caller.team_id, webhook, page)?)
 }
 
 /// Sends the message of event `event` to the caller's webhook `id` again now, with a
@@ -67,17 +73,38 @@ pub fn replay_event(services: &Services, caller: &Caller, id: Id, event: Id) -> 
     caller.require_full_access()?;
     let _guard = super::service::lock(services, caller);
     let message = message(services, caller, id, event)?;
-    Ok(dispatch::replay(services, message)?)
+    Ok(replay(services, message)?)
 }
 
 /// Sends the message of the caller's webhook `id`'s attempt `delivery` again now.
 pub fn replay_delivery(services: &Services, caller: &Caller, id: Id, delivery: Id) -> Result<WebhookMessage, Error> {
     caller.require_full_access()?;
     let webhook = webhook(services, caller, id)?;
-    let attempt = dispatch::attempt(services.store(), caller.team_id, webhook, delivery)?
+    let attempt = services
+        .webhook_log()
+        .attempt(caller.team_id, webhook, delivery)?
         .ok_or(Error::NotFound("Delivery not found"))?;
     let _guard = super::service::lock(services, caller);
-    let message = dispatch::message(services.store(), caller.team_id, webhook, attempt.event_id)?
+    let message = services
+        .webhook_log()
+        .message(caller.team_id, webhook, attempt.event_id)?
         .ok_or(Error::NotFound("The delivery's message no longer exists"))?;
-    Ok(dispatch::replay(services, message)?)
+    Ok(replay(services, message)?)
+}
+
+/// Makes `message` due now with no attempts counted, in one write (`POST
+/// /webhooks/{id}/events/{event_id}/replay` and the deliveries' replay). The caller holds
+/// the team's webhooks lock.
+fn replay(state: &Services, mut message: WebhookMessage) -> Result<WebhookMessage, crate::storage::Error> {
+    let was_due = (message.state == MessageState::Pending).then_some(message.next_attempt);
+    message.state = MessageState::Pending;
+    message.finished_at = None;
+    message.attempts = 0;
+    message.next_attempt = state.now();
+    let log = state.webhook_log();
+    let mut change = Change::new();
+    log.stage_message(&mut change, &message, was_due, None)?;
+    log.commit(change)?;
+    state.webhook_wake().wake();
+    Ok(message)
 }

@@ -5,9 +5,15 @@
 //! which Resend's Svix signatures follow). They are kept behind
 //! [`WebhookStore`] and managed through [`service`] (the REST API's `/webhooks`). Endpoints are checked against the outbound client's
 //! address policy ([`crate::outbound`]) when they are saved, and again at connect time.
+//!
+//! What is sent to them is the webhook log ([`WebhookLog`]): the event outbox, one
+//! message per event and endpoint, and each attempt, written by the [`dispatch`]er and
+//! read through [`history`].
 
 pub mod dispatch;
 pub mod history;
+pub mod log;
+mod message;
 mod model;
 pub mod retention;
 mod secret;
@@ -15,6 +21,8 @@ pub mod service;
 pub mod signature;
 mod store;
 
+pub use log::{RocksWebhookLog, WebhookLog};
+pub use message::{MessageState, WebhookAttempt, WebhookMessage};
 pub use model::{ENDPOINT_MAX, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events};
 pub use secret::{PREFIX as SECRET_PREFIX, SECRET_BYTES, SigningSecret};
 pub use store::{RocksWebhooks, WebhookStore};

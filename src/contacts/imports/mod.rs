@@ -211,12 +211,11 @@ pub fn create(services: &Services, caller: &Caller, upload: &Path, new: &NewImpo
     let map: Option<ColumnMap> = parse_json(new.column_map.as_deref(), "column_map")?;
     let definitions = services.audience().properties(team)?;
     let (columns, offset) = columns::resolve(upload, map.as_ref(), &definitions)?;
-    let store = services.store();
     let import = ContactImport {
-        id: store.next_id(),
+        id: services.next_id(),
         team_id: team,
         status: ImportStatus::Queued,
-        created_at: store.now(),
+        created_at: services.now(),
         completed_at: None,
         counts: ImportCounts::default(),
         columns,

@@ -265,7 +265,6 @@ struct Live {
 /// Writes a chunk's rows with the import's progress; `false` when the import or its team
 /// is gone (deleted while it ran), and nothing was written.
 fn write(services: &Services, import: &mut ContactImport, rows: Vec<ReadRow>) -> Result<bool, Error> {
-    let store = services.store();
     let team = import.team_id;
     let limits = services.config().contacts;
     let hooks = services.webhooks().any(team)?;
@@ -295,7 +294,7 @@ fn write(services: &Services, import: &mut ContactImport, rows: Vec<ReadRow>) ->
         properties: audience.properties(team)?,
     };
     let mut room = limits.contacts_max.saturating_sub(services.contacts().count(team)?);
-    let now = store.now();
+    let now = services.now();
     let mut writes = Writes::default();
     for (ordinal, line, record) in rows {
         import.counts.total += 1;
@@ -329,7 +328,7 @@ fn write(services: &Services, import: &mut ContactImport, rows: Vec<ReadRow>) ->
                 EventKind::ContactUpdated
             };
             writes.events.push(Event {
-                id: store.next_id(),
+                id: services.next_id(),
                 team_id: team,
                 kind,
                 created_at: now,

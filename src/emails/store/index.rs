@@ -30,11 +30,11 @@ fn key(team_id: Id, state: EmailState, id: Id) -> Vec<u8> {
 }
 
 /// Adds, in `batch`, the entry of a new email, one of `broadcast`'s when given (which
-/// counts it, [`crate::broadcasts::counts`]).
+/// counts it, [`crate::broadcasts::store`]).
 pub(super) fn put(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, state: EmailState) {
     batch.put_raw(TABLE, key(team_id, state, id), Vec::new());
     if let Some(broadcast) = broadcast {
-        crate::broadcasts::counts::entered(batch, team_id, broadcast, state);
+        crate::broadcasts::store::counts::entered(batch, team_id, broadcast, state);
     }
 }
 
@@ -61,7 +61,7 @@ fn moved(batch: &mut Batch, team_id: Id, id: Id, broadcast: Option<Id>, from: Em
         batch.delete_raw(TABLE, key(team_id, from, id));
         batch.put_raw(TABLE, key(team_id, to, id), Vec::new());
         if let Some(broadcast) = broadcast {
-            crate::broadcasts::counts::moved(batch, team_id, broadcast, from, to);
+            crate::broadcasts::store::counts::moved(batch, team_id, broadcast, from, to);
         }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::broadcasts::BroadcastStore;
 use crate::emails::record::Source;
 
 /// A new email of `team` at `state`, one of `broadcast`'s when given.
@@ -151,7 +152,9 @@ proptest::proptest! {
         }
         let read = emails.get(team, record.id).expect("read").expect("email");
         proptest::prop_assert_eq!(read.last_event, last_event);
-        let counts = crate::broadcasts::counts::read(&store, team, broadcast).expect("counts");
+        let counts = crate::broadcasts::RocksBroadcasts::new(store)
+            .states(team, broadcast)
+            .expect("counts");
         proptest::prop_assert_eq!(counts.into_iter().collect::<Vec<_>>(), vec![(last_event, 1)]);
     }
 }

@@ -1,0 +1,272 @@
+//! Where the webhook log is kept. [`WebhookLog`] is what the dispatcher, the event
+//! outbox's writers and the log the API lists go through; [`RocksWebhookLog`] keeps it in
+//! the node's RocksDB: outbox events in [`Table::OUTBOX`] by their time-ordered ids,
+//! messages in [`Table::WEBHOOK_MESSAGES`] by team, webhook and event, attempts in
+//! [`Table::WEBHOOK_ATTEMPTS`] by team, webhook and attempt id, pending messages by their
+//! next attempt in [`Table::WEBHOOK_DUE`] ([`DUE`], which the dispatcher's due runner
+//! walks) and the log's retention in [`Table::WEBHOOK_EXPIRY`].
+//!
+//! The keys and encodings of these tables are this module's alone.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use herald_queue::{Batch, Due, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
+
+use super::message::{MessageState, WebhookAttempt, WebhookMessage};
+use crate::events::Event;
+use crate::storage::page::PageRequest;
+use crate::storage::{Change, Error};
+
+/// A commit on its way: resolves once the write is durable (or refused).
+pub type Committing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
+/// The event outbox, webhook messages and their attempts.
+pub trait WebhookLog: Send + Sync + std::fmt::Debug {
+    /// Stages `event` into the outbox, to be fanned out once `change` lands.
+    fn stage_event(&self, change: &mut Change, event: &Event) -> Result<(), Error>;
+    /// Up to `limit` events of the outbox, oldest first, after the id `after` when given
+    /// (any 16 bytes: a time bound).
+    fn outbox(&self, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error>;
+    /// Takes `events` out of the outbox and writes `messages`, each due at its next
+    /// attempt, in one durable write: an event is never lost between the two nor fanned
+    /// out twice.
+    fn fan_out(&self, events: &[Event], messages: &[WebhookMessage]) -> Result<(), Error>;
+    /// The message a due entry of [`DUE`] names, whatever became of it since.
+    fn due(&self, key: &[u8]) -> Result<Option<WebhookMessage>, Error>;
+    /// Removes the due entry `key` at `at`, found stale (its message was sent, replayed
+    /// or deleted since).
+    fn disarm(&self, at: Timestamp, key: &[u8]) -> Committing;
+    /// The message of event `event_id` for `team_id`'s webhook `webhook_id`.
+    fn message(&self, team_id: Id, webhook_id: Id, event_id: Id) -> Result<Option<WebhookMessage>, Error>;
+    /// One page of the messages of `team_id`'s webhook `webhook_id`, newest first.
+    fn messages(&self, team_id: Id, webhook_id: Id, page: &PageRequest) -> Result<(Vec<WebhookMessage>, bool), Error>;
+    /// The attempt `id` of `team_id`'s webhook `webhook_id`.
+    fn attempt(&self, team_id: Id, webhook_id: Id, id: Id) -> Result<Option<WebhookAttempt>, Error>;
+    /// One page of the attempts of `team_id`'s webhook `webhook_id`, newest first.
+    fn attempts(&self, team_id: Id, webhook_id: Id, page: &PageRequest) -> Result<(Vec<WebhookAttempt>, bool), Error>;
+    /// Stages `message` as it is now, no longer due at `was_due` when it was pending: due
+    /// at its next attempt while pending, its retention counted from `finished_at` once
+    /// final; with `attempt` recorded beside it (its retention counted from when it was
+    /// made).
+    fn stage_message(
+        &self,
+        change: &mut Change,
+        message: &WebhookMessage,
+        was_due: Option<Timestamp>,
+        attempt: Option<&WebhookAttempt>,
+    ) -> Result<(), Error>;
+    /// Stages the removal of `message`, due at `was_due` (its endpoint is gone).
+    fn stage_removal(&self, change: &mut Change, message: &WebhookMessage, was_due: Timestamp);
+    /// Commits `change` durably, blocking until it is.
+    fn commit(&self, change: Change) -> Result<(), Error>;
+    /// Commits `change` durably, without blocking.
+    fn commit_async(&self, change: Change) -> Committing;
+    /// Erases the deleted team `team_id`'s messages and attempts, durably: `true` while
+    /// more is left (call again). Their due and retention entries are dropped when met.
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
+}
+
+/// Pending messages by their next attempt: big-endian due time, then the message's key
+/// (team, webhook and event ids).
+pub const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
+
+/// Messages and attempts by the time their retention counts from. Item keys are a tag
+/// byte and the record's key, as the two kinds share the index.
+pub const EXPIRY: DueIndex = DueIndex::new(Table::WEBHOOK_EXPIRY);
+
+const MESSAGE: u8 = b'm';
+const ATTEMPT: u8 = b'a';
+
+impl Record for Event {
+    const TABLE: Table = Table::OUTBOX;
+}
+
+impl Record for WebhookMessage {
+    const TABLE: Table = Table::WEBHOOK_MESSAGES;
+}
+
+impl Record for WebhookAttempt {
+    const TABLE: Table = Table::WEBHOOK_ATTEMPTS;
+}
+
+/// Adds `event` to `batch`, keyed by its time-ordered id so the outbox drains in order:
+/// for stores that write an event with their own records.
+pub(crate) fn stage_event(batch: &mut Batch, event: &Event) -> Result<(), Error> {
+    Ok(batch.put(event.id.as_bytes(), event)?)
+}
+
+/// The key of the message of event `event_id` for webhook `webhook_id` of `team_id`.
+fn message_key(team_id: Id, webhook_id: Id, event_id: Id) -> Vec<u8> {
+    [
+        team_id.as_bytes().as_slice(),
+        webhook_id.as_bytes(),
+        event_id.as_bytes(),
+    ]
+    .concat()
+}
+
+/// The key of `message`.
+pub(crate) fn key_of(message: &WebhookMessage) -> Vec<u8> {
+    message_key(message.team_id, message.webhook_id, message.event_id)
+}
+
+/// The key of the attempt `id` of `team_id`'s webhook `webhook_id`.
+fn attempt_key(team_id: Id, webhook_id: Id, id: Id) -> Vec<u8> {
+    [team_id.as_bytes().as_slice(), webhook_id.as_bytes(), id.as_bytes()].concat()
+}
+
+/// The webhook of the message under `key` (as a due entry names it), if it is one.
+pub fn webhook_of(key: &[u8]) -> Option<Id> {
+    key.get(16..32).filter(|_| key.len() == 48).and_then(Id::from_slice)
+}
+
+fn tagged(tag: u8, key: &[u8]) -> Vec<u8> {
+    let mut tagged = Vec::with_capacity(1 + key.len());
+    tagged.push(tag);
+    tagged.extend_from_slice(key);
+    tagged
+}
+
+/// Stages the expiry of the entry `due` of [`EXPIRY`] (`[retention] webhook_messages`):
+/// an attempt goes; a message goes unless it was replayed since (pending again, or final
+/// at another time, when its current entry decides).
+pub(crate) fn expire(store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+    match due.key.split_first() {
+        Some((&MESSAGE, key)) => {
+            let current = store
+                .get::<WebhookMessage>(key)?
+                .filter(|message| message.state != MessageState::Pending && message.finished_at == Some(due.at));
+            if current.is_some() {
+                batch.delete::<WebhookMessage>(key);
+            }
+        }
+        Some((&ATTEMPT, key)) => batch.delete::<WebhookAttempt>(key),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The webhook log in the node's RocksDB.
+#[derive(Debug, Clone)]
+pub struct RocksWebhookLog {
+    store: Store,
+}
+
+impl RocksWebhookLog {
+    /// The webhook log in `store`.
+    pub fn new(store: Store) -> RocksWebhookLog {
+        RocksWebhookLog { store }
+    }
+}
+
+impl WebhookLog for RocksWebhookLog {
+    fn stage_event(&self, change: &mut Change, event: &Event) -> Result<(), Error> {
+        stage_event(change.batch(), event)
+    }
+
+    fn outbox(&self, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error> {
+        let events = self.store.scan::<Event>(Scan {
+            prefix: b"",
+            after: after.as_ref().map(|id| id.as_bytes().as_slice()),
+            reverse: false,
+            limit,
+        })?;
+        Ok(events.into_iter().map(|(_, event)| event).collect())
+    }
+
+    fn fan_out(&self, events: &[Event], messages: &[WebhookMessage]) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for message in messages {
+            let key = key_of(message);
+            DUE.arm(&mut batch, message.next_attempt, &key);
+            batch.put(key, message)?;
+        }
+        for event in events {
+            batch.delete::<Event>(event.id.as_bytes());
+        }
+        Ok(self.store.commit(batch).wait()?)
+    }
+
+    fn due(&self, key: &[u8]) -> Result<Option<WebhookMessage>, Error> {
+        Ok(self.store.get::<WebhookMessage>(key)?)
+    }
+
+    fn disarm(&self, at: Timestamp, key: &[u8]) -> Committing {
+        let mut batch = Batch::new();
+        DUE.disarm(&mut batch, at, key);
+        let commit = self.store.commit(batch);
+        Box::pin(async move { Ok(commit.await?) })
+    }
+
+    fn message(&self, team_id: Id, webhook_id: Id, event_id: Id) -> Result<Option<WebhookMessage>, Error> {
+        Ok(self
+            .store
+            .get::<WebhookMessage>(message_key(team_id, webhook_id, event_id))?)
+    }
+
+    fn messages(&self, team_id: Id, webhook_id: Id, page: &PageRequest) -> Result<(Vec<WebhookMessage>, bool), Error> {
+        let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
+        Ok(page.load::<WebhookMessage>(&self.store, &prefix)?)
+    }
+
+    fn attempt(&self, team_id: Id, webhook_id: Id, id: Id) -> Result<Option<WebhookAttempt>, Error> {
+        Ok(self.store.get::<WebhookAttempt>(attempt_key(team_id, webhook_id, id))?)
+    }
+
+    fn attempts(&self, team_id: Id, webhook_id: Id, page: &PageRequest) -> Result<(Vec<WebhookAttempt>, bool), Error> {
+        let prefix = [team_id.as_bytes().as_slice(), webhook_id.as_bytes()].concat();
+        Ok(page.load::<WebhookAttempt>(&self.store, &prefix)?)
+    }
+
+    fn stage_message(
+        &self,
+        change: &mut Change,
+        message: &WebhookMessage,
+        was_due: Option<Timestamp>,
+        attempt: Option<&WebhookAttempt>,
+    ) -> Result<(), Error> {
+        let batch = change.batch();
+        let key = key_of(message);
+        if let Some(at) = was_due {
+            DUE.disarm(batch, at, &key);
+        }
+        match (message.state, message.finished_at) {
+            (MessageState::Pending, _) => DUE.arm(batch, message.next_attempt, &key),
+            (_, Some(at)) => EXPIRY.arm(batch, at, &tagged(MESSAGE, &key)),
+            (_, None) => {}
+        }
+        if let Some(attempt) = attempt {
+            let attempt_key = attempt_key(message.team_id, message.webhook_id, attempt.id);
+            EXPIRY.arm(batch, attempt.at, &tagged(ATTEMPT, &attempt_key));
+            batch.put(attempt_key, attempt)?;
+        }
+        Ok(batch.put(key, message)?)
+    }
+
+    fn stage_removal(&self, change: &mut Change, message: &WebhookMessage, was_due: Timestamp) {
+        let key = key_of(message);
+        let batch = change.batch();
+        DUE.disarm(batch, was_due, &key);
+        batch.delete::<WebhookMessage>(&key);
+    }
+
+    fn commit(&self, change: Change) -> Result<(), Error> {
+        Ok(self.store.commit(change.into_batch()).wait()?)
+    }
+
+    fn commit_async(&self, change: Change) -> Committing {
+        let commit = self.store.commit(change.into_batch());
+        Box::pin(async move { Ok(commit.await?) })
+    }
+
+    fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
+        // Keyed by team first: one range tombstone each, however many. A due entry left
+        // behind finds no message and is dropped; an expiry entry deletes nothing.
+        let mut batch = Batch::new();
+        batch.delete_prefix(Table::WEBHOOK_MESSAGES, team_id.as_bytes());
+        batch.delete_prefix(Table::WEBHOOK_ATTEMPTS, team_id.as_bytes());
+        self.store.commit(batch).wait()?;
+        Ok(false)
+    }
+}
