@@ -192,7 +192,8 @@ impl World {
         let bucket = herald::counters::bucket_of(self.clock.now());
         let day = bucket - bucket % 96;
         let mut counts = std::collections::BTreeMap::new();
-        for count in herald::counters::read(self.running.state.store(), team, day, day + 95).expect("counters") {
+        let read = self.running.state.counters().read(team, day, day + 95);
+        for count in read.expect("counters") {
             if let Ok(state) = serde_json::from_value::<EmailState>(serde_json::json!(count.metric.name())) {
                 *counts.entry(state).or_default() += count.n;
             }

@@ -158,9 +158,6 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     if !erased.is_empty() {
         return Ok(true);
     }
-    // The counters are keyed by team first: one range tombstone, however many.
-    let mut change = Change::new();
-    crate::counters::erase_team(&mut change, team.id);
-    services.commit(change)?;
-    Ok(false)
+    // The counters last, once nothing of the team can count any more.
+    services.counters().erase_team(team.id)
 }

@@ -381,7 +381,7 @@ fn over_quota(
     Ok(
         match services
             .quotas()
-            .take(services.store(), team, allowance, 1, now, change)?
+            .take(services.counters(), team, allowance, 1, now, change)?
         {
             Ok(share) => {
                 shares.push(share);

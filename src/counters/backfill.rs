@@ -9,7 +9,7 @@ use crate::storage::{Change, Error};
 use herald_queue::{Batch, Scan, Store, Table, Timestamp, decode_record};
 use serde::{Deserialize, Serialize};
 
-use super::{Metric, count, count_event};
+use super::{CounterStore, Metric, RocksCounters};
 use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailStatus};
 use crate::shutdown::Shutdown;
@@ -62,7 +62,7 @@ pub fn prepare(store: &Store) -> Result<(), Error> {
             },
         )?;
         for (key, _) in &page {
-            if key.get(16) != Some(&super::MARK) {
+            if key.get(16) != Some(&super::store::METRICS) {
                 batch.delete_raw(Table::COUNTERS, key.clone());
             }
         }
@@ -83,7 +83,13 @@ pub fn prepare(store: &Store) -> Result<(), Error> {
 }
 
 /// Counts an email's events from before `cutoff` into `batch`.
-fn count_email(store: &Store, batch: &mut Change, status: &EmailStatus, cutoff: Timestamp) -> Result<(), Error> {
+fn count_email(
+    store: &Store,
+    counters: &dyn CounterStore,
+    batch: &mut Change,
+    status: &EmailStatus,
+    cutoff: Timestamp,
+) -> Result<(), Error> {
     let (mut opened, mut clicked) = (false, false);
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -101,18 +107,18 @@ fn count_email(store: &Store, batch: &mut Change, status: &EmailStatus, cutoff: 
             match event.kind {
                 EmailState::Opened | EmailState::Clicked if !human => {}
                 EmailState::Opened => {
-                    count(batch, team, from, at, Metric::Opened);
+                    counters.count(batch, team, from, at, Metric::Opened);
                     if !std::mem::replace(&mut opened, true) {
-                        count(batch, team, from, at, Metric::UniqueOpened);
+                        counters.count(batch, team, from, at, Metric::UniqueOpened);
                     }
                 }
                 EmailState::Clicked => {
-                    count(batch, team, from, at, Metric::Clicked);
+                    counters.count(batch, team, from, at, Metric::Clicked);
                     if !std::mem::replace(&mut clicked, true) {
-                        count(batch, team, from, at, Metric::UniqueClicked);
+                        counters.count(batch, team, from, at, Metric::UniqueClicked);
                     }
                 }
-                kind => count_event(batch, team, from, at, kind, &event.data),
+                kind => counters.count(batch, team, from, at, Metric::of(kind, &event.data)),
             }
         }
         if events.len() < PAGE {
@@ -128,6 +134,8 @@ pub fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
         return Ok(0);
     };
     let cutoff = Timestamp::from_millis(state.cutoff);
+    // A migration of this node's own store: its counters are in the same store.
+    let counters = RocksCounters::new(store.clone());
     let mut counted = 0;
     while !state.done && !shutdown.is_triggered() {
         let page = store.scan_raw(
@@ -147,7 +155,9 @@ pub fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
             if status.id.timestamp().is_some_and(|at| at >= cutoff) {
                 continue;
             }
-            Change::within(&mut batch, |change| count_email(store, change, &status, cutoff))?;
+            Change::within(&mut batch, |change| {
+                count_email(store, &counters, change, &status, cutoff)
+            })?;
             counted += 1;
         }
         state.done = page.len() < PAGE;

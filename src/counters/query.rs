@@ -10,7 +10,7 @@ use chrono_tz::Tz;
 use herald_queue::{Id, Timestamp};
 use serde_json::{Map, Value, json};
 
-use super::{BUCKET_MS, Metric, bucket_of, domain_of, read, start_of};
+use super::{BUCKET_MS, Metric, bucket_of, domain_of, start_of};
 use crate::accounts::Caller;
 use crate::emails::EmailState;
 use crate::emails::EmailStore;
@@ -368,7 +368,6 @@ fn covering(domains: &[(String, Id)], name: &str) -> Option<(String, Id)> {
 pub fn run(services: &Services, caller: &Caller, query: &Query) -> Result<Value, Error> {
     caller.require_full_access()?;
     let domains = team_domains(services, caller)?;
-    let store = services.store();
     let mut answer = Answer::default();
     let from = bucket_of(query.start);
     let to = bucket_of(query.end).saturating_sub(1);
@@ -396,7 +395,7 @@ pub fn run(services: &Services, caller: &Caller, query: &Query) -> Result<Value,
         Ok(())
     };
     if query.email_ids.is_empty() {
-        for count in read(store, caller.team_id, from, to)? {
+        for count in services.counters().read(caller.team_id, from, to)? {
             add(start_of(count.bucket), &count.domain, None, count.metric, count.n)?;
         }
     } else {

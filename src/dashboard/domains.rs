@@ -184,7 +184,7 @@ fn delete(ctx: &Ctx<'_>, signed: &Signed, id: &str) -> Response<Full<Bytes>> {
 fn sources(ctx: &Ctx<'_>, region: &str, operator: bool) -> Vec<pages::SourceRow> {
     let state = ctx.state.regions().get(ctx.state.config(), region);
     let hidden = || "—".to_owned();
-    crate::regions::stats::of(&state, ctx.state.store())
+    crate::regions::stats::of(&state, ctx.state.today())
         .into_iter()
         .map(|source| pages::SourceRow {
             address: source.address,

@@ -107,7 +107,7 @@ fn usage(
     let plan = ctx.state.plan_of(team)?;
     let allowance = Allowance::of(plan);
     let now = ctx.state.now();
-    let used = ctx.state.quotas().used(ctx.state.store(), team, now)?;
+    let used = ctx.state.quotas().used(ctx.state.counters(), team, now)?;
     let limit = |limit: Option<u64>| limit.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
     let resets = |period| resets_at(period, now).replace('T', " ").replace(":00.000Z", " UTC");
     let rows = vec![

@@ -248,7 +248,7 @@ impl Destination {
                 // this message went out, so one fresh connection gets it (and its
                 // address's day gets back the message it counted).
                 if let Some(source) = &current.source {
-                    source.give_back(shared.state.store());
+                    source.give_back(shared.state.today());
                 }
                 open = None;
                 if self.ready(shared, &mut open).await.is_ok()
@@ -270,7 +270,7 @@ impl Destination {
                     carried = Some(next);
                 } else {
                     if let Some(day) = &day {
-                        day.give_back(shared.state.store());
+                        day.give_back(shared.state.today());
                     }
                     self.lock().queue.push_front(next);
                 }
@@ -322,7 +322,7 @@ impl Destination {
         if shared.is_stopping() {
             return None;
         }
-        if self.region.all_spent(shared.state.store()) {
+        if self.region.all_spent(shared.state.today()) {
             // Every address has sent its day: the piece waits for the next UTC day
             // without taking a turn of the destination's rate or a lookup.
             self.hold(shared, piece);
@@ -371,8 +371,7 @@ impl Destination {
         source: Option<&SourceLease>,
         next: &mut Option<Piece>,
     ) -> Option<Group> {
-        let store = shared.state.store();
-        if shared.is_stopping() || self.region.all_spent(store) {
+        if shared.is_stopping() || self.region.all_spent(shared.state.today()) {
             return None;
         }
         let piece = self.lock().queue.pop_front()?;
@@ -382,7 +381,7 @@ impl Destination {
             return None;
         };
         let rate = self.pacer.as_ref().is_none_or(|pacer| pacer.take().is_ok());
-        let admitted = rate && source.is_none_or(|source| source.try_pace() && source.take(store));
+        let admitted = rate && source.is_none_or(|source| source.try_pace() && source.take(shared.state.today()));
         if !admitted {
             self.lock().queue.push_front(piece);
             return None;
@@ -396,13 +395,12 @@ impl Destination {
     /// a bound address that has used its warm-up limit closes its connection, and the
     /// message goes from another of the region's addresses, or waits for tomorrow's.
     async fn ready(&self, shared: &Shared, open: &mut Option<Open>) -> Result<(), Unready> {
-        let store = shared.state.store();
         for _ in 0..=self.region.sources().len() {
             if open.is_none() {
                 *open = Some(self.connect(shared).await?);
             }
             match open.as_ref().and_then(|o| o.source.as_ref()) {
-                Some(source) if !source.take(store) => {
+                Some(source) if !source.take(shared.state.today()) => {
                     if let Some(done) = open.take() {
                         done.connection.quit().await;
                     }
@@ -434,7 +432,7 @@ impl Destination {
             if shared.is_stopping() {
                 return Pick::Busy;
             }
-            if let Some(pick) = self.region.pick_or_wait(shared.state.store(), ipv4).await {
+            if let Some(pick) = self.region.pick_or_wait(shared.state.today(), ipv4).await {
                 return pick;
             }
         }

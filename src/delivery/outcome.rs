@@ -170,7 +170,7 @@ fn apply(
             && !counted.contains(&via.transaction)
         {
             counted.push(via.transaction);
-            crate::regions::count(change, source, now, 1);
+            crate::regions::count(services.counters(), change, source, now, 1);
         }
     }
     if let Some(mut record) = record {
@@ -239,7 +239,8 @@ fn event(
     };
     let data = merge(json!({ "to": [address] }), extra);
     services.emails().record_event(change, record, kind, data, at)?;
-    crate::counters::count_event(change, job.team_id, &record.from, at, kind, extra);
+    let metric = crate::counters::Metric::of(kind, extra);
+    services.counters().count(change, job.team_id, &record.from, at, metric);
     let Some(webhook_kind) = kind.event_kind() else {
         return Ok(());
     };

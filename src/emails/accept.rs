@@ -148,12 +148,14 @@ fn take_quota(state: &Services, prepared: &[Prepared], records: &mut Change) -> 
             None => counts.push((team, count)),
         }
     }
-    let store = state.store();
-    let now = store.now();
+    let now = state.now();
     let mut shares = Vec::with_capacity(counts.len());
     for (team, count) in counts {
         let allowance = Allowance::of(state.plan_of(team)?);
-        match state.quotas().take(store, team, allowance, count, now, records)? {
+        match state
+            .quotas()
+            .take(state.counters(), team, allowance, count, now, records)?
+        {
             Ok(share) => shares.push(share),
             Err(exceeded) => {
                 for share in shares {

@@ -12,6 +12,7 @@ use super::record::{EmailRecord, Source};
 use super::state::EmailState;
 use super::validate::Email;
 use crate::accounts::Permission;
+use crate::counters::Metric;
 use crate::domains::{Domain, DomainStatus};
 use crate::events::EventKind;
 use crate::services::Services;
@@ -272,8 +273,10 @@ pub(crate) fn stage_new(
     now: Timestamp,
 ) -> Result<(), crate::storage::Error> {
     services.emails().create(change, record, now)?;
-    let none = serde_json::Value::Null;
-    crate::counters::count_event(change, record.team_id, &record.from, now, record.last_event, &none);
+    let metric = Metric::of(record.last_event, &serde_json::Value::Null);
+    services
+        .counters()
+        .count(change, record.team_id, &record.from, now, metric);
     Ok(())
 }
 
@@ -293,7 +296,8 @@ pub(crate) fn stage_canceled(
     emails.put_record(change, record)?;
     emails.put_status(change, &status)?;
     super::retention::arm_final(change, record.team_id, record.id, now);
-    let none = serde_json::Value::Null;
-    crate::counters::count_event(change, record.team_id, &record.from, now, EmailState::Canceled, &none);
+    services
+        .counters()
+        .count(change, record.team_id, &record.from, now, Metric::Canceled);
     Ok(())
 }

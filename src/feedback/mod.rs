@@ -314,7 +314,10 @@ fn record(services: &Services, status: EmailStatus, events: Vec<Note>) -> Result
             data["to"] = json!([address]);
         }
         emails.record_event(&mut change, &mut status, state, data.clone(), now)?;
-        crate::counters::count_event(&mut change, status.team_id, &status.from, now, state, &data);
+        let metric = crate::counters::Metric::of(state, &data);
+        services
+            .counters()
+            .count(&mut change, status.team_id, &status.from, now, metric);
         if let Some(kind) = state.event_kind() {
             crate::services::outbox::push(&mut change, services, status.team_id, kind, || {
                 let mut payload = status.event_data(now);

@@ -190,8 +190,7 @@ async fn api(
 /// `x-resend-daily-quota` and `x-resend-monthly-quota`: the emails the team has used this
 /// UTC day and month (this request's included), as Resend reports them.
 fn quota_headers(state: &AppState, team: herald_queue::Id, headers: &mut hyper::HeaderMap) {
-    let store = state.store();
-    match state.quotas().used(store, team, store.now()) {
+    match state.quotas().used(state.counters(), team, state.now()) {
         Ok(used) => {
             headers.insert("x-resend-daily-quota", hyper::header::HeaderValue::from(used.daily));
             headers.insert("x-resend-monthly-quota", hyper::header::HeaderValue::from(used.monthly));

@@ -438,12 +438,10 @@ fn domain_checks(
     let from = Timestamp::from_millis(now.as_millis().saturating_sub(30 * 86_400_000));
     let mut sent = 0;
     let (mut delivered, mut bounced, mut complained) = (0, 0, 0);
-    if let Ok(counts) = counters::read(
-        services.store(),
-        team,
-        counters::bucket_of(from),
-        counters::bucket_of(now),
-    ) {
+    if let Ok(counts) = services
+        .counters()
+        .read(team, counters::bucket_of(from), counters::bucket_of(now))
+    {
         for count in counts.iter().filter(|c| organizational(&c.domain) == org) {
             match count.metric {
                 Metric::Sent => sent += count.n,

@@ -184,7 +184,8 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
                 }
                 if let Some(team) = team {
                     let from = status.as_ref().map_or("", |s| s.from.as_str());
-                    crate::counters::count(change, team, from, now, crate::counters::Metric::Canceled);
+                    let metric = crate::counters::Metric::Canceled;
+                    state.counters().count(change, team, from, now, metric);
                 }
             }
             if let Some(status) = status.as_ref() {

@@ -292,7 +292,7 @@ pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
         let mut tables = state.store().table_sizes();
         tables.sort_by_key(|size| std::cmp::Reverse(size.disk_bytes + size.memory_bytes));
         stats.tables = tables;
-        stats.sources = crate::regions::stats::all(state.regions(), state.store());
+        stats.sources = crate::regions::stats::all(state.regions(), state.today());
     }
     state.spool().walk(None, |id, envelope| {
         if !scope.sees(&envelope) {

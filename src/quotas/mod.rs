@@ -12,15 +12,12 @@ pub mod usage;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::storage::{Change, Error};
 use chrono::{DateTime, Datelike, TimeZone, Utc};
-use herald_queue::{Id, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Id, Timestamp};
 
 use crate::config::Plan;
-
-/// The byte after the team id that marks quota counters in the counters table (the
-/// metrics' own are marked 1).
-const MARK: u8 = 2;
+use crate::counters::{CounterStore, QuotaCounter};
+use crate::storage::{Change, Error};
 
 /// A UTC day's length.
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
@@ -116,11 +113,11 @@ pub struct Share {
 }
 
 impl Quotas {
-    /// Takes `count` emails of `team`'s allowance at `now`, adding their counters to
-    /// `batch`; refuses what would go over a limit, taking nothing.
+    /// Takes `count` emails of `team`'s allowance at `now`, staging their counters in
+    /// `change`; refuses what would go over a limit, taking nothing.
     pub fn take(
         &self,
-        store: &Store,
+        counters: &dyn CounterStore,
         team: Id,
         allowance: Allowance,
         count: u64,
@@ -129,7 +126,7 @@ impl Quotas {
     ) -> Result<Result<Share, Exceeded>, Error> {
         let (day, month) = (day_of(now), month_of(now));
         let mut tallies = self.lock();
-        let tally = current(&mut tallies, store, team, day, month)?;
+        let tally = current(&mut tallies, counters, team, day, month)?;
         if let Some(limit) = allowance.daily
             && tally.used.daily + count > limit
         {
@@ -157,11 +154,11 @@ impl Quotas {
         tally.used.daily += count;
         tally.used.monthly += count;
         // Each counter leaves with `[retention] metrics`, counted from its period's end.
-        let (day_key, month_key) = (key(team, b'd', day), key(team, b'm', month));
-        crate::counters::arm_expiry(change, period_end(Period::Daily, now), &day_key);
-        crate::counters::arm_expiry(change, period_end(Period::Monthly, now), &month_key);
-        change.batch().add(day_key, count);
-        change.batch().add(month_key, count);
+        let daily = (QuotaCounter::Day(day), period_end(Period::Daily, now));
+        let monthly = (QuotaCounter::Month(month), period_end(Period::Monthly, now));
+        for (counter, ends) in [daily, monthly] {
+            counters.add_quota(change, team, counter, count, ends);
+        }
         Ok(Ok(Share {
             team,
             day,
@@ -184,9 +181,9 @@ impl Quotas {
     }
 
     /// What `team` has used at `now`.
-    pub fn used(&self, store: &Store, team: Id, now: Timestamp) -> Result<Used, Error> {
+    pub fn used(&self, counters: &dyn CounterStore, team: Id, now: Timestamp) -> Result<Used, Error> {
         let mut tallies = self.lock();
-        Ok(current(&mut tallies, store, team, day_of(now), month_of(now))?.used)
+        Ok(current(&mut tallies, counters, team, day_of(now), month_of(now))?.used)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Id, Tally>> {
@@ -199,7 +196,7 @@ impl Quotas {
 /// memory yet or its day or month has turned.
 fn current<'a>(
     tallies: &'a mut HashMap<Id, Tally>,
-    store: &Store,
+    counters: &dyn CounterStore,
     team: Id,
     day: u32,
     month: u32,
@@ -208,28 +205,13 @@ fn current<'a>(
         .get(&team)
         .is_none_or(|tally| tally.day != day || tally.month != month);
     if stale {
-        let read = |kind: u8, n: u32| -> Result<u64, Error> {
-            Ok(store
-                .get_raw(Table::COUNTERS, &key(team, kind, n))?
-                .map_or(0, |bytes| decode_counter(&bytes)))
-        };
         let used = Used {
-            daily: read(b'd', day)?,
-            monthly: read(b'm', month)?,
+            daily: counters.quota(team, QuotaCounter::Day(day))?,
+            monthly: counters.quota(team, QuotaCounter::Month(month))?,
         };
         tallies.insert(team, Tally { day, month, used });
     }
     Ok(tallies.get_mut(&team).expect("inserted above"))
-}
-
-/// A quota counter's key: the team, [`MARK`], `d` or `m`, the day or month number.
-fn key(team: Id, kind: u8, n: u32) -> Vec<u8> {
-    let mut key = Vec::with_capacity(16 + 2 + 4);
-    key.extend_from_slice(team.as_bytes());
-    key.push(MARK);
-    key.push(kind);
-    key.extend_from_slice(&n.to_be_bytes());
-    key
 }
 
 /// Days since 1970-01-01, UTC.
@@ -301,6 +283,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, clock) = crate::testing::store(dir.path(), 1_769_904_000_000);
         let quotas = Quotas::default();
+        let counters = crate::counters::RocksCounters::new(store.clone());
         let team = store.next_id();
         let allowance = Allowance {
             daily: Some(3),
@@ -308,34 +291,34 @@ mod tests {
         };
         let mut batch = crate::storage::Change::new();
         let share = quotas
-            .take(&store, team, allowance, 2, store.now(), &mut batch)
+            .take(&counters, team, allowance, 2, store.now(), &mut batch)
             .expect("store")
             .expect("2 of 3");
         store.commit(batch.into_batch()).wait().expect("commit");
         let mut batch = crate::storage::Change::new();
         let refused = quotas
-            .take(&store, team, allowance, 2, store.now(), &mut batch)
+            .take(&counters, team, allowance, 2, store.now(), &mut batch)
             .expect("store");
         assert_eq!(refused.map_err(|e| e.period), Err(Period::Daily));
         assert!(batch.is_empty(), "a refusal adds nothing");
         let lost = quotas
-            .take(&store, team, allowance, 1, store.now(), &mut batch)
+            .take(&counters, team, allowance, 1, store.now(), &mut batch)
             .expect("store")
             .expect("1 more");
         quotas.give_back(lost);
-        assert_eq!(quotas.used(&store, team, store.now()).expect("used").daily, 2);
+        assert_eq!(quotas.used(&counters, team, store.now()).expect("used").daily, 2);
         let _ = share;
         // The next day: the day is new, the month is not; read back from the store by a
         // fresh instance, as after a restart.
         clock.advance(std::time::Duration::from_millis(DAY));
         let restarted = Quotas::default();
         assert_eq!(
-            restarted.used(&store, team, store.now()).expect("used"),
+            restarted.used(&counters, team, store.now()).expect("used"),
             Used { daily: 0, monthly: 2 }
         );
         let mut batch = crate::storage::Change::new();
         let over = restarted
-            .take(&store, team, allowance, 3, store.now(), &mut batch)
+            .take(&counters, team, allowance, 3, store.now(), &mut batch)
             .expect("store");
         assert_eq!(
             over.map_err(|e| e.period),

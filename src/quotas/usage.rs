@@ -15,10 +15,9 @@ use crate::storage::page::{Cursor, LIMIT_MAX, PageRequest};
 
 /// The usage of `team`.
 pub fn usage(services: &Services, team: Id) -> Result<Value, Error> {
-    let store = services.store();
-    let now = store.now();
+    let now = services.now();
     let allowance = Allowance::of(services.plan_of(team)?);
-    let used = services.quotas().used(store, team, now)?;
+    let used = services.quotas().used(services.counters(), team, now)?;
     let period = |used: u64, limit: Option<u64>, period: Period| {
         json!({
             "used": used,

@@ -18,23 +18,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::NaiveDate;
-use herald_queue::{Id, Store, Table, Timestamp, decode_counter};
+use herald_queue::{Id, Timestamp};
 use tokio::sync::Notify;
 
 use crate::config::{Config, Region, Warmup};
+use crate::counters::CounterStore;
 use crate::limits::{DestinationLimits, Pacer};
 use crate::storage::Change;
 
 /// A UTC day's length in milliseconds.
 const DAY_MS: u64 = 24 * 60 * 60 * 1000;
 
-/// The key prefix of source counters in the counters table: sixteen zero bytes (no team
-/// has the zero id) and a mark of their own (teams' metrics are 1, quotas 2).
-const PREFIX: [u8; 17] = {
-    let mut prefix = [0u8; 17];
-    prefix[16] = 3;
-    prefix
-};
+/// Where the source addresses' days are counted, and the time to count them at.
+#[derive(Clone, Copy)]
+pub struct Today<'a> {
+    /// The counters.
+    pub counters: &'a dyn CounterStore,
+    /// The time now.
+    pub now: Timestamp,
+}
 
 /// Every region's source addresses.
 pub struct Regions {
@@ -162,7 +164,7 @@ impl RegionState {
 
     /// The next address of `ipv4`'s family (or IPv6's) with a connection and a message
     /// of today's limit to spare, in turn.
-    pub fn pick(self: &Arc<Self>, store: &Store, ipv4: bool) -> Pick {
+    pub fn pick(self: &Arc<Self>, today: Today<'_>, ipv4: bool) -> Pick {
         let family: Vec<&Arc<Source>> = self.sources.iter().filter(|s| s.ip.is_ipv4() == ipv4).collect();
         if family.is_empty() {
             return if self.sources.is_empty() {
@@ -173,13 +175,13 @@ impl RegionState {
         }
         let start = self.next[usize::from(!ipv4)].fetch_add(1, Ordering::Relaxed);
         let (mut busy, mut spent) = (false, false);
-        let now = store.now();
+        let now = today.now;
         for k in 0..family.len() {
             let source = family[(start + k) % family.len()];
             if source.is_unbindable(now) {
                 continue;
             }
-            if source.remaining(store) == Some(0) {
+            if source.remaining(today) == Some(0) {
                 spent = true;
                 continue;
             }
@@ -205,11 +207,11 @@ impl RegionState {
     /// Waits until a connection from one of its addresses closes (or a second passes,
     /// as a day can also turn), having taken `pick`'s answer: registered before it, a
     /// release in between is not missed.
-    pub async fn pick_or_wait(self: &Arc<Self>, store: &Store, ipv4: bool) -> Option<Pick> {
+    pub async fn pick_or_wait(self: &Arc<Self>, today: Today<'_>, ipv4: bool) -> Option<Pick> {
         let freed = self.freed.notified();
         tokio::pin!(freed);
         freed.as_mut().enable();
-        match self.pick(store, ipv4) {
+        match self.pick(today, ipv4) {
             Pick::Busy => {
                 let _ = tokio::time::timeout(Duration::from_secs(1), freed).await;
                 None
@@ -220,15 +222,15 @@ impl RegionState {
 
     /// Whether every address has used its day's limit (none is unlimited or has any
     /// left): its mail waits, without a lookup or a connection.
-    pub fn all_spent(&self, store: &Store) -> bool {
-        !self.sources.is_empty() && self.sources.iter().all(|s| s.remaining(store) == Some(0))
+    pub fn all_spent(&self, today: Today<'_>) -> bool {
+        !self.sources.is_empty() && self.sources.iter().all(|s| s.remaining(today) == Some(0))
     }
 }
 
 impl Source {
     /// Gives back a message of today's count that was not sent.
-    fn give_back(&self, store: &Store) {
-        self.with_today(store, |sent| *sent = sent.saturating_sub(1));
+    fn give_back(&self, today: Today<'_>) {
+        self.with_today(today, |sent| *sent = sent.saturating_sub(1));
     }
 
     /// The address.
@@ -262,8 +264,8 @@ impl Source {
     }
 
     /// Messages sent from it today (UTC).
-    pub fn sent_today(&self, store: &Store) -> u64 {
-        self.with_today(store, |sent| *sent)
+    pub fn sent_today(&self, today: Today<'_>) -> u64 {
+        self.with_today(today, |sent| *sent)
     }
 
     /// Today's warm-up limit and the day of the schedule; `None` without one.
@@ -272,15 +274,15 @@ impl Source {
     }
 
     /// Messages it may still send today; `None` is unlimited.
-    fn remaining(&self, store: &Store) -> Option<u64> {
-        let (_, limit) = self.today(store.now())?;
-        Some(limit.saturating_sub(self.sent_today(store)))
+    fn remaining(&self, today: Today<'_>) -> Option<u64> {
+        let (_, limit) = self.today(today.now)?;
+        Some(limit.saturating_sub(self.sent_today(today)))
     }
 
     /// Takes one message of today's limit; `false` when it is used up.
-    fn take(&self, store: &Store) -> bool {
-        let limit = self.today(store.now()).map(|(_, limit)| limit);
-        self.with_today(store, |sent| {
+    fn take(&self, today: Today<'_>) -> bool {
+        let limit = self.today(today.now).map(|(_, limit)| limit);
+        self.with_today(today, |sent| {
             if limit.is_some_and(|limit| *sent >= limit) {
                 return false;
             }
@@ -289,14 +291,15 @@ impl Source {
         })
     }
 
-    /// Runs `f` on today's count, read from the store when the day is not the one held.
-    fn with_today<T>(&self, store: &Store, f: impl FnOnce(&mut u64) -> T) -> T {
-        let day = day_of(store.now());
+    /// Runs `f` on today's count, read from the counters when the day is not the one
+    /// held.
+    fn with_today<T>(&self, today: Today<'_>, f: impl FnOnce(&mut u64) -> T) -> T {
+        let day = day_of(today.now);
         let mut held = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = match &mut *held {
             Some((held_day, sent)) if *held_day == day => sent,
-            other => match store.get_raw(Table::COUNTERS, &key(self.ip, day)) {
-                Ok(found) => &mut other.insert((day, found.map_or(0, |bytes| decode_counter(&bytes)))).1,
+            other => match today.counters.source(self.ip, day) {
+                Ok(found) => &mut other.insert((day, found)).1,
                 Err(error) => {
                     // Not kept: the next look reads it again, so a passing error does not
                     // let the address pass its limit for the rest of the day.
@@ -327,13 +330,13 @@ impl SourceLease {
     }
 
     /// Takes one message of the address's day; `false` when its warm-up limit is used.
-    pub fn take(&self, store: &Store) -> bool {
-        self.source.take(store)
+    pub fn take(&self, today: Today<'_>) -> bool {
+        self.source.take(today)
     }
 
     /// Gives back a message [`SourceLease::take`] counted that was not sent.
-    pub fn give_back(&self, store: &Store) {
-        self.source.give_back(store);
+    pub fn give_back(&self, today: Today<'_>) {
+        self.source.give_back(today);
     }
 
     /// Takes one message of the address's rate if it allows one now, without waiting.
@@ -361,8 +364,8 @@ pub struct SourceDay(Arc<Source>);
 
 impl SourceDay {
     /// Gives back a message [`SourceLease::take`] counted that was not sent.
-    pub fn give_back(&self, store: &Store) {
-        self.0.give_back(store);
+    pub fn give_back(&self, today: Today<'_>) {
+        self.0.give_back(today);
     }
 }
 
@@ -391,12 +394,10 @@ pub fn check_binds(config: &Config) {
     }
 }
 
-/// Counts, in `change`, `n` messages sent from `ip` on `at`'s UTC day.
-pub fn count(change: &mut Change, ip: IpAddr, at: Timestamp, n: u64) {
-    let day = day_of(at);
-    // The day's counters leave with `[retention] metrics`, as the teams' own do.
-    crate::counters::arm_expiry(change, next_day(at), &day_prefix(day));
-    change.batch().add(key(ip, day), n);
+/// Counts, in `change`, `n` messages sent from `ip` on `at`'s UTC day (the day's counters
+/// leave with `[retention] metrics`, as the teams' own do).
+pub fn count(counters: &dyn CounterStore, change: &mut Change, ip: IpAddr, at: Timestamp, n: u64) {
+    counters.add_source(change, ip, day_of(at), n, next_day(at));
 }
 
 /// When the UTC day after `now` starts: when spent warm-up limits grow again.
@@ -416,18 +417,6 @@ pub fn resume_at(now: Timestamp, id: Id) -> Timestamp {
     std::hash::Hash::hash(id.as_bytes(), &mut hasher);
     let offset = std::hash::Hasher::finish(&hasher) % RESUME_SPREAD_MS;
     next_day(now).saturating_add(Duration::from_millis(offset))
-}
-
-fn day_prefix(day: u32) -> Vec<u8> {
-    let mut prefix = PREFIX.to_vec();
-    prefix.extend_from_slice(&day.to_be_bytes());
-    prefix
-}
-
-fn key(ip: IpAddr, day: u32) -> Vec<u8> {
-    let mut key = day_prefix(day);
-    key.extend_from_slice(ip.to_string().as_bytes());
-    key
 }
 
 /// Days since 1970-01-01, UTC.

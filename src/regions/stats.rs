@@ -1,10 +1,9 @@
 //! What each source address is doing, for `herald queue stats` (`GET /queue/stats`) and
 //! the dashboard's domain page.
 
-use herald_queue::Store;
 use serde_json::{Value, json};
 
-use super::{RegionState, Regions};
+use super::{RegionState, Regions, Today};
 
 /// One source address's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +50,13 @@ impl SourceStats {
 }
 
 /// Every source address of every region, in the file's order.
-pub fn all(regions: &Regions, store: &Store) -> Vec<SourceStats> {
-    regions.all().iter().flat_map(|region| of(region, store)).collect()
+pub fn all(regions: &Regions, today: Today<'_>) -> Vec<SourceStats> {
+    regions.all().iter().flat_map(|region| of(region, today)).collect()
 }
 
 /// The source addresses of `region`.
-pub fn of(region: &RegionState, store: &Store) -> Vec<SourceStats> {
-    let now = store.now();
+pub fn of(region: &RegionState, today: Today<'_>) -> Vec<SourceStats> {
+    let now = today.now;
     region
         .sources()
         .iter()
@@ -66,7 +65,7 @@ pub fn of(region: &RegionState, store: &Store) -> Vec<SourceStats> {
             address: source.ip().to_string(),
             connections: source.open(),
             connections_max: source.connections_max(),
-            sent_today: source.sent_today(store),
+            sent_today: source.sent_today(today),
             warmup: source.today(now).map(|(index, daily_limit)| WarmupDay {
                 day: index + 1,
                 days: source.warmup().map_or(0, |w| w.daily_limits.len()),

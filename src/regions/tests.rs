@@ -1,7 +1,10 @@
 use std::time::Duration;
 
+use herald_queue::Store;
+
 use super::*;
 use crate::config::Config;
+use crate::counters::RocksCounters;
 use crate::limits::LocalDestinations;
 
 /// 2026-11-20T12:00:00Z, the warm-up's first day.
@@ -26,6 +29,14 @@ fn setup_with(store: &Store, text: &str) -> (Config, Regions) {
     (config, regions)
 }
 
+/// The counters at the store's time now.
+fn at<'a>(counters: &'a RocksCounters, store: &Store) -> Today<'a> {
+    Today {
+        counters,
+        now: store.now(),
+    }
+}
+
 fn bound(pick: Pick) -> SourceLease {
     match pick {
         Pick::Bound(lease) => lease,
@@ -37,19 +48,23 @@ fn bound(pick: Pick) -> SourceLease {
 fn addresses_of_the_family_take_turns_up_to_their_connections() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, _clock) = crate::testing::store(dir.path(), START);
+    let counters = RocksCounters::new(store.clone());
     let (config, regions) = setup(&store);
     let us = regions.get(&config, "us-east-1");
-    let turns: Vec<SourceLease> = (0..4).map(|_| bound(us.pick(&store, true))).collect();
+    let turns: Vec<SourceLease> = (0..4).map(|_| bound(us.pick(at(&counters, &store), true))).collect();
     let ips: Vec<String> = turns.iter().map(|l| l.ip().to_string()).collect();
     assert_eq!(ips, ["127.0.0.2", "127.0.0.3", "127.0.0.2", "127.0.0.3"]);
-    assert!(matches!(us.pick(&store, true), Pick::Busy), "two connections each");
+    assert!(
+        matches!(us.pick(at(&counters, &store), true), Pick::Busy),
+        "two connections each"
+    );
     drop(turns);
-    assert_eq!(bound(us.pick(&store, false)).ip().to_string(), "::1");
+    assert_eq!(bound(us.pick(at(&counters, &store), false)).ip().to_string(), "::1");
     let eu = regions.get(&config, "eu-west-1");
-    assert!(matches!(eu.pick(&store, true), Pick::System));
+    assert!(matches!(eu.pick(at(&counters, &store), true), Pick::System));
     let (v4_only, only) = setup_with(&store, ONE_A_DAY);
     assert!(matches!(
-        only.get(&v4_only, "us-east-1").pick(&store, false),
+        only.get(&v4_only, "us-east-1").pick(at(&counters, &store), false),
         Pick::NoFamily
     ));
     assert_eq!(
@@ -63,37 +78,38 @@ fn addresses_of_the_family_take_turns_up_to_their_connections() {
 fn a_warming_address_stops_at_its_daily_limit_and_grows_the_next_day() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, clock) = crate::testing::store(dir.path(), START);
+    let counters = RocksCounters::new(store.clone());
     let (config, regions) = setup(&store);
     let us = regions.get(&config, "us-east-1");
     let warming = &us.sources()[1];
     assert_eq!(warming.today(store.now()), Some((0, 2)));
-    let lease = bound(us.pick(&store, true));
+    let lease = bound(us.pick(at(&counters, &store), true));
     let lease = if lease.ip() == warming.ip() {
         lease
     } else {
-        bound(us.pick(&store, true))
+        bound(us.pick(at(&counters, &store), true))
     };
-    assert!(lease.take(&store) && lease.take(&store));
-    assert!(!lease.take(&store), "the day's two are used");
+    assert!(lease.take(at(&counters, &store)) && lease.take(at(&counters, &store)));
+    assert!(!lease.take(at(&counters, &store)), "the day's two are used");
     // Counted in the store as attempts are recorded, and read back after a restart.
     let mut batch = crate::storage::Change::new();
-    count(&mut batch, warming.ip(), store.now(), 2);
+    count(&counters, &mut batch, warming.ip(), store.now(), 2);
     store.commit(batch.into_batch()).wait().expect("commit");
     drop(lease);
     for _ in 0..4 {
-        let other = bound(us.pick(&store, true));
+        let other = bound(us.pick(at(&counters, &store), true));
         assert_eq!(other.ip().to_string(), "127.0.0.2", "a spent address is skipped");
     }
     let (_, restarted) = setup(&store);
     let again = restarted.get(&config, "us-east-1");
-    assert_eq!(again.sources()[1].sent_today(&store), 2);
+    assert_eq!(again.sources()[1].sent_today(at(&counters, &store)), 2);
 
     clock.advance(Duration::from_secs(24 * 3600));
     assert_eq!(warming.today(store.now()), Some((1, 3)));
-    assert_eq!(warming.sent_today(&store), 0, "a new day");
+    assert_eq!(warming.sent_today(at(&counters, &store)), 0, "a new day");
     clock.advance(Duration::from_secs(24 * 3600));
     assert_eq!(warming.today(store.now()), None, "warmed up");
-    let stats = stats::of(&us, &store);
+    let stats = stats::of(&us, at(&counters, &store));
     assert_eq!(stats[1].address, "127.0.0.3");
     assert_eq!(stats[1].warmup, None);
 }
@@ -102,13 +118,14 @@ fn a_warming_address_stops_at_its_daily_limit_and_grows_the_next_day() {
 fn every_address_spent_is_spent() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, _clock) = crate::testing::store(dir.path(), START);
+    let counters = RocksCounters::new(store.clone());
     let (config, regions) = setup_with(&store, ONE_A_DAY);
     let us = regions.get(&config, "us-east-1");
-    let lease = bound(us.pick(&store, true));
-    assert!(lease.take(&store));
+    let lease = bound(us.pick(at(&counters, &store), true));
+    assert!(lease.take(at(&counters, &store)));
     drop(lease);
-    assert!(matches!(us.pick(&store, true), Pick::Spent));
-    let stats = stats::all(&regions, &store);
+    assert!(matches!(us.pick(at(&counters, &store), true), Pick::Spent));
+    let stats = stats::all(&regions, at(&counters, &store));
     assert_eq!(stats[0].sent_today, 1);
     assert_eq!(
         stats[0].warmup,
@@ -135,10 +152,14 @@ fn every_address_spent_is_spent() {
 fn a_message_given_back_frees_its_place_in_the_day() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, _clock) = crate::testing::store(dir.path(), START);
+    let counters = RocksCounters::new(store.clone());
     let (config, regions) = setup_with(&store, ONE_A_DAY);
-    let lease = bound(regions.get(&config, "us-east-1").pick(&store, true));
-    assert!(lease.take(&store));
-    assert!(!lease.take(&store));
-    lease.give_back(&store);
-    assert!(lease.take(&store), "the unsent message's place is free again");
+    let lease = bound(regions.get(&config, "us-east-1").pick(at(&counters, &store), true));
+    assert!(lease.take(at(&counters, &store)));
+    assert!(!lease.take(at(&counters, &store)));
+    lease.give_back(at(&counters, &store));
+    assert!(
+        lease.take(at(&counters, &store)),
+        "the unsent message's place is free again"
+    );
 }

@@ -19,6 +19,7 @@ use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
 use crate::broadcasts::{BroadcastStore, RocksBroadcasts};
 use crate::config::Config;
 use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
+use crate::counters::{CounterStore, RocksCounters};
 use crate::domains::{DomainStore, RocksDomains, Verifier};
 use crate::emails::idempotency::{Idempotency, IdempotencyStore, LocalIdempotency};
 use crate::emails::{EmailStore, RocksEmails};
@@ -72,6 +73,8 @@ pub struct Services {
     broadcasts: Box<dyn BroadcastStore>,
     /// The event outbox, webhook messages and their attempts.
     webhook_log: Box<dyn WebhookLog>,
+    /// Counters of metrics, quotas and source addresses' days.
+    counters: Box<dyn CounterStore>,
     tracking: std::sync::OnceLock<crate::tracking::Signer>,
     /// When loading the tracking key last failed; held while it is being loaded.
     tracking_failed: Mutex<Option<herald_queue::Timestamp>>,
@@ -140,6 +143,8 @@ pub struct Backends {
     pub broadcasts: Box<dyn BroadcastStore>,
     /// Idempotency keys in flight and the answers they remember.
     pub idempotency: Box<dyn IdempotencyStore>,
+    /// Counters of metrics, quotas and source addresses' days.
+    pub counters: Box<dyn CounterStore>,
     /// The event outbox, webhook messages and their attempts.
     pub webhook_log: Box<dyn WebhookLog>,
     /// Record locks.
@@ -166,6 +171,7 @@ impl Backends {
             broadcasts: Box::new(RocksBroadcasts::new(store.clone())),
             webhook_log: Box::new(RocksWebhookLog::new(store.clone())),
             idempotency: Box::new(LocalIdempotency::new(store.clone())),
+            counters: Box::new(RocksCounters::new(store.clone())),
             locks: Box::new(LocalLocks::default()),
             clock: store.clock().clone(),
         }
@@ -207,6 +213,7 @@ impl Services {
             broadcasts,
             webhook_log,
             idempotency,
+            counters,
             locks,
             clock,
         } = backends;
@@ -225,6 +232,7 @@ impl Services {
             images,
             broadcasts,
             webhook_log,
+            counters,
             tracking: std::sync::OnceLock::new(),
             tracking_failed: Mutex::new(None),
             return_paths: crate::feedback::ReturnPaths::default(),
@@ -311,6 +319,19 @@ impl Services {
     /// The event outbox, webhook messages and their attempts.
     pub fn webhook_log(&self) -> &dyn WebhookLog {
         &*self.webhook_log
+    }
+
+    /// Counters of metrics, quotas and source addresses' days.
+    pub fn counters(&self) -> &dyn CounterStore {
+        &*self.counters
+    }
+
+    /// The source addresses' days as counted now.
+    pub fn today(&self) -> crate::regions::Today<'_> {
+        crate::regions::Today {
+            counters: self.counters(),
+            now: self.now(),
+        }
     }
 
     /// Emails: records, statuses, timelines and the index by status.

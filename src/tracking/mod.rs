@@ -170,13 +170,12 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
         Tracked::Open { team_id, email_id } => (*team_id, *email_id, EmailState::Opened),
         Tracked::Click { team_id, email_id, .. } => (*team_id, *email_id, EmailState::Clicked),
     };
-    let store = services.store();
     let emails = services.emails();
     let _guard = crate::emails::lock(services, team_id, email_id);
     let Some(mut status) = emails.status(team_id, email_id)? else {
         return Ok(());
     };
-    let now = store.now();
+    let now = services.now();
     let agent = visitor.user_agent.to_ascii_lowercase();
     let machine = visitor.user_agent.trim() == "Mozilla/5.0"
         || MACHINES.iter().any(|m| agent.contains(m))
@@ -205,14 +204,15 @@ pub fn record(services: &Services, tracked: &Tracked, visitor: &Visitor) -> Resu
     if machine {
         metrics::counter!("herald_tracking_machine_total", "kind" => kind.name()).increment(1);
     } else {
-        crate::counters::count(&mut change, team_id, &status.from, now, Metric::of(kind, &Value::Null));
+        let counters = services.counters();
+        counters.count(&mut change, team_id, &status.from, now, Metric::of(kind, &Value::Null));
         if first {
             let unique = if kind == EmailState::Clicked {
                 Metric::UniqueClicked
             } else {
                 Metric::UniqueOpened
             };
-            crate::counters::count(&mut change, team_id, &status.from, now, unique);
+            counters.count(&mut change, team_id, &status.from, now, unique);
         }
     }
     metrics::counter!("herald_tracking_total", "kind" => kind.name()).increment(1);

@@ -280,13 +280,10 @@ pub fn apply_choice(services: &Services, unsubscribe: &Unsubscribe, choice: &Cho
         &choices,
         |change| {
             if let Some(from) = &from {
-                crate::counters::count(
-                    change,
-                    unsubscribe.team_id,
-                    from,
-                    now,
-                    crate::counters::Metric::Unsubscribed,
-                );
+                let metric = crate::counters::Metric::Unsubscribed;
+                services
+                    .counters()
+                    .count(change, unsubscribe.team_id, from, now, metric);
             }
         },
     )?;
