@@ -76,12 +76,12 @@
 //! | contacts, segments, topics, properties, imports | [`contacts`] ([`contacts::ContactStore`], [`contacts::AudienceStore`]) | PostgreSQL |
 //! | templates | [`templates`] ([`templates::TemplateStore`]) | PostgreSQL |
 //! | email records, statuses, timelines, the status index | [`emails`] ([`emails::EmailStore`]) | PostgreSQL |
-//! | idempotency records | [`emails::idempotency`] (no trait yet) | PostgreSQL, unique across nodes |
+//! | idempotency records, keys in flight | [`emails::idempotency`] ([`emails::idempotency::IdempotencyStore`]) | PostgreSQL, unique across nodes |
 //! | broadcasts, their markers and counts | [`broadcasts`] ([`broadcasts::BroadcastStore`]) | PostgreSQL |
 //! | images | [`images`] ([`images::ImageStore`]) | PostgreSQL |
 //! | events outbox, webhook messages and attempts | [`webhooks::log`] ([`webhooks::WebhookLog`]) | the node's outbox, then PostgreSQL |
 //! | request logs | [`logs`] ([`logs::RequestLogStore`]) | PostgreSQL |
-//! | metrics counters, quota counts | [`counters`], [`quotas`] (no trait yet) | PostgreSQL; quota counts in Redis |
+//! | metrics counters, quota counts, source addresses' days | [`counters`] ([`counters::CounterStore`]) | PostgreSQL; quota counts in Redis |
 //! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |
 //! | record locks | [`services::locks`] ([`services::Locks`]) | row or advisory locks |
 //!

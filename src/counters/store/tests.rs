@@ -85,7 +85,7 @@ fn quotas_and_source_days_are_kept_apart_and_expire_at_their_period_s_end() {
     assert_eq!(counters.quota(other, month).expect("read"), 0);
     assert_eq!(counters.source(ip, 20_000).expect("read"), 4);
     assert_eq!(counters.source(ip, 20_001).expect("read"), 0);
-    assert_eq!(keys(&store), 5, "the quotas' days and month, the address's day");
+    assert_eq!(keys(&store), 4, "two teams' days, one's month, the address's day");
     // Nothing is due before its period has ended.
     assert_eq!(expire_due(&store, store.now()), 0);
     // Two days on, with no retention: the days are due, the month not yet.
