@@ -29,8 +29,7 @@ pub fn prepare(shared: &Arc<Shared>, held: Held) {
             return retry_later(shared, claim.id);
         }
     };
-    let store = shared.state.store();
-    let now = store.now();
+    let now = shared.state.now();
     let due: Vec<usize> = envelope.due_recipients(now).map(|(i, _)| i).collect();
     let Some(team_id) = envelope.team.parse::<Id>().ok().filter(|_| !due.is_empty()) else {
         return release(shared, claim.id);

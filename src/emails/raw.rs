@@ -53,9 +53,8 @@ pub fn prepare(
     if envelope_from.domain() != header_from.domain() {
         authorize_domain(state, sender, envelope_from.domain())?;
     }
-    let store = state.store();
-    let now = store.now();
-    let id = store.next_id();
+    let now = state.now();
+    let id = state.next_id();
     let hostname = &state.config().server.hostname;
     // The email's id in the trace, as MTAs put their queue id there: a message found in a
     // mailbox leads straight to its record and events.
@@ -71,14 +70,14 @@ pub fn prepare(
     // are rewritten in what is sent) differ from what the record shows, and a message with
     // attachments would keep them too: the record keeps its own copy of those bodies.
     let plain = bodies_only(&parsed);
-    let whole = if plain && !crate::tracking::rewrites_raw(state, &domain) {
+    let whole = if plain && !crate::tracking::rewrites_message(state, &domain) {
         None
     } else {
         Some(parser.parse(raw).ok_or_else(not_a_message)?)
     };
     let tracked = whole
         .as_ref()
-        .and_then(|whole| crate::tracking::apply_raw(state, &domain, id, raw, whole));
+        .and_then(|whole| crate::tracking::apply_to_message(state, &domain, id, raw, whole));
     let content_in_message = plain && tracked.is_none();
     // The idempotency key is for herald, not for the recipients.
     let raw = without_field(tracked.as_deref().unwrap_or(raw), IDEMPOTENCY_HEADER);

@@ -111,9 +111,8 @@ pub fn prepare(
     domain: &Domain,
     source: Source,
 ) -> Result<Prepared, SendError> {
-    let store = state.store();
-    let now = store.now();
-    let id = store.next_id();
+    let now = state.now();
+    let id = state.next_id();
     let hostname = &state.config().server.hostname;
     // The unsubscribe link, links and the open pixel are written into what is sent; the
     // record keeps the email as it was given.
@@ -215,10 +214,9 @@ pub fn record_unsent(
     unsent: Unsent<'_>,
 ) -> Result<Id, crate::storage::Error> {
     debug_assert!(matches!(unsent.state, EmailState::Suppressed | EmailState::Failed));
-    let store = services.store();
     let hostname = &services.config().server.hostname;
-    let now = store.now();
-    let id = store.next_id();
+    let now = services.now();
+    let id = services.next_id();
     let record = EmailRecord {
         id,
         team_id: unsent.team_id,

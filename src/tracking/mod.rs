@@ -116,15 +116,15 @@ pub fn apply(services: &Services, domain: &Domain, email_id: Id, email: &Email) 
     Some(tracked)
 }
 
-/// Whether [`apply_raw`] rewrites mail from `domain` now: it tracks opens or clicks, on
+/// Whether [`apply_to_message`] rewrites mail from `domain` now: it tracks opens or clicks, on
 /// a tracking host, with a signing key.
-pub fn rewrites_raw(services: &Services, domain: &Domain) -> bool {
+pub fn rewrites_message(services: &Services, domain: &Domain) -> bool {
     Links::of(services, domain, Id::from_bytes([0; 16])).is_some()
 }
 
 /// A message submitted whole (`raw`, parsed as `parsed`) rewritten for tracking, when
 /// `domain` tracks opens or clicks now; `None` when it tracks neither or nothing changed.
-pub fn apply_raw(
+pub fn apply_to_message(
     services: &Services,
     domain: &Domain,
     email_id: Id,
