@@ -69,11 +69,11 @@ pub trait WebhookLog: Send + Sync + std::fmt::Debug {
 
 /// Pending messages by their next attempt: big-endian due time, then the message's key
 /// (team, webhook and event ids).
-pub const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
+pub(crate) const DUE: DueIndex = DueIndex::new(Table::WEBHOOK_DUE);
 
 /// Messages and attempts by the time their retention counts from. Item keys are a tag
 /// byte and the record's key, as the two kinds share the index.
-pub const EXPIRY: DueIndex = DueIndex::new(Table::WEBHOOK_EXPIRY);
+pub(crate) const EXPIRY: DueIndex = DueIndex::new(Table::WEBHOOK_EXPIRY);
 
 const MESSAGE: u8 = b'm';
 const ATTEMPT: u8 = b'a';
@@ -117,7 +117,7 @@ fn attempt_key(team_id: Id, webhook_id: Id, id: Id) -> Vec<u8> {
 }
 
 /// The webhook of the message under `key` (as a due entry names it), if it is one.
-pub fn webhook_of(key: &[u8]) -> Option<Id> {
+pub(crate) fn webhook_of(key: &[u8]) -> Option<Id> {
     key.get(16..32).filter(|_| key.len() == 48).and_then(Id::from_slice)
 }
 
