@@ -14,8 +14,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::storage::Error;
-use herald_queue::{Batch, Due, DueIndex, Store};
+use herald_queue::{Due, Store};
+
+pub use crate::storage::expiry::{Expiry, expire_now};
 
 use crate::runner::{Claimed, Handler, Limits, Runner, Wake};
 use crate::shutdown::Shutdown;
@@ -27,20 +28,6 @@ const BATCH: usize = 256;
 /// wakes a sweep) is removed at most this late, which keeps retentions of a few seconds
 /// exact enough; a look when nothing is due is one seek.
 const IDLE_MAX: Duration = Duration::from_secs(1);
-
-/// One kind of expiring record.
-pub trait Expiry: Send + Sync + 'static {
-    /// Its name in logs and metrics (`emails`, `content`, ...).
-    const KIND: &'static str;
-
-    /// Its index.
-    const INDEX: DueIndex;
-
-    /// Adds to `batch` what expires the item of `due` (deletions, or a rewrite without
-    /// the expired part). The sweep disarms the entry itself. An item that is gone, or
-    /// whose record says the entry is stale, adds nothing.
-    fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error>;
-}
 
 /// Runs `expiry` until shutdown: removes what was armed more than `retention` ago.
 /// `None` keeps everything (the entries stay armed, and a later retention applies to
@@ -62,26 +49,6 @@ pub async fn run<E: Expiry>(store: Store, expiry: E, retention: Option<Duration>
         expiry: Arc::new(expiry),
     };
     runner.run(sweep, shutdown).await;
-}
-
-/// Expires `due`'s items in one batch and commits it; returns how many. Blocks. An item
-/// that cannot be read is left as it is and its entry dropped (said in the log once),
-/// rather than failing every later pass.
-pub fn expire_now<E: Expiry>(store: &Store, expiry: &E, due: &[&Due]) -> Result<usize, Error> {
-    let mut batch = Batch::new();
-    for entry in due {
-        let mut own = Batch::new();
-        match expiry.expire(store, entry, &mut own) {
-            Ok(()) => batch.extend(own),
-            Err(error) => {
-                tracing::error!(kind = E::KIND, key = ?entry.key, %error, "cannot expire a record; leaving it");
-            }
-        }
-        E::INDEX.disarm(&mut batch, entry.at, &entry.key);
-    }
-    store.commit(batch).wait()?;
-    metrics::counter!("herald_expired_total", "kind" => E::KIND).increment(due.len() as u64);
-    Ok(due.len())
 }
 
 /// The runner's handler for one kind.

@@ -112,6 +112,21 @@ pub struct RocksContacts {
 }
 
 impl RocksContacts {
+    /// Arms the expiry of every finished import, at start: those finished before this
+    /// build armed none (arming one again changes nothing).
+    pub fn arm_finished_imports(&self) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for (_, import) in self.store.scan::<ContactImport>(Scan::prefix(&[]))? {
+            if let (true, Some(finished)) = (import.status.is_final(), import.completed_at) {
+                super::imports::store::arm(&mut batch, import.team_id, import.id, finished);
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        Ok(self.store.commit(batch).wait()?)
+    }
+
     /// Contacts in `store`.
     pub fn new(store: Store) -> RocksContacts {
         RocksContacts { store }
@@ -168,7 +183,7 @@ impl RocksContacts {
         if import.status.is_final() {
             batch.delete_raw(Table::IMPORT_QUEUE, queued);
             if let Some(finished) = import.completed_at {
-                super::imports::retention::arm(batch, import, finished);
+                super::imports::store::arm(batch, import.team_id, import.id, finished);
             }
         } else {
             batch.put_raw(Table::IMPORT_QUEUE, queued, Vec::new());

@@ -12,25 +12,5 @@ pub mod model;
 pub mod query;
 mod store;
 
-use herald_queue::{Batch, Due, DueIndex, Store};
-
 pub use model::{BUCKET_MS, Count, Metric, QuotaCounter, bucket_of, domain_of, start_of};
-pub use store::{CounterStore, RocksCounters};
-
-use crate::retention::Expiry;
-use crate::storage::Error;
-
-/// `[retention] metrics`: a team's day of counters (or a quota's period, or a source
-/// addresses' day).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Days;
-
-impl Expiry for Days {
-    const KIND: &'static str = "metrics";
-    const INDEX: DueIndex = store::EXPIRY;
-
-    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
-        store::expire(due, batch);
-        Ok(())
-    }
-}
+pub use store::{CounterStore, Days, RocksCounters};

@@ -20,6 +20,7 @@ use std::net::IpAddr;
 use herald_queue::{Batch, Due, DueIndex, Id, Scan, Store, Table, Timestamp, decode_counter};
 
 use super::model::{BUCKETS_PER_DAY, Count, Metric, QuotaCounter, bucket_of, domain_of, start_of};
+use crate::storage::expiry::Expiry;
 use crate::storage::{Change, Error};
 
 /// Counters of teams' metrics, quotas and source addresses' days.
@@ -112,11 +113,26 @@ fn parse(key: &[u8], value: &[u8]) -> Option<Count> {
     })
 }
 
-/// Stages the expiry of the entry `due` of [`EXPIRY`] (`[retention] metrics`): a
-/// team's day of metrics goes bucket by bucket; any other entry names the prefix of the
-/// counters it removes (a quota period, a source addresses' day, or a day of the daily
-/// counters the metrics replaced).
-pub(crate) fn expire(due: &Due, batch: &mut Batch) {
+/// `[retention] metrics`: a team's day of counters (or a quota's period, or a source
+/// addresses' day).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Days;
+
+impl Expiry for Days {
+    const KIND: &'static str = "metrics";
+    const INDEX: DueIndex = EXPIRY;
+
+    fn expire(&self, _: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+        expire(due, batch);
+        Ok(())
+    }
+}
+
+/// Stages the expiry of the entry `due` of [`EXPIRY`]: a team's day of metrics goes
+/// bucket by bucket; any other entry names the prefix of the counters it removes (a
+/// quota period, a source addresses' day, or a day of the daily counters the metrics
+/// replaced).
+fn expire(due: &Due, batch: &mut Batch) {
     let parsed = due
         .key
         .get(..16)

@@ -288,13 +288,13 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     ));
     tasks.spawn(crate::retention::run(
         state.store().clone(),
-        crate::webhooks::retention::Messages,
+        crate::webhooks::log::Messages,
         retention.webhook_messages,
         controller.handle(),
     ));
     tasks.spawn(crate::retention::run(
         state.store().clone(),
-        crate::contacts::imports::retention::Imports,
+        crate::contacts::imports::store::Imports,
         retention.imports,
         controller.handle(),
     ));
@@ -360,7 +360,7 @@ async fn open_store(
         }
         let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
         crate::counters::backfill::prepare(&store)?;
-        crate::contacts::imports::retention::arm_finished(&store)?;
+        crate::contacts::RocksContacts::new(store.clone()).arm_finished_imports()?;
         let indexed = crate::emails::store::build_index(&store)?;
         if indexed > 0 {
             tracing::info!(emails = indexed, "emails indexed by status for the dashboard");

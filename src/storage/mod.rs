@@ -10,6 +10,7 @@
 //! writes part from the shared ones.
 
 mod error;
+pub mod expiry;
 pub mod page;
 
 pub use error::{Error, Refusal};

@@ -15,7 +15,6 @@ pub mod history;
 pub mod log;
 mod message;
 mod model;
-pub mod retention;
 mod secret;
 pub mod service;
 pub mod signature;

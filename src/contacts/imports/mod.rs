@@ -6,7 +6,7 @@
 //! that cannot become a contact is counted as failed, with its line and the reason kept.
 
 mod columns;
-pub mod retention;
+pub mod store;
 mod worker;
 
 use std::path::{Path, PathBuf};

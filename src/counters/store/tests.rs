@@ -12,7 +12,7 @@ fn keys(store: &Store) -> usize {
 fn expire_due(store: &Store, horizon: Timestamp) -> usize {
     let due = EXPIRY.due(store, horizon, None, 10).expect("due");
     let entries: Vec<&Due> = due.iter().collect();
-    crate::retention::expire_now(store, &super::super::Days, &entries).expect("expire");
+    crate::storage::expiry::expire_now(store, &Days, &entries).expect("expire");
     due.len()
 }
 

@@ -15,6 +15,7 @@ use herald_queue::{Batch, Due, DueIndex, Id, Record, Scan, Store, Table, Timesta
 
 use super::message::{MessageState, WebhookAttempt, WebhookMessage};
 use crate::events::Event;
+use crate::storage::expiry::Expiry;
 use crate::storage::page::PageRequest;
 use crate::storage::{Change, Error};
 
@@ -128,10 +129,25 @@ fn tagged(tag: u8, key: &[u8]) -> Vec<u8> {
     tagged
 }
 
-/// Stages the expiry of the entry `due` of [`EXPIRY`] (`[retention] webhook_messages`):
-/// an attempt goes; a message goes unless it was replayed since (pending again, or final
-/// at another time, when its current entry decides).
-pub(crate) fn expire(store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+/// `[retention] webhook_messages`: a message leaves counted from its final outcome
+/// (delivered, or failed after its last retry), so a message still being retried is
+/// never expired; an attempt from when it was made.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Messages;
+
+impl Expiry for Messages {
+    const KIND: &'static str = "webhook_messages";
+    const INDEX: DueIndex = EXPIRY;
+
+    fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
+        expire(store, due, batch)
+    }
+}
+
+/// Stages the expiry of the entry `due` of [`EXPIRY`]: an attempt goes; a message goes
+/// unless it was replayed since (pending again, or final at another time, when its
+/// current entry decides).
+fn expire(store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error> {
     match due.key.split_first() {
         Some((&MESSAGE, key)) => {
             let current = store

@@ -3,6 +3,7 @@ use std::time::Duration;
 use herald_queue::Batch;
 
 use super::*;
+use crate::contacts::imports::ContactImport;
 use crate::contacts::imports::{Columns, ImportCounts, ImportError, ImportStatus, OnConflict};
 use crate::contacts::{AudienceStore, RocksContacts};
 
