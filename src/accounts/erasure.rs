@@ -138,8 +138,16 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         }
         return Ok(true);
     }
+    // The emails first, a batch per pass; the other stores after, once: most erase with
+    // one range tombstone per table, which a pass per batch of emails would repeat.
     let mut change = Change::new();
     let erased = services.emails().erase_team(&mut change, team.id, BATCH)?;
+    // A message kept in the spool for its bodies goes with its email.
+    crate::emails::retention::forget_kept(store, &erased, &mut change)?;
+    services.emails().commit(change)?;
+    if !erased.is_empty() {
+        return Ok(true);
+    }
     if services.contacts().erase_team(team.id)?
         || services.audience().erase_team(team.id)?
         || services.templates().erase_team(team.id)?
@@ -150,12 +158,6 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
         || services.webhook_log().erase_team(team.id)?
         || services.idempotency().keys().erase_team(team.id)?
     {
-        return Ok(true);
-    }
-    // A message kept in the spool for its bodies goes with its email.
-    crate::emails::retention::forget_kept(store, &erased, &mut change)?;
-    services.emails().commit(change)?;
-    if !erased.is_empty() {
         return Ok(true);
     }
     // The counters last, once nothing of the team can count any more.
