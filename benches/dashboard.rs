@@ -63,7 +63,7 @@ async fn run(emails: usize) {
     let state = running.state.clone();
     let started = Instant::now();
     let token = tokio::task::spawn_blocking(move || {
-        let store = state.store();
+        let store = state.node().store();
         let user = state
             .users()
             .by_email("bench@bench.test")

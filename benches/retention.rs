@@ -63,7 +63,7 @@ async fn run(records: usize, load: Duration, connections: usize) {
 
     // Fill with retention off, so nothing is swept yet.
     let running = bench_server::start(&dir, keep).await;
-    let store = running.state.store().clone();
+    let store = running.state.node().store().clone();
     let started = Instant::now();
     let filler = store.clone();
     let (expiring, content) = tokio::task::spawn_blocking(move || fill(&filler, records))
@@ -81,7 +81,7 @@ async fn run(records: usize, load: Duration, connections: usize) {
     running.shutdown().await;
 
     let running = bench_server::start(&dir, sweep).await;
-    let store = running.state.store().clone();
+    let store = running.state.node().store().clone();
     println!("disk before the sweep: {}", disk(&store));
     let addr = running.http_addr;
     let sweep_started = Instant::now();
@@ -182,7 +182,7 @@ fn fill(store: &Store, records: usize) -> (usize, usize) {
             };
             batch.put(EmailEvent::key(id, event.id), &event).expect("event");
         }
-        herald::emails::retention::arm_final(&mut armed, team, id, at);
+        herald::emails::store::retention::arm_final(&mut armed, team, id, at);
         if batch.len() >= FILL_BATCH * 4 {
             store.commit(std::mem::take(&mut batch)).wait().expect("commit");
             emails.commit(std::mem::take(&mut armed)).expect("commit");

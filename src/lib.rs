@@ -19,7 +19,7 @@
 //! - [`config`]: the TOML config, parsed once into validated types.
 //! - [`dns`]: DNS lookups (TXT for domain verification, MX for delivery).
 //! - [`server`]: `herald serve`, start-up and shutdown.
-//! - [`services`]: the handle every service operation takes (store, spool, caches, wake
+//! - [`services`]: the handle every service operation takes (stores, spool, caches, wake
 //!   handles), shared by the adapters.
 //! - [`http`]: the HTTP listener (REST API, `/healthz`, `/metrics`).
 //! - [`smtp`]: the SMTP listeners.
@@ -34,34 +34,40 @@
 //! - [`events`]: events written with the changes that cause them, for webhooks.
 //! - [`mailqueue`]: the spool as operators see it (`herald queue`): list, show, retry,
 //!   delete, stats.
-//! - [`logs`]: API request logs as records, their store and their retention.
+//! - [`logs`]: API request logs as records and their store (with their expiry).
 //! - [`limits`]: rate-limit state and per-destination pacing and connection leases,
 //!   behind the traits a cluster's shared store will implement.
 //! - [`outbound`]: the SSRF-safe outbound HTTP client (attachment downloads, webhooks).
 //! - [`runner`]: the due-time runner: one loop for everything that waits for a time
 //!   (webhook retries, domain re-checks, expiry).
 //! - [`shutdown`]: the shutdown signal and drain.
+//! - [`wake`]: the handle that wakes a loop sleeping until work is due.
 //! - [`telemetry`]: logs and metrics.
 //! - [`webhooks`]: the endpoints events are posted to, with their signing secrets.
 //! - [`wire`]: timestamps as the records' JSON and every adapter write them.
-//! - [`storage`]: the layer under the services: the unit of work
-//!   ([`storage::Change`]), the storage error ([`storage::Error`]) and pages of lists
-//!   ([`storage::page`]).
+//! - [`storage`]: the layer under the services: the node's own store
+//!   ([`storage::Node`]: opened, its format checked, upgrades migrated), the stores the
+//!   services are assembled from ([`storage::Backends`]), the unit of work
+//!   ([`storage::Change`]), the storage error ([`storage::Error`]), record locks, pages
+//!   of lists ([`storage::page`]), queues of due items for the runners
+//!   ([`storage::due`]) and the expiry of records ([`storage::expiry`]).
+//! - [`retention`]: the engine that runs each store's expiry ([`storage::expiry::Sweep`])
+//!   as `[retention]` says.
 //!
 //! ## Layers
 //!
 //! From the top: the shell (`main`, [`server`], [`cli`], [`client`]), the adapters
 //! ([`api`] over [`http`], [`smtp`], [`dashboard`], the public pages, [`dns`],
 //! [`outbound`]), the engines ([`delivery`], webhook dispatch, the workers, [`runner`],
-//! [`retention`]), the services, storage (the `store.rs` files and [`storage`]), and
-//! the vocabulary (config, [`wire`], an email's states, record types). A file imports
-//! only from its own layer or those below; `tests/layers.rs` reads the import graph and
-//! holds what does not yet, as a list that may only shrink.
+//! [`retention`]), the services, storage (the `store.rs` files, the `store/` folders
+//! and [`storage`]), and the vocabulary (config, [`wire`], an email's states, record
+//! types). A file imports only from its own layer or those below; `tests/layers.rs`
+//! reads the import graph and holds what does not yet, as a list that may only shrink.
 //!
 //! ## Records: who owns them, where they live
 //!
 //! Each record has one owning module; its store trait is what the services see, and
-//! [`services::Backends`] is the one place that names the RocksDB implementations. On one
+//! [`storage::Backends`] is the one place that names the RocksDB implementations. On one
 //! node everything is in the data directory's RocksDB; in a cluster (DESIGN.md, "the
 //! storage map") the spool stays on the node and the rest is shared.
 //!
@@ -83,12 +89,15 @@
 //! | request logs | [`logs`] ([`logs::RequestLogStore`]) | PostgreSQL |
 //! | metrics counters, quota counts, source addresses' days | [`counters`] ([`counters::CounterStore`]) | PostgreSQL; quota counts in Redis |
 //! | rate limits, destination leases | [`limits`] ([`limits::RateState`], [`limits::DestinationLimits`]) | Redis |
-//! | record locks | [`services::locks`] ([`services::Locks`]) | row or advisory locks |
+//! | record locks | [`storage::locks`] ([`storage::locks::Locks`]) | row or advisory locks |
+//! | the store's format, upgrade markers | [`storage::format`], [`storage::migrations`] | the node's RocksDB |
 //!
 //! A store's trait answers in [`storage::Error`] (no backend's own error type), stages
 //! writes that must land together into a [`storage::Change`], and erases a deleted
-//! team's records a batch at a time (`erase_team`). The services take the time, new ids
-//! and record locks from what [`services::Backends`] was given too.
+//! team's records a batch at a time (`erase_team`). A store whose records wait for a time
+//! hands the runner a [`storage::due::DueQueue`] and the retention engine a
+//! [`storage::expiry::Sweep`], never its tables. The services take the time, new ids and
+//! record locks from what [`storage::Backends`] was given too.
 
 pub mod accounts;
 pub mod api;
@@ -130,5 +139,6 @@ mod testing;
 pub mod tracking;
 pub mod unsubscribe;
 pub mod users;
+pub mod wake;
 pub mod webhooks;
 pub mod wire;

@@ -1,10 +1,10 @@
 //! The due-time runner: one loop for everything in herald that waits for a time.
 //!
-//! A user keeps a [`DueIndex`] beside its records (the spool's scheduled sends and
-//! delivery retries, webhook retries, domain re-checks, expiry of idempotency records)
-//! and gives the runner a [`Handler`]. The runner sleeps until the
-//! earliest entry is due (capped by [`Limits::idle_max`]), until a [`Wake`] says earlier
-//! work was armed, or until shutdown; then it claims the entries due by now and hands
+//! A store keeps a queue of due entries ([`DueQueue`]) beside its records (the spool's
+//! scheduled sends and delivery retries, webhook retries, domain re-checks, expiry of
+//! records) and a user gives the runner that queue and a [`Handler`]. The runner sleeps
+//! until the earliest entry is due (capped by [`Limits::idle_max`]), until a [`Wake`]
+//! says earlier work was armed, or until shutdown; then it claims the entries due by now and hands
 //! them to the handler, earliest first. The handler does the work and, in the same batch
 //! as the item's new state, re-arms the entry for later or disarms it.
 //!
@@ -18,18 +18,19 @@
 //! A claim ([`Claimed`]) keeps an item from being handed out twice while its handler
 //! works on it, and waking the runner when it is dropped; claims live in memory only, so
 //! after a crash every entry still armed is simply due again. Time is read from the
-//! store's injected clock; the tokio timer only paces the sleeps.
+//! queue's clock; the tokio timer only paces the sleeps.
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use herald_queue::{Due, DueIndex, Store, Timestamp};
-use tokio::sync::Notify;
+use herald_queue::{Due, Timestamp};
 
 use crate::shutdown::Shutdown;
+use crate::storage::due::DueQueue;
+
+pub use crate::wake::Wake;
 
 /// Shortest pause after a pass that handed out work, before the next one. A handler
 /// that gives entries back still due (its write failed) then retries them at most this
@@ -71,61 +72,6 @@ impl Limits {
             delay: Duration::ZERO,
             resume: None,
         }
-    }
-}
-
-/// Tells a runner that work may be due earlier than it sleeps (an entry was armed now, a
-/// claim released). Cheap to clone; a wake while the runner is busy is kept for its next
-/// wait.
-#[derive(Debug, Clone)]
-pub struct Wake {
-    notify: Arc<Notify>,
-    /// The earliest time given to [`Wake::wake_from`] since the last pass, in
-    /// milliseconds; [`NOT_REWOUND`] when none was.
-    earliest: Arc<AtomicU64>,
-}
-
-/// [`Wake::earliest`] when no wake asked for an earlier start.
-const NOT_REWOUND: u64 = u64::MAX;
-
-impl Default for Wake {
-    fn default() -> Self {
-        Wake::from_notify(Arc::default())
-    }
-}
-
-impl Wake {
-    /// A handle over `notify`, for users that already hand one out.
-    pub fn from_notify(notify: Arc<Notify>) -> Self {
-        Wake {
-            notify,
-            earliest: Arc::new(AtomicU64::new(NOT_REWOUND)),
-        }
-    }
-
-    /// Wakes the runner.
-    pub fn wake(&self) {
-        self.notify.notify_one();
-    }
-
-    /// Wakes the runner for entries armed at `at` or later, which may sort before where a
-    /// resuming runner's next pass starts: an entry takes its time before its write is
-    /// durable, and a later one may be read in between. The next pass starts no later
-    /// than `at`.
-    pub fn wake_from(&self, at: Timestamp) {
-        self.earliest.fetch_min(at.as_millis(), Ordering::AcqRel);
-        self.notify.notify_one();
-    }
-
-    /// Completes at the next wake, at once if one came since the last wait.
-    pub async fn woken(&self) {
-        self.notify.notified().await;
-    }
-
-    /// The earliest time given to [`Wake::wake_from`] since the last call.
-    fn take_earliest(&self) -> Option<Timestamp> {
-        let earliest = self.earliest.swap(NOT_REWOUND, Ordering::AcqRel);
-        (earliest != NOT_REWOUND).then(|| Timestamp::from_millis(earliest))
     }
 }
 
@@ -207,24 +153,22 @@ struct Pass {
 #[derive(Debug)]
 pub struct Runner {
     name: &'static str,
-    store: Store,
-    index: DueIndex,
+    queue: Arc<dyn DueQueue>,
     limits: Limits,
     claims: Arc<Claims>,
     cursor: Mutex<Cursor>,
 }
 
 impl Runner {
-    /// A runner of `index` in `store`, named `name` in logs, woken through `wake`.
-    pub fn new(name: &'static str, store: Store, index: DueIndex, limits: Limits, wake: Wake) -> Self {
+    /// A runner of `queue`, named `name` in logs, woken through `wake`.
+    pub fn new(name: &'static str, queue: Arc<dyn DueQueue>, limits: Limits, wake: Wake) -> Self {
         assert!(
             limits.claims_max > 0 && limits.page > 0,
             "a runner must claim something"
         );
         Runner {
             name,
-            store,
-            index,
+            queue,
             limits,
             claims: Arc::new(Claims {
                 held: Mutex::default(),
@@ -273,7 +217,7 @@ impl Runner {
                     () = shutdown.triggered() => break,
                 }
             }
-            let now = runner.store.now();
+            let now = runner.queue.now();
             let wait = next.map_or(runner.limits.idle_max, |at| {
                 at.saturating_since(now).min(runner.limits.idle_max)
             });
@@ -290,7 +234,7 @@ impl Runner {
     /// async workers.
     fn pass(&self) -> Result<Pass, crate::storage::Error> {
         let delay = self.limits.delay;
-        let now = self.store.now();
+        let now = self.queue.now();
         // Entries indexed at or before the horizon are due now.
         let horizon = Timestamp::from_millis(now.as_millis().saturating_sub(millis(delay)));
         let mut claimed = Vec::new();
@@ -303,7 +247,7 @@ impl Runner {
             if room == 0 {
                 break;
             }
-            let page = self.index.due(&self.store, horizon, after.as_ref(), self.limits.page)?;
+            let page = self.queue.due(horizon, after.as_ref(), self.limits.page)?;
             let last_page = page.len() < self.limits.page;
             let mut held = self.claims.lock();
             for due in page {
@@ -329,10 +273,7 @@ impl Runner {
         {
             self.lock_cursor().after = Some(last);
         }
-        let next = self
-            .index
-            .next_due_after(&self.store, horizon)?
-            .map(|at| at.saturating_add(delay));
+        let next = self.queue.next_after(horizon)?.map(|at| at.saturating_add(delay));
         Ok(Pass { claimed, next })
     }
 }
@@ -370,7 +311,7 @@ fn millis(duration: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use herald_queue::{Batch, ManualClock, Table};
+    use herald_queue::{Batch, DueIndex, ManualClock, Store, Table};
     use tokio::sync::mpsc;
 
     use super::*;
@@ -444,7 +385,12 @@ mod tests {
                 seen: sender,
                 rearmed: HashSet::new(),
             };
-            let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
+            let runner = Runner::new(
+                "test",
+                crate::storage::due::rocks(&store, INDEX),
+                limits,
+                Wake::default(),
+            );
             let wake = runner.waker();
             let controller = Controller::default();
             let task = tokio::spawn(runner.run(handler, controller.handle()));
@@ -576,7 +522,12 @@ mod tests {
             page: 1,
             ..Limits::new(ASLEEP)
         };
-        let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
+        let runner = Runner::new(
+            "test",
+            crate::storage::due::rocks(&store, INDEX),
+            limits,
+            Wake::default(),
+        );
         let mut first = runner.pass().expect("pass");
         assert_eq!(
             keys(&first),
@@ -613,7 +564,12 @@ mod tests {
             resume: Some(ASLEEP),
             ..Limits::new(ASLEEP)
         };
-        let runner = Runner::new("test", store.clone(), INDEX, limits, Wake::default());
+        let runner = Runner::new(
+            "test",
+            crate::storage::due::rocks(&store, INDEX),
+            limits,
+            Wake::default(),
+        );
         let mut first = runner.pass().expect("pass");
         assert_eq!(keys(&first), [b"a".to_vec(), b"b".to_vec()]);
         // a is given back still due: it sorts before the cursor.
@@ -642,7 +598,7 @@ mod tests {
             resume: Some(Duration::from_secs(3_600)),
             ..Limits::new(ASLEEP)
         };
-        let runner = Runner::new("test", store.clone(), INDEX, limits, wake.clone());
+        let runner = Runner::new("test", crate::storage::due::rocks(&store, INDEX), limits, wake.clone());
         assert!(runner.pass().expect("pass").claimed.is_empty());
         // `late` takes its time first, `early` after; `early` commits first and is read.
         let taken = store.now();

@@ -80,8 +80,8 @@ fn describe() {
 
 /// Sets the gauges of every store table's size, read from RocksDB now (cheap estimates),
 /// before `/metrics` renders them.
-pub fn record_table_sizes(store: &herald_queue::Store) {
-    for size in store.table_sizes() {
+pub fn record_table_sizes(node: &crate::storage::Node) {
+    for size in node.table_sizes() {
         let table = size.table.name();
         metrics::gauge!("herald_store_table_bytes", "table" => table, "where" => "disk").set(size.disk_bytes as f64);
         metrics::gauge!("herald_store_table_bytes", "table" => table, "where" => "memory")

@@ -1715,7 +1715,7 @@ async fn a_page_whose_read_fails_says_so_instead_of_showing_an_empty_list() {
     let page = browser.get(addr, "/dashboard/audience").await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text());
     // A segment record no decoder takes: the team's segments cannot be read.
-    let store = running.state.store();
+    let store = running.state.node().store();
     let mut batch = Batch::new();
     let key = [team.as_bytes().as_slice(), store.next_id().as_bytes()].concat();
     batch.put_raw(Table::SEGMENTS, key, vec![0xff, 0x00, 0x13]);

@@ -110,6 +110,7 @@ impl World {
         let email_id: herald_queue::Id = id.parse().expect("id");
         self.running
             .state
+            .node()
             .store()
             .scan::<EmailEvent>(Scan::prefix(email_id.as_bytes()))
             .expect("scan timeline")

@@ -136,6 +136,7 @@ async fn a_domain_gives_its_records_and_verifies_once_they_are_published() {
     loop {
         let mut messages: Vec<WebhookMessage> = running
             .state
+            .node()
             .store()
             .scan::<WebhookMessage>(Scan::prefix(b""))
             .expect("scan")
@@ -464,6 +465,7 @@ async fn a_temporary_failure_stored_by_an_older_build_is_answered_as_pending() {
     let id: herald_queue::Id = created["id"].as_str().expect("id").parse().expect("id");
     let state = &running.state;
     let mut domain = state
+        .node()
         .store()
         .scan::<herald::domains::Domain>(Scan::prefix(b""))
         .expect("scan")

@@ -676,6 +676,7 @@ async fn emails_list_newest_first_without_bodies() {
     assert!(list["data"][0].get("html").is_none());
     let records = running
         .state
+        .node()
         .store()
         .scan::<EmailRecord>(Scan::prefix(b""))
         .expect("scan");

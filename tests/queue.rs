@@ -333,6 +333,7 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
     let events = world
         .running
         .state
+        .node()
         .store()
         .scan::<EmailEvent>(Scan::prefix(id.as_bytes()))
         .expect("scan");

@@ -360,6 +360,7 @@ async fn an_address_this_host_cannot_bind_is_passed_over() {
         let kinds: Vec<herald::emails::EmailState> = world
             .running
             .state
+            .node()
             .store()
             .scan::<herald::emails::record::EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))
             .expect("the timeline")

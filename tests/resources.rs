@@ -45,7 +45,10 @@ impl World {
             input["scheduled_at"] = json!(at);
         }
         let input: SendEmail = serde_json::from_value(input).expect("input");
-        validate(input, self.services.store().now(), &mut |_| Err("no downloads".into())).expect("valid")
+        validate(input, self.services.node().store().now(), &mut |_| {
+            Err("no downloads".into())
+        })
+        .expect("valid")
     }
 
     /// Accepts an email from the operator's team, scheduled at `scheduled_at` if given.
@@ -355,11 +358,12 @@ fn listing_keys_reports_when_each_was_last_used() {
     let (used, token) = keys::create(services, &caller, named("used")).expect("created");
     let (unused, _) = keys::create(services, &caller, named("unused")).expect("created");
     world.clock.advance(Duration::from_secs(30));
-    let at = services.store().now();
+    let at = services.node().store().now();
     services.authenticate(token.expose()).expect("works");
     // The use is written without waiting for it. Commits are applied in order, so once a
     // later one is durable, so is the use.
     services
+        .node()
         .store()
         .commit(herald_queue::Batch::new())
         .wait()
@@ -495,7 +499,7 @@ fn verifying_a_domain_through_dns_makes_it_pending_and_due_for_a_check() {
     let (services, caller) = (&world.services, member(world.team));
     let domain = domains::create(services, &caller, new_domain("mail.example.org")).expect("created");
     world.clock.advance(Duration::from_secs(60));
-    let now = services.store().now();
+    let now = services.node().store().now();
     domains::verify(services, &caller, domain.id, false).expect("verifying");
     let stored = domains::get(services, &caller, domain.id).expect("get");
     assert_eq!(stored.status, DomainStatus::Pending);
@@ -513,18 +517,19 @@ fn a_domain_update_is_reported_to_webhooks_only_when_something_changed() {
     let (services, caller) = (&world.services, member(world.team));
     let domain = domains::create(services, &caller, new_domain("mail.example.org")).expect("created");
     let webhook = herald::webhooks::Webhook {
-        id: services.store().next_id(),
+        id: services.node().store().next_id(),
         team_id: world.team,
         endpoint: "https://hooks.example.com/h".into(),
         events: strings(&["domain.updated"]),
         status: WebhookStatus::Enabled,
         signing_secret: herald::webhooks::SigningSecret::generate().expect("random"),
         previous_secret: None,
-        created_at: services.store().now(),
+        created_at: services.node().store().now(),
     };
     services.webhooks().put(&webhook).expect("webhook");
     let updates = || {
         services
+            .node()
             .store()
             .scan::<herald::events::Event>(Scan::prefix(b""))
             .expect("outbox")
@@ -679,9 +684,9 @@ async fn rotating_a_webhook_secret_keeps_the_old_one_signing_until_the_overlap_e
                 .collect::<Vec<_>>()
         };
         let new = rotated.signing_secret.expose().to_owned();
-        assert_eq!(secrets(services.store().now()), vec![new.clone(), old]);
+        assert_eq!(secrets(services.node().store().now()), vec![new.clone(), old]);
         world.clock.advance(ROTATION_OVERLAP + Duration::from_secs(1));
-        assert_eq!(secrets(services.store().now()), vec![new]);
+        assert_eq!(secrets(services.node().store().now()), vec![new]);
         assert_refused!(
             webhooks::rotate_secret(services, &other_team(), webhook.id),
             Error::NotFound(_)
@@ -946,7 +951,11 @@ fn a_scheduled_email_is_rescheduled_then_canceled_and_then_left_alone() {
     let later = emails::reschedule(services, &caller, id, Some("in 2 hours".into())).expect("rescheduled");
     assert_eq!(
         later,
-        services.store().now().saturating_add(Duration::from_secs(2 * 3600))
+        services
+            .node()
+            .store()
+            .now()
+            .saturating_add(Duration::from_secs(2 * 3600))
     );
     assert_eq!(
         emails::get(services, &caller, id).expect("get").scheduled_at,
@@ -961,6 +970,7 @@ fn a_scheduled_email_is_rescheduled_then_canceled_and_then_left_alone() {
     assert_eq!(email.last_event, EmailState::Canceled);
     assert!(services.spool().load(id).expect("load").is_none(), "it left the queue");
     let events = services
+        .node()
         .store()
         .scan::<EmailEvent>(Scan::prefix(id.as_bytes()))
         .expect("events");

@@ -165,6 +165,7 @@ impl World {
     fn keys(&self, table: Table, prefix: &[u8]) -> usize {
         self.running
             .state
+            .node()
             .store()
             .scan_raw(table, Scan::prefix(prefix))
             .expect("scan")
@@ -177,6 +178,7 @@ impl World {
         let records = self
             .running
             .state
+            .node()
             .store()
             .scan_raw(Table::EMAILS, Scan::prefix(b""))
             .expect("scan");
@@ -339,7 +341,7 @@ async fn an_smtp_submission_is_stored_once_and_its_bodies_leave_with_its_content
     assert_eq!(email["text"], SMTP_TEXT, "{email}");
     assert_eq!(email["content_expired"], false);
     let team = world.team_of(&done);
-    let store = world.running.state.store();
+    let store = world.running.state.node().store();
     let record = store
         .get_raw(
             Table::EMAILS,
@@ -391,6 +393,7 @@ fn stored_record(world: &World, email_id: &str) -> String {
     let record = world
         .running
         .state
+        .node()
         .store()
         .get_raw(Table::EMAILS, &key)
         .expect("read")
@@ -498,6 +501,7 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
     util::eventually(WAIT, "every record to expire", || async {
         (running
             .state
+            .node()
             .store()
             .scan_raw(Table::EMAILS, Scan::prefix(team.as_bytes()))
             .expect("scan")
@@ -505,7 +509,7 @@ async fn a_restart_in_the_middle_of_a_sweep_finishes_it() {
         .then_some(())
     })
     .await;
-    let store = running.state.store();
+    let store = running.state.node().store();
     for table in [
         Table::EMAIL_STATUS,
         Table::EVENTS,

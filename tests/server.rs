@@ -106,6 +106,7 @@ async fn first_start_creates_a_private_bootstrap_key_and_restarts_keep_it() {
     assert!(token.expose().starts_with("re_"));
     let found: ApiKeyDigest = running
         .state
+        .node()
         .store()
         .get(token.digest())
         .expect("get")
@@ -302,14 +303,14 @@ async fn a_store_written_by_a_newer_build_is_refused_by_name() {
     let dir = tempfile::tempdir().expect("tempdir");
     let running = start(config(dir.path(), "")).await;
     // What a newer build leaves: a store format this build does not know.
-    let newer = herald::server::format::FORMAT + 1;
+    let newer = herald::storage::format::FORMAT + 1;
     let mut batch = herald_queue::Batch::new();
     batch.put_raw(
         herald_queue::Table::META,
         b"store.format".to_vec(),
         newer.to_string().into_bytes(),
     );
-    running.state.store().commit(batch).await.expect("written");
+    running.state.node().store().commit(batch).await.expect("written");
     assert!(running.shutdown().await, "a clean stop");
 
     let refused = herald::server::start(herald::server::Options {

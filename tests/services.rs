@@ -25,7 +25,10 @@ impl World {
             "from": "App <app@example.test>", "to": to, "subject": "hi", "text": "Hello."
         }))
         .expect("input");
-        let email = validate(input, self.services.store().now(), &mut |_| Err("no downloads".into())).expect("valid");
+        let email = validate(input, self.services.node().store().now(), &mut |_| {
+            Err("no downloads".into())
+        })
+        .expect("valid");
         let domain = submit::authorize(&self.services, &self.sender(), &email).expect("verified");
         submit::prepare(&self.services, &self.sender(), &email, &domain, Source::Api).expect("prepared")
     }
@@ -35,7 +38,7 @@ impl World {
 fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let Outcome::Fresh(in_flight) = services
         .idempotency()
         .begin(services.now(), world.team, "order-1", "hash-1".into())
@@ -85,7 +88,7 @@ fn an_api_acceptance_is_durable_recorded_remembered_and_wakes_delivery() {
 fn an_smtp_acceptance_remembers_the_email_id_not_an_http_status() {
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let Outcome::Fresh(in_flight) = services
         .idempotency()
         .begin(services.now(), world.team, "smtp-key", "bytes".into())
@@ -161,6 +164,7 @@ fn the_queue_service_lists_counts_and_deletes_within_its_scope() {
     assert_eq!(deleted.canceled, 1);
     assert_eq!(services.spool().depth(), 1);
     let status = services
+        .node()
         .store()
         .get::<EmailStatus>(EmailRecord::key(world.team, first_id))
         .expect("read")
@@ -264,7 +268,7 @@ fn a_broadcast_whose_segment_cannot_be_read_is_a_storage_error_not_a_refusal() {
 
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let caller = herald::accounts::Caller {
         team_id: world.team,
         key_id: store.next_id(),
@@ -305,7 +309,7 @@ fn a_bound_key_whose_domain_cannot_be_read_is_a_fault_not_a_refusal() {
 
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let bound = store.next_id();
     let sender = submit::Sender {
         permission: Permission::SendingAccess,

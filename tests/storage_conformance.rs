@@ -185,7 +185,8 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
     let (spool, _) = Spool::open(store.clone()).expect("open the spool");
     let team = store.next_id();
     let outbound = herald::outbound::Outbound::new(false, Vec::new()).expect("outbound");
-    let mut backends = Backends::rocksdb(&store);
+    let node = herald::storage::Node::new(store.clone());
+    let mut backends = Backends::rocksdb(&node);
     backends.webhooks = Box::new(MemoryWebhooks::default());
     // The clock and the locks are the services' own too: a clock a day ahead of the
     // store's, and locks that count what is asked of them.
@@ -194,7 +195,7 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
     let locks: &'static CountingLocks = Box::leak(Box::default());
     backends.locks = Box::new(locks);
     let config = herald::config::Config::defaults();
-    let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
+    let services = Services::assemble(config, backends, node, spool, team, outbound);
     let caller = Caller {
         team_id: team,
         key_id: store.next_id(),

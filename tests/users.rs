@@ -15,7 +15,7 @@ const PASSWORD: &str = "correct horse battery";
 /// A user of the world's team with `PASSWORD`, TOTP on and `recovery` as its recovery
 /// codes' digests.
 fn user_with_mfa(world: &World, email: &str, hash: &str, recovery: Vec<String>) -> User {
-    let store = world.services.store();
+    let store = world.services.node().store();
     let user = User {
         id: store.next_id(),
         team_id: world.team,
@@ -33,7 +33,7 @@ fn user_with_mfa(world: &World, email: &str, hash: &str, recovery: Vec<String>) 
 /// A member of the world's team without TOTP, not yet stored; `password_hash` `None`
 /// for one invited.
 fn member(world: &World, email: &str, password_hash: Option<String>) -> User {
-    let store = world.services.store();
+    let store = world.services.node().store();
     User {
         id: store.next_id(),
         team_id: world.team,
@@ -130,7 +130,7 @@ fn a_totp_code_passes_the_second_factor_and_a_wrong_one_does_not() {
         account::pass_second_factor(services, &token, "000000x").expect("check"),
         SecondFactor::Wrong
     );
-    let now = services.store().now().as_millis() / 1000;
+    let now = services.node().store().now().as_millis() / 1000;
     let code = totp::code(user.totp_secret.as_deref().expect("a secret"), now);
     assert_eq!(
         account::pass_second_factor(services, &token, &code).expect("check"),
@@ -184,7 +184,7 @@ fn a_password_change_needs_the_current_one_and_keeps_the_rules() {
 fn totp_is_turned_on_with_a_code_for_the_pending_secret_and_gives_recovery_codes() {
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let user = member(
         &world,
         "enrol@example.test",
@@ -244,7 +244,7 @@ fn totp_is_turned_on_with_a_code_for_the_pending_secret_and_gives_recovery_codes
 fn an_invitation_sets_one_password_once() {
     let world = World::new();
     let services = &world.services;
-    let store = services.store();
+    let store = services.node().store();
     let user = member(&world, "invited@example.test", None);
     let token = sessions::token();
     let expires = store.now().saturating_add(users::INVITATION_VALID);

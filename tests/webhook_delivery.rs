@@ -183,6 +183,7 @@ async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure()
     let deadline = Instant::now() + Duration::from_secs(30);
     while !running
         .state
+        .node()
         .store()
         .scan::<WebhookMessage>(Scan::prefix(b""))
         .expect("scan")
@@ -195,6 +196,7 @@ async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure()
     assert_eq!(seen.lock().expect("lock").len(), 2);
     let attempts: Vec<WebhookAttempt> = running
         .state
+        .node()
         .store()
         .scan::<WebhookAttempt>(Scan::prefix(b""))
         .expect("scan")
@@ -303,6 +305,7 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
     let message = loop {
         let messages: Vec<WebhookMessage> = running
             .state
+            .node()
             .store()
             .scan::<WebhookMessage>(Scan::prefix(b""))
             .expect("scan")
@@ -318,6 +321,7 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
     assert_eq!(message.attempts, 2, "the first try and one retry");
     let attempts: Vec<WebhookAttempt> = running
         .state
+        .node()
         .store()
         .scan::<WebhookAttempt>(Scan::prefix(b""))
         .expect("scan")

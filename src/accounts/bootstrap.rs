@@ -9,27 +9,14 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use herald_queue::{Batch, Id, Record, Store, Table, Timestamp};
+use herald_queue::{Id, IdGenerator, Timestamp};
 
+use super::AccountStore;
 use super::api_key::{ApiKey, Permission, Token, TokenError};
 use super::team::Team;
 
 /// The file the generated bootstrap key is written to, inside the data directory.
 pub const BOOTSTRAP_KEY_FILE: &str = "bootstrap-api-key";
-
-/// The key of the initialisation record in [`Table::META`].
-const INITIALISED: &[u8] = b"initialised";
-
-/// The record saying the data directory was initialised, and with which team.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Initialised {
-    team_id: Id,
-    at: Timestamp,
-}
-
-impl Record for Initialised {
-    const TABLE: Table = Table::META;
-}
 
 /// What the first start did, or found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,28 +56,27 @@ pub enum BootstrapError {
     Store(#[from] crate::storage::Error),
 }
 
-impl From<herald_queue::Error> for BootstrapError {
-    fn from(error: herald_queue::Error) -> BootstrapError {
-        BootstrapError::Store(error.into())
-    }
-}
-
-/// Initialises the data directory on its first start. Blocking: run it off the async
-/// workers.
-pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Result<Bootstrap, BootstrapError> {
-    if let Some(done) = store.get::<Initialised>(INITIALISED)? {
+/// Initialises the data directory on its first start, at `now`, with ids from `ids`.
+/// Blocking: run it off the async workers.
+pub fn bootstrap(
+    accounts: &dyn AccountStore,
+    now: Timestamp,
+    ids: &IdGenerator,
+    data_dir: &Path,
+    supplied: Option<&str>,
+) -> Result<Bootstrap, BootstrapError> {
+    if let Some(team_id) = accounts.initialised()? {
         if supplied.is_some() {
             tracing::info!("HERALD_BOOTSTRAP_API_KEY is ignored: the data directory is already initialised");
         }
-        return Ok(Bootstrap::Existing { team_id: done.team_id });
+        return Ok(Bootstrap::Existing { team_id });
     }
     let token = match supplied {
         Some(text) => Token::parse(text)?,
         None => Token::generate(),
     };
-    let now = store.now();
     let team = Team {
-        id: store.next_id(),
+        id: ids.next(now),
         name: "Default".to_owned(),
         operator: true,
         created_at: now,
@@ -99,7 +85,7 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
         deleted_at: None,
     };
     let key = ApiKey {
-        id: store.next_id(),
+        id: ids.next(now),
         team_id: team.id,
         name: "Bootstrap".to_owned(),
         permission: Permission::FullAccess,
@@ -115,17 +101,7 @@ pub fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Resu
         Some(_) => None,
         None => Some(write_key_file(data_dir, &token)?),
     };
-    let mut batch = Batch::new();
-    super::store::stage_team(&mut batch, &team)?;
-    super::store::stage_key(&mut batch, &key, token.digest())?;
-    batch.put(
-        INITIALISED,
-        &Initialised {
-            team_id: team.id,
-            at: now,
-        },
-    )?;
-    store.commit(batch).wait()?;
+    accounts.initialise(&team, &key, token.digest(), now)?;
     match &key_file {
         Some(path) => tracing::info!(path = %path.display(), "created the first team; its API key is in this file"),
         None => tracing::info!("created the first team with the API key from HERALD_BOOTSTRAP_API_KEY"),
@@ -163,15 +139,20 @@ fn write_key_file(data_dir: &Path, token: &Token) -> Result<PathBuf, BootstrapEr
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
-    use herald_queue::StoreOptions;
+    use herald_queue::{Store, StoreOptions};
 
     use super::*;
-    use crate::accounts::{AccountStore, RocksAccounts};
+    use crate::accounts::RocksAccounts;
 
     fn store(dir: &Path) -> Store {
         let mut options = StoreOptions::new(dir.join("spool"));
         options.min_free_space = 0;
         Store::open(options).expect("open")
+    }
+
+    fn bootstrap(store: &Store, data_dir: &Path, supplied: Option<&str>) -> Result<Bootstrap, BootstrapError> {
+        let accounts = RocksAccounts::new(store.clone());
+        super::bootstrap(&accounts, store.now(), &IdGenerator::default(), data_dir, supplied)
     }
 
     #[test]

@@ -21,11 +21,11 @@ use std::time::Duration;
 use herald_queue::Id;
 
 use super::Team;
-use crate::runner::Wake;
 use crate::services::Services;
 use crate::shutdown::Shutdown;
 use crate::storage::page::{Cursor, PageRequest};
 use crate::storage::{Change, Error};
+use crate::wake::Wake;
 
 /// Records deleted per write.
 const BATCH: usize = 512;
@@ -123,7 +123,6 @@ fn cancel_queued(services: &Services, team: &Team) -> Result<bool, Error> {
 /// Erases up to [`BATCH`] of `team`'s records; `false` once none are left but the team
 /// record.
 fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
-    let store = services.store();
     for webhook in services.webhooks().for_team(team.id)? {
         services.webhooks().delete(&webhook)?;
     }
@@ -142,8 +141,6 @@ fn erase_batch(services: &Services, team: &Team) -> Result<bool, Error> {
     // one range tombstone per table, which a pass per batch of emails would repeat.
     let mut change = Change::new();
     let erased = services.emails().erase_team(&mut change, team.id, BATCH)?;
-    // A message kept in the spool for its bodies goes with its email.
-    crate::emails::retention::forget_kept(store, &erased, &mut change)?;
     services.emails().commit(change)?;
     if !erased.is_empty() {
         return Ok(true);

@@ -62,6 +62,26 @@ pub trait AccountStore: Send + Sync + std::fmt::Debug {
     fn record_use(&self, key_id: Id, at: Timestamp);
     /// When `key_id` last authenticated a request, as recorded.
     fn last_used(&self, key_id: Id) -> Result<Option<Timestamp>, Error>;
+    /// The operator's team, once the data directory is initialised
+    /// ([`AccountStore::initialise`]).
+    fn initialised(&self) -> Result<Option<Id>, Error>;
+    /// Writes the operator's `team`, its first `key` with the lookup under `digest`, and
+    /// the fact that the data directory was initialised at `at`, at once, durably.
+    fn initialise(&self, team: &Team, key: &ApiKey, digest: [u8; 32], at: Timestamp) -> Result<(), Error>;
+}
+
+/// The key of the initialisation record in [`Table::META`].
+const INITIALISED: &[u8] = b"initialised";
+
+/// The record saying the data directory was initialised, and with which team.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Initialised {
+    team_id: Id,
+    at: Timestamp,
+}
+
+impl Record for Initialised {
+    const TABLE: Table = Table::META;
 }
 
 /// Teams and keys in the node's RocksDB.
@@ -96,12 +116,12 @@ fn key_location(team_id: Id, id: Id) -> Vec<u8> {
 }
 
 /// Adds `team` to `batch`.
-pub(super) fn stage_team(batch: &mut Batch, team: &Team) -> Result<(), Error> {
+fn stage_team(batch: &mut Batch, team: &Team) -> Result<(), Error> {
     Ok(batch.put(team.id.as_bytes(), team)?)
 }
 
 /// Adds `key` and its lookup under `digest` to `batch`.
-pub(super) fn stage_key(batch: &mut Batch, key: &ApiKey, digest: [u8; 32]) -> Result<(), Error> {
+fn stage_key(batch: &mut Batch, key: &ApiKey, digest: [u8; 32]) -> Result<(), Error> {
     batch.put(key_location(key.team_id, key.id), key)?;
     Ok(batch.put(
         digest,
@@ -193,6 +213,18 @@ impl AccountStore for RocksAccounts {
             .store
             .get::<ApiKeyUsage>(key_id.as_bytes())?
             .map(|usage| usage.last_used_at))
+    }
+
+    fn initialised(&self) -> Result<Option<Id>, Error> {
+        Ok(self.store.get::<Initialised>(INITIALISED)?.map(|done| done.team_id))
+    }
+
+    fn initialise(&self, team: &Team, key: &ApiKey, digest: [u8; 32], at: Timestamp) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        stage_team(&mut batch, team)?;
+        stage_key(&mut batch, key, digest)?;
+        batch.put(INITIALISED, &Initialised { team_id: team.id, at })?;
+        Ok(self.store.commit(batch).wait()?)
     }
 }
 

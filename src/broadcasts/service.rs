@@ -1,6 +1,6 @@
 //! The broadcasts service: the rules every adapter (REST, dashboard) goes through.
 
-use herald_queue::{Batch, Id, RecipientState, Updated};
+use herald_queue::{Id, RecipientState, Updated};
 
 use super::{Broadcast, Counts, Outcome, Recipient, Status, personalise};
 use crate::accounts::Caller;
@@ -404,7 +404,7 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
         return Ok(false);
     };
     let now = services.now();
-    let outcome = spool.cancel(id, |_, batch: &mut Batch| {
+    let outcome = spool.cancel(id, |_, batch| {
         Ok(Change::within(batch, |change| {
             services.broadcasts().count_canceled(change, team_id, broadcast_id);
             submit::stage_canceled(change, services, &mut record, now)

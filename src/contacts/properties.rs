@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use herald_queue::{Id, Timestamp};
-use serde_json::{Map, Value, json};
+use herald_queue::Id;
+use serde_json::{Map, Value};
 
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
 use crate::storage::page::PageRequest;
-use crate::wire;
+
+pub use super::model::{ContactProperty, PropertyType, text};
 
 /// Longest key, in characters.
 pub const KEY_MAX: usize = 50;
@@ -27,89 +28,6 @@ const RESERVED: &[&str] = &[
     "contact",
     "this",
 ];
-
-/// A property's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PropertyType {
-    /// Text.
-    String,
-    /// A JSON number.
-    Number,
-}
-
-impl PropertyType {
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PropertyType::String => "string",
-            PropertyType::Number => "number",
-        }
-    }
-
-    /// Whether `value` is of this type.
-    pub fn admits(self, value: &Value) -> bool {
-        match self {
-            PropertyType::String => value.is_string(),
-            PropertyType::Number => value.is_number(),
-        }
-    }
-
-    /// `text` (a CSV cell) as a value of this type, or why not.
-    pub fn parse(self, text: &str) -> Result<Value, String> {
-        match self {
-            PropertyType::String => Ok(Value::String(text.to_owned())),
-            PropertyType::Number => text
-                .trim()
-                .parse::<serde_json::Number>()
-                .map(Value::Number)
-                .map_err(|_| format!("{text:?} is not a number")),
-        }
-    }
-}
-
-/// One property definition.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ContactProperty {
-    /// Its id.
-    pub id: Id,
-    /// The owning team.
-    pub team_id: Id,
-    /// The key contacts' values are stored under.
-    pub key: String,
-    /// Its type.
-    #[serde(rename = "type")]
-    pub kind: PropertyType,
-    /// What a contact without a value reads as.
-    pub fallback_value: Option<Value>,
-    /// When it was created.
-    pub created_at: Timestamp,
-}
-
-impl ContactProperty {
-    /// The answer to `GET /contact-properties/{id}` (with `object`) or a list item.
-    pub fn to_json(&self, object: bool) -> Value {
-        let mut value = json!({
-            "id": self.id,
-            "key": self.key,
-            "type": self.kind.name(),
-            "fallback_value": self.fallback_value,
-            "created_at": wire::timestamp(self.created_at),
-        });
-        if let (true, Value::Object(map)) = (object, &mut value) {
-            map.shift_insert(0, "object".into(), json!("contact_property"));
-        }
-        value
-    }
-}
-
-/// A value as the answers show it: text as it is, a number in its decimal form.
-pub fn text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
 
 /// Checks `given` (a request's `properties`, by key) against the team's `definitions`:
 /// each key defined, each value of its type and at most `value_max` bytes. The result is
@@ -297,6 +215,8 @@ pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Erro
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -1,44 +1,16 @@
 //! Segments: named groups of a team's contacts. Resend's older audiences are segments
 //! under another name (`/audiences`), so both routes share this service.
 
-use herald_queue::{Id, Timestamp};
-use serde_json::{Value, json};
+use herald_queue::Id;
 
 use crate::accounts::Caller;
 use crate::services::{Error, Services, required_text};
 use crate::storage::page::PageRequest;
-use crate::wire;
+
+pub use super::model::Segment;
 
 /// Longest segment name, in characters.
 const NAME_MAX: usize = 256;
-
-/// One segment.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Segment {
-    /// Its id.
-    pub id: Id,
-    /// The owning team.
-    pub team_id: Id,
-    /// Its name.
-    pub name: String,
-    /// When it was created.
-    pub created_at: Timestamp,
-}
-
-impl Segment {
-    /// The list item; `object` names it (`segment`, or `audience` on the legacy routes).
-    pub fn to_json(&self, object: Option<&str>) -> Value {
-        let mut value = json!({
-            "id": self.id,
-            "name": self.name,
-            "created_at": wire::timestamp(self.created_at),
-        });
-        if let (Some(object), Value::Object(map)) = (object, &mut value) {
-            map.shift_insert(0, "object".into(), json!(object));
-        }
-        value
-    }
-}
 
 /// Creates a segment named `name`.
 pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Result<Segment, Error> {

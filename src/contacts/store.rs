@@ -17,8 +17,7 @@
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
-use super::imports::{ContactImport, ImportError};
-use super::{Contact, ContactProperty, Segment, Topic, normalize};
+use super::model::{Contact, ContactImport, ContactProperty, ImportError, Segment, Topic, normalize};
 use crate::events::Event;
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
@@ -103,6 +102,8 @@ pub trait AudienceStore: Send + Sync + std::fmt::Debug {
     /// Erases what this store keeps of the deleted team `team_id`, durably, a batch at a
     /// time: `true` while more is left (call again), `false` once none is.
     fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
+    /// Finished imports' retention (`[retention] imports`), for the retention engine.
+    fn import_expiry(&self) -> std::sync::Arc<dyn crate::storage::expiry::Sweep>;
 }
 
 /// Contacts in the node's RocksDB.
@@ -363,6 +364,10 @@ impl ContactStore for RocksContacts {
 }
 
 impl AudienceStore for RocksContacts {
+    fn import_expiry(&self) -> std::sync::Arc<dyn crate::storage::expiry::Sweep> {
+        crate::storage::expiry::sweep(&self.store, super::imports::store::Imports)
+    }
+
     fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
         // Keyed by team first: one range tombstone per table, however many there are.
         let mut batch = Batch::new();

@@ -2,112 +2,19 @@
 //! contact may opt into or out of; a contact that never chose follows the topic's
 //! default. Creating, changing and deleting one fires `topic.*`.
 
-use herald_queue::{Id, Timestamp};
-use serde_json::{Value, json};
+use herald_queue::Id;
 
 use crate::accounts::Caller;
 use crate::events::EventKind;
 use crate::services::{Error, Services, required_text};
 use crate::storage::page::PageRequest;
-use crate::wire;
+
+pub use super::model::{Subscription, Topic, TopicChoice, Visibility};
 
 /// Longest topic name, in characters.
 const NAME_MAX: usize = 256;
 /// Longest description, in characters.
 const DESCRIPTION_MAX: usize = 1_024;
-
-/// A contact's subscription to a topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Subscription {
-    /// Receives the topic's mail.
-    OptIn,
-    /// Does not.
-    OptOut,
-}
-
-impl Subscription {
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Subscription::OptIn => "opt_in",
-            Subscription::OptOut => "opt_out",
-        }
-    }
-}
-
-/// Who sees a topic on the preferences page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Visibility {
-    /// Every contact.
-    Public,
-    /// Only contacts subscribed to it.
-    #[default]
-    Private,
-}
-
-/// One contact's choice for one topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TopicChoice {
-    /// The topic.
-    pub id: Id,
-    /// The choice.
-    pub subscription: Subscription,
-}
-
-/// One topic.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Topic {
-    /// Its id.
-    pub id: Id,
-    /// The owning team.
-    pub team_id: Id,
-    /// Its name.
-    pub name: String,
-    /// What it is about.
-    pub description: Option<String>,
-    /// The subscription of contacts that never chose.
-    pub default_subscription: Subscription,
-    /// Who sees it.
-    pub visibility: Visibility,
-    /// When it was created.
-    pub created_at: Timestamp,
-    /// When it last changed.
-    pub updated_at: Timestamp,
-}
-
-impl Topic {
-    /// The answer to `GET /topics/{id}` (with `object`) or a list item (without).
-    pub fn to_json(&self, object: bool) -> Value {
-        let mut value = json!({
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "default_subscription": self.default_subscription.name(),
-            "visibility": self.visibility,
-            "created_at": wire::timestamp(self.created_at),
-        });
-        if let (true, Value::Object(map)) = (object, &mut value) {
-            map.shift_insert(0, "object".into(), json!("topic"));
-        }
-        value
-    }
-
-    /// The `data` of `topic.*` events, as Resend sends it.
-    fn event_json(&self, deleted: bool) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "default_subscription": self.default_subscription.name(),
-            "visibility": self.visibility,
-            "deleted": deleted,
-            "created_at": wire::iso8601(self.created_at),
-            "updated_at": wire::iso8601(self.updated_at),
-        })
-    }
-}
 
 /// A topic to create, as a caller gives it.
 #[derive(Debug, Clone, Default)]

@@ -4,13 +4,12 @@
 //! on a bucket edge, so any zone's hours, days, weeks and months add up from them
 //! exactly. Counting never reads (each event adds through the store's merge operator,
 //! in the batch that records the event), and a day's buckets leave together after
-//! `[retention] metrics`. [`backfill`] builds them once for events recorded before they
-//! existed. They are kept by a [`CounterStore`].
+//! `[retention] metrics`. The store's backfill (`store::backfill`) builds them once for
+//! events recorded before they existed. They are kept by a [`CounterStore`].
 
-pub mod backfill;
 pub mod model;
 pub mod query;
-mod store;
+pub(crate) mod store;
 
 pub use model::{BUCKET_MS, Count, Metric, QuotaCounter, bucket_of, domain_of, start_of};
-pub use store::{CounterStore, Days, RocksCounters};
+pub use store::{CounterStore, RocksCounters};

@@ -16,11 +16,12 @@
 //! The keys and encodings of both tables are this module's alone.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use herald_queue::{Batch, Due, DueIndex, Id, Scan, Store, Table, Timestamp, decode_counter};
 
 use super::model::{BUCKETS_PER_DAY, Count, Metric, QuotaCounter, bucket_of, domain_of, start_of};
-use crate::storage::expiry::Expiry;
+use crate::storage::expiry::{self, Expiry, Sweep};
 use crate::storage::{Change, Error};
 
 /// Counters of teams' metrics, quotas and source addresses' days.
@@ -41,6 +42,8 @@ pub trait CounterStore: Send + Sync + std::fmt::Debug {
     /// Erases the deleted team `team_id`'s counters (metrics, quotas, its broadcasts'
     /// counts), durably: `true` while more is left (call again).
     fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
+    /// The counters' retention (`[retention] metrics`), for the retention engine.
+    fn expiry(&self) -> Arc<dyn Sweep>;
 }
 
 /// The byte after the team id that marks the metrics' keys (the daily counters they
@@ -116,7 +119,7 @@ fn parse(key: &[u8], value: &[u8]) -> Option<Count> {
 /// `[retention] metrics`: a team's day of counters (or a quota's period, or a source
 /// addresses' day).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Days;
+pub(crate) struct Days;
 
 impl Expiry for Days {
     const KIND: &'static str = "metrics";
@@ -232,6 +235,10 @@ impl CounterStore for RocksCounters {
         self.counter(&source_key(ip, day))
     }
 
+    fn expiry(&self) -> Arc<dyn Sweep> {
+        expiry::sweep(&self.store, Days)
+    }
+
     fn erase_team(&self, team_id: Id) -> Result<bool, Error> {
         // Every counter of a team is under its id: one range tombstone, however many.
         let mut batch = Batch::new();
@@ -240,6 +247,8 @@ impl CounterStore for RocksCounters {
         Ok(false)
     }
 }
+
+pub(crate) mod backfill;
 
 #[cfg(test)]
 mod tests;

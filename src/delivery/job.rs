@@ -11,12 +11,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_channel::Sender;
-use herald_queue::{Id, Spool, Timestamp};
+use herald_queue::{Claim, Id, Spool, Timestamp};
 
 use super::reply::Reply;
-use super::schedule::Held;
 use crate::runner::Claimed;
 use crate::suppressions::Origin;
+
+/// A message taken from the spool for delivery, with the runner's claim on it.
+pub struct Held {
+    /// The spool's claim.
+    pub claim: Claim,
+    /// The runner's claim: dropped when the message is done with, which makes room.
+    pub entry: Claimed,
+}
 
 /// Where an attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]

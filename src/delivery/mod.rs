@@ -34,7 +34,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
-use herald_queue::Spool;
 use herald_tls::Verification;
 use tokio::sync::Notify;
 
@@ -135,8 +134,7 @@ impl Delivery {
         let scheduler = Controller::default();
         let runner = Runner::new(
             "delivery",
-            shared.state.store().clone(),
-            Spool::DUE,
+            shared.state.node().spool_queue(),
             schedule::limits(shared.state.config().delivery.in_flight_max),
             shared.state.delivery_wake().clone(),
         );

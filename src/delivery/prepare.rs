@@ -8,8 +8,8 @@ use std::sync::Arc;
 use herald_queue::Id;
 
 use super::Shared;
+use super::job::Held;
 use super::job::{Links, MessageJob, Outcome, Outgoing};
-use super::schedule::Held;
 use crate::domains::TlsPolicy;
 
 /// Prepares `held` (on a worker thread). Its runner claim goes with the job, or is

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Batch, Claim, Id};
+use herald_queue::{Claim, Id};
 
 use super::Shared;
-use super::job::Job;
+use super::job::{Held, Job};
 use crate::runner::{Claimed, Handler, Limits};
 
 /// The longest the runner sleeps between looks at the due index; new mail and finished
@@ -27,14 +27,6 @@ const PAGE: usize = 256;
 /// due times and ids only grow, so only a message given back unchanged (an operator's
 /// change that released it, a shutdown) sorts before the cursor.
 const FULL_PASS_EVERY: Duration = Duration::from_secs(1);
-
-/// A message taken from the spool for delivery, with the runner's claim on it.
-pub struct Held {
-    /// The spool's claim.
-    pub claim: Claim,
-    /// The runner's claim: dropped when the message is done with, which makes room.
-    pub entry: Claimed,
-}
 
 /// The runner's limits for `in_flight_max` messages in flight.
 pub fn limits(in_flight_max: usize) -> Limits {
@@ -78,9 +70,7 @@ impl Handler for Scheduler {
 /// be handed out on every pass), saying so once.
 async fn forget_malformed(shared: &Shared, entry: &Claimed) {
     tracing::error!(key = ?entry.key(), "deleting a malformed entry of the spool's due index");
-    let mut batch = Batch::new();
-    herald_queue::Spool::DUE.disarm(&mut batch, entry.at(), entry.key());
-    if let Err(error) = shared.state.store().commit(batch).await {
+    if let Err(error) = shared.state.node().spool_queue().disarm(entry.due()).await {
         tracing::error!(%error, "cannot delete a malformed due entry");
     }
 }

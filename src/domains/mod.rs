@@ -9,13 +9,12 @@
 mod dkim;
 mod model;
 pub mod service;
-mod store;
-mod verifier;
+pub(crate) mod store;
+pub mod verifier;
 mod verify;
 
 pub use dkim::{DkimKey, KeyAlgorithm, generate as generate_dkim_key};
 pub use model::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 pub use service::save;
 pub use store::{DomainStore, RocksDomains};
-pub use verifier::{Verifier, VerifierSettings};
 pub use verify::check;

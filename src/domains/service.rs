@@ -319,6 +319,6 @@ pub fn verify(services: &Services, caller: &Caller, id: Id, skip_dns: bool) -> R
     }
     // A status stored by an older build as `temporary_failure` was answered as `pending`.
     save(services, &domain, domain.status.wire() != before.wire())?;
-    services.verifier().wake();
+    services.verifier_wake().wake();
     Ok(())
 }

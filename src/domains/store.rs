@@ -15,11 +15,12 @@ use herald_queue::{Batch, DueIndex, Id, RawEntry, Record, RecordCache, Scan, Sto
 
 use super::model::Domain;
 use crate::events::Event;
+use crate::storage::due::{self, DueQueue};
 use crate::storage::page::PageRequest;
 
 /// Domains by the time of their next check (`next_check_at`), keyed as the domains are:
 /// what the background verifier runs from.
-pub(super) const CHECKS: DueIndex = DueIndex::new(Table::DOMAIN_CHECKS);
+const CHECKS: DueIndex = DueIndex::new(Table::DOMAIN_CHECKS);
 
 /// Domains read per page while indexing those stored before the index existed.
 const INDEX_PAGE: usize = 1_000;
@@ -50,6 +51,11 @@ pub trait DomainStore: Send + Sync + std::fmt::Debug {
     fn put(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error>;
     /// Deletes a domain and its name with `event`, durably.
     fn delete(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error>;
+    /// The domains by their next check, for the verifier's due runner; an entry whose
+    /// domain is gone or was rescheduled since is disarmed through it.
+    fn check_queue(&self) -> Arc<dyn DueQueue>;
+    /// The domain a due entry of [`DomainStore::check_queue`] names, as stored now.
+    fn at_check(&self, key: &[u8]) -> Result<Option<Domain>, Error>;
 }
 
 /// Domains in the node's RocksDB.
@@ -114,16 +120,11 @@ fn move_check(store: &Store, batch: &mut Batch, key: &[u8], next: Option<Timesta
     Ok(())
 }
 
-/// The domain under `key` in [`CHECKS`] (the verifier's due entries name domains so).
-pub(super) fn domain_at(store: &Store, key: &[u8]) -> Result<Option<Domain>, Error> {
-    Ok(store.get::<Domain>(key)?)
-}
-
 /// Gives every domain with a next check its entry in [`CHECKS`], once: domains stored by
 /// builds without the index have none. Returns how many it indexed. Takes no record
 /// locks: a domain saved meanwhile arms its own entry, and an entry armed here for a
 /// version just replaced is stale, which the verifier drops when it comes due.
-pub(super) fn index_unindexed(store: &Store) -> Result<usize, Error> {
+pub(crate) fn index_unindexed(store: &Store) -> Result<usize, Error> {
     if store.get_raw(Table::META, INDEXED)?.is_some() {
         return Ok(0);
     }
@@ -173,6 +174,14 @@ impl RocksDomains {
 }
 
 impl DomainStore for RocksDomains {
+    fn check_queue(&self) -> Arc<dyn DueQueue> {
+        due::rocks(&self.store, CHECKS)
+    }
+
+    fn at_check(&self, key: &[u8]) -> Result<Option<Domain>, Error> {
+        Ok(self.store.get::<Domain>(key)?)
+    }
+
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Domain>, Error> {
         Ok(self.store.get::<Domain>(domain_key(team_id, id))?)
     }

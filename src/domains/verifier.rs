@@ -1,25 +1,23 @@
 //! The background verifier: checks domains whose check is due, records what it found,
 //! and schedules the next check (backoff while pending, daily once verified).
 //!
-//! It runs on the [due-time runner](crate::runner) over the domains' own index
-//! ([`Table::DOMAIN_CHECKS`](herald_queue::Table::DOMAIN_CHECKS)), which
-//! [the domain store](super::RocksDomains) keeps in step with each domain's `next_check_at`. It replaced a
-//! scan of every domain on every pass.
+//! It runs on the [due-time runner](crate::runner) over the domains' own queue
+//! ([`super::DomainStore::check_queue`]), which the domain store keeps in step with each
+//! domain's `next_check_at`. It replaced a scan of every domain on every pass.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald_queue::{Batch, Timestamp};
-use tokio::sync::Notify;
+use herald_queue::Timestamp;
 
 use super::model::{Domain, DomainStatus};
-use super::store::{CHECKS, domain_at, index_unindexed};
 use super::verify::check;
 use crate::config::Config;
 use crate::dns::Dns;
-use crate::runner::{self, Claimed, Handler, Runner, Wake};
+use crate::runner::{self, Claimed, Handler, Runner};
 use crate::services::Services;
 use crate::shutdown::Shutdown;
+use crate::storage::due::DueQueue;
 
 /// Longest the verifier sleeps without looking for due checks, so a check scheduled by
 /// another path is never late by more than this.
@@ -39,49 +37,24 @@ pub struct VerifierSettings {
     pub recheck_interval: Duration,
 }
 
-/// A handle to wake the background verifier.
-#[derive(Debug, Clone, Default)]
-pub struct Verifier {
-    wake: Arc<Notify>,
-}
-
-impl Verifier {
-    /// Wakes the verifier to look for due checks now.
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Runs the verifier until shutdown; the first run after an upgrade first indexes
-    /// the domains stored before the index existed.
-    pub async fn run(self, state: Arc<Services>, dns: Dns, shutdown: Shutdown) {
-        let store = state.store().clone();
-        match tokio::task::spawn_blocking(move || index_unindexed(&store)).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(indexed)) => tracing::info!(indexed, "indexed the domains' next checks"),
-            // Domains saved from now on are indexed; the rest are tried at the next start.
-            Ok(Err(error)) => tracing::error!(%error, "cannot index the domains' next checks"),
-            Err(error) => tracing::error!(%error, "the domain indexing task failed"),
-        }
-        let limits = runner::Limits {
-            claims_max: PASS_MAX,
-            page: PASS_MAX,
-            ..runner::Limits::new(IDLE_MAX)
-        };
-        let runner = Runner::new(
-            "domains",
-            state.store().clone(),
-            CHECKS,
-            limits,
-            Wake::from_notify(self.wake),
-        );
-        runner.run(Checker { state, dns }, shutdown).await;
-    }
+/// Runs the verifier until shutdown, woken early by [`Services::verifier_wake`].
+pub async fn run(state: Arc<Services>, dns: Dns, shutdown: Shutdown) {
+    let limits = runner::Limits {
+        claims_max: PASS_MAX,
+        page: PASS_MAX,
+        ..runner::Limits::new(IDLE_MAX)
+    };
+    let queue = state.domains().check_queue();
+    let wake = state.verifier_wake().clone();
+    let runner = Runner::new("domains", Arc::clone(&queue), limits, wake);
+    runner.run(Checker { state, dns, queue }, shutdown).await;
 }
 
 /// The runner's handler: checks each due domain in turn.
 struct Checker {
     state: Arc<Services>,
     dns: Dns,
+    queue: Arc<dyn DueQueue>,
 }
 
 impl Handler for Checker {
@@ -98,8 +71,8 @@ impl Checker {
     /// Checks the domain of a due entry and records the result, which re-arms or
     /// disarms it; an entry whose domain was deleted or rescheduled since is removed.
     async fn check(&self, claimed: &Claimed) -> Result<(), crate::storage::Error> {
-        let (store, key) = (self.state.store().clone(), claimed.key().to_vec());
-        let found = tokio::task::spawn_blocking(move || domain_at(&store, &key))
+        let (state, key) = (Arc::clone(&self.state), claimed.key().to_vec());
+        let found = tokio::task::spawn_blocking(move || state.domains().at_check(&key))
             .await
             .map_err(|_| crate::storage::Error::Failed("the verifier's read task failed".into()))?;
         let domain = match found {
@@ -121,9 +94,7 @@ impl Checker {
     }
 
     async fn disarm(&self, claimed: &Claimed) -> Result<(), crate::storage::Error> {
-        let mut batch = Batch::new();
-        CHECKS.disarm(&mut batch, claimed.at(), claimed.key());
-        Ok(self.state.store().commit(batch).await?)
+        self.queue.disarm(claimed.due()).await
     }
 }
 
@@ -134,7 +105,7 @@ fn record(
     checked: &Domain,
     checks: super::model::RecordChecks,
 ) -> Result<Option<Timestamp>, crate::storage::Error> {
-    let (store, config) = (state.store(), state.config());
+    let config = state.config();
     let _guard = super::service::lock(state, checked.team_id, checked.id);
     let Some(mut domain) = state.domains().get(checked.team_id, checked.id)? else {
         return Ok(None);
@@ -144,7 +115,7 @@ fn record(
         super::service::save(state, &domain, false)?;
         return Ok(None);
     }
-    let now = store.now();
+    let now = state.now();
     let before = domain.status;
     let settings = settings(config);
     domain.checks = checks;

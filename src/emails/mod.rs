@@ -10,7 +10,6 @@ pub mod input;
 pub mod mime;
 pub mod raw;
 pub mod record;
-pub mod retention;
 pub mod schedule;
 pub mod service;
 pub mod state;

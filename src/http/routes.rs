@@ -52,7 +52,7 @@ async fn respond(
             "healthz",
             ApiError::method_not_allowed("/healthz supports GET only").into_response(),
         ),
-        (&Method::GET, "/metrics") => ("metrics", metrics(state.store())),
+        (&Method::GET, "/metrics") => ("metrics", metrics(state.node())),
         (&Method::GET | &Method::HEAD, path) if path.starts_with("/t/") => {
             ("tracking", public::tracking(state, &request, peer).await)
         }
@@ -238,9 +238,8 @@ fn log(
     response_body: &str,
     started: Instant,
 ) {
-    let store = state.store();
     let entry = RequestLog {
-        id: request.log_id.unwrap_or_else(|| store.next_id()),
+        id: request.log_id.unwrap_or_else(|| state.next_id()),
         team_id: caller.team_id,
         api_key_id: caller.key_id,
         method: request.method.to_string(),
@@ -251,7 +250,7 @@ fn log(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         request_body: request_log::redact(&request.body),
         response_body: request_log::redact(response_body.as_bytes()),
-        created_at: store.now(),
+        created_at: state.now(),
     };
     state.request_logs().record(&entry);
 }
@@ -259,8 +258,8 @@ fn log(
 /// `200` with the spool's state when herald can accept mail; `503` when storage refuses
 /// new mail, so a load balancer sends traffic elsewhere.
 fn healthz(state: &AppState) -> Response<Full<Bytes>> {
-    let health = state.store().health();
-    let admission = state.store().admit();
+    let health = state.node().health();
+    let admission = state.node().admit();
     let (status, label, reason) = match &admission {
         Ok(()) => (StatusCode::OK, "ok", None),
         Err(refusal) => (
@@ -284,8 +283,8 @@ fn healthz(state: &AppState) -> Response<Full<Bytes>> {
     )
 }
 
-fn metrics(store: &herald_queue::Store) -> Response<Full<Bytes>> {
-    crate::telemetry::record_table_sizes(store);
+fn metrics(node: &crate::storage::Node) -> Response<Full<Bytes>> {
+    crate::telemetry::record_table_sizes(node);
     let handle = crate::telemetry::metrics();
     handle.run_upkeep();
     response::text(

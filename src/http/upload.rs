@@ -228,7 +228,7 @@ pub async fn read_import(state: &crate::server::AppState, request: Request<Incom
         .and_then(|length| length.to_str().ok())
         .and_then(|length| length.parse::<u64>().ok());
     let needed = declared.unwrap_or(config.contacts.import_size_max);
-    let health = state.store().health();
+    let health = state.node().health();
     if health.disk_available < health.disk_minimum.saturating_add(needed) {
         return Err(ApiError::unavailable(format!(
             "The server's disk has no room for an upload of {needed} bytes above its free-space minimum ([spool] min_free_space)"

@@ -3,7 +3,6 @@
 //! (`http::request_log`), `GET /logs` and the dashboard read them.
 
 mod model;
-pub mod retention;
 pub mod store;
 
 pub use model::RequestLog;

@@ -289,7 +289,7 @@ pub fn stats(state: &Services, scope: Scope) -> Result<Stats, QueueError> {
     };
     // Table sizes are the host's, not a team's: the operator's view only.
     if scope == Scope::All {
-        let mut tables = state.store().table_sizes();
+        let mut tables = state.node().table_sizes();
         tables.sort_by_key(|size| std::cmp::Reverse(size.disk_bytes + size.memory_bytes));
         stats.tables = tables;
         stats.sources = crate::regions::stats::all(state.regions(), state.today());

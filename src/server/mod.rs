@@ -6,14 +6,13 @@
 //! to finish, then the store closes after its commit thread has written what is queued.
 
 mod data_dir;
-pub mod format;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use herald_queue::{SharedClock, Spool, Store, StoreOptions};
+use herald_queue::{IdGenerator, SharedClock, Spool};
 use herald_tls::ServerTls;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -26,6 +25,7 @@ use crate::http::ratelimit::RateLimits;
 use crate::outbound::Outbound;
 use crate::services::Services;
 use crate::shutdown::Controller;
+use crate::storage::{Backends, Node, NodeOptions};
 use crate::{http, smtp};
 
 /// What the adapters share: the [`Services`] (reached through `Deref`), and what only
@@ -156,7 +156,7 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     data_dir::prepare(&data_dir)?;
     data_dir::prepare(&crate::contacts::imports::directory(&data_dir))?;
 
-    let (store, spool, bootstrap) = open_store(&config, clock.clone(), bootstrap_api_key).await?;
+    let (node, spool, backends, bootstrap) = open_store(&config, clock.clone(), bootstrap_api_key).await?;
     let operator_team = match &bootstrap {
         Bootstrap::Existing { team_id } | Bootstrap::Created { team_id, .. } => *team_id,
     };
@@ -194,7 +194,14 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     }
     let bound = smtp::bind_listeners(&config.smtp).await?;
 
-    let services = Arc::new(Services::new(config, store, spool, operator_team, outbound));
+    let services = Arc::new(Services::assemble(
+        config,
+        backends,
+        node,
+        spool,
+        operator_team,
+        outbound,
+    ));
     for team in services.accounts().teams()? {
         if let Some(plan) = team.plan.as_deref()
             && !services.config().plans.iter().any(|p| p.name == plan)
@@ -236,12 +243,11 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
             controller.handle(),
         ));
     }
-    tasks.spawn(
-        state
-            .verifier()
-            .clone()
-            .run(Arc::clone(&state.services), dns, controller.handle()),
-    );
+    tasks.spawn(crate::domains::verifier::run(
+        Arc::clone(&state.services),
+        dns,
+        controller.handle(),
+    ));
     tasks.spawn(crate::webhooks::dispatch::run(
         Arc::clone(&state.services),
         controller.handle(),
@@ -250,18 +256,17 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Arc::clone(&state.services),
         controller.handle(),
     ));
-    let retention = state.config().retention;
-    tasks.spawn(crate::logs::retention::expire(
-        state.store().clone(),
-        retention.request_logs,
-        controller.handle(),
-    ));
+    tasks.spawn(
+        state
+            .node()
+            .migrate_in_background(state.spool().clone(), controller.handle()),
+    );
     tasks.spawn(crate::accounts::erasure::run(
         Arc::clone(&state.services),
         state.services.erasure_wake().clone(),
         controller.handle(),
     ));
-    tasks.spawn(crate::contacts::imports::run(
+    tasks.spawn(crate::contacts::imports::worker::run(
         Arc::clone(&state.services),
         controller.handle(),
     ));
@@ -269,35 +274,18 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
         Arc::clone(&state.services),
         controller.handle(),
     ));
-    tasks.spawn(crate::emails::retention::run(
-        state.store().clone(),
-        state.spool().clone(),
-        retention.emails,
-        retention.content,
-        controller.handle(),
-    ));
-    tasks.spawn(crate::counters::backfill::run_in_background(
-        state.store().clone(),
-        controller.handle(),
-    ));
-    tasks.spawn(crate::retention::run(
-        state.store().clone(),
-        crate::counters::Days,
-        retention.metrics,
-        controller.handle(),
-    ));
-    tasks.spawn(crate::retention::run(
-        state.store().clone(),
-        crate::webhooks::log::Messages,
-        retention.webhook_messages,
-        controller.handle(),
-    ));
-    tasks.spawn(crate::retention::run(
-        state.store().clone(),
-        crate::contacts::imports::store::Imports,
-        retention.imports,
-        controller.handle(),
-    ));
+    let retention = state.config().retention;
+    let [emails, content] = state.emails().expiries(retention.emails, retention.content);
+    for (sweep, keep) in [
+        (emails, retention.emails),
+        (content, retention.content),
+        (state.request_logs().expiry(), retention.request_logs),
+        (state.counters().expiry(), retention.metrics),
+        (state.webhook_log().expiry(), retention.webhook_messages),
+        (state.audience().import_expiry(), retention.imports),
+    ] {
+        tasks.spawn(crate::retention::run(sweep, keep, controller.handle()));
+    }
     let delivery = if state.config().delivery.enabled {
         Some(Delivery::start(Arc::clone(&state.services)).context("cannot start delivery")?)
     } else {
@@ -337,35 +325,31 @@ pub async fn start(options: Options) -> anyhow::Result<Running> {
     })
 }
 
+/// Opens the node's store and the stores on it, and initialises the data directory on
+/// its first start.
 async fn open_store(
     config: &Config,
     clock: SharedClock,
     bootstrap_api_key: Option<String>,
-) -> anyhow::Result<(Store, Spool, Bootstrap)> {
+) -> anyhow::Result<(Node, Spool, Backends, Bootstrap)> {
     let data_dir = config.server.data_dir.clone();
-    let mut store_options = StoreOptions::new(data_dir.join("spool"));
-    store_options.clock = clock;
-    store_options.min_free_space = config.spool.min_free_space;
-    store_options.commit.queue_max = config.spool.commit_queue_max;
+    let options = NodeOptions {
+        path: data_dir.join("spool"),
+        clock,
+        min_free_space: config.spool.min_free_space,
+        commit_queue_max: config.spool.commit_queue_max,
+    };
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let store = Store::open(store_options)?;
-        format::check(&store)?;
-        let (spool, recovery) = Spool::open(store.clone())?;
-        if recovery.messages > 0 {
-            tracing::info!(
-                messages = recovery.messages,
-                recipients = recovery.recipients,
-                "resuming spooled mail"
-            );
-        }
-        let bootstrap = accounts::bootstrap(&store, &data_dir, bootstrap_api_key.as_deref())?;
-        crate::counters::backfill::prepare(&store)?;
-        crate::contacts::RocksContacts::new(store.clone()).arm_finished_imports()?;
-        let indexed = crate::emails::store::build_index(&store)?;
-        if indexed > 0 {
-            tracing::info!(emails = indexed, "emails indexed by status for the dashboard");
-        }
-        Ok((store, spool, bootstrap))
+        let (node, spool) = Node::open(options)?;
+        let backends = Backends::rocksdb(&node);
+        let bootstrap = accounts::bootstrap(
+            &*backends.accounts,
+            backends.clock.now(),
+            &IdGenerator::default(),
+            &data_dir,
+            bootstrap_api_key.as_deref(),
+        )?;
+        Ok((node, spool, backends, bootstrap))
     })
     .await
     .context("the store's start-up task failed")?

@@ -5,48 +5,48 @@
 //! through their own state; tests build one on a store in a temp dir, without sockets.
 
 mod error;
-pub mod locks;
 pub mod outbox;
 
+pub use crate::storage::Backends;
+pub use crate::storage::locks::{self, Held, LocalLocks, Locks, RecordName};
 pub use error::{Error, parse_id, required_text};
-pub use locks::{Held, LocalLocks, Locks, RecordName};
 
 use std::sync::{Mutex, PoisonError};
 
-use herald_queue::{Id, IdGenerator, SharedClock, Spool, Store};
+use herald_queue::{Id, IdGenerator, SharedClock, Spool};
 
-use crate::accounts::{AccountStore, Authenticator, RocksAccounts};
-use crate::broadcasts::{BroadcastStore, RocksBroadcasts};
+use crate::accounts::{AccountStore, Authenticator};
+use crate::broadcasts::BroadcastStore;
 use crate::config::Config;
-use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
-use crate::counters::{CounterStore, RocksCounters};
-use crate::domains::{DomainStore, RocksDomains, Verifier};
-use crate::emails::idempotency::{Idempotency, IdempotencyStore, LocalIdempotency};
-use crate::emails::{EmailStore, RocksEmails};
-use crate::images::{ImageStore, RocksImages};
+use crate::contacts::{AudienceStore, ContactStore};
+use crate::counters::CounterStore;
+use crate::domains::DomainStore;
+use crate::emails::EmailStore;
+use crate::emails::idempotency::Idempotency;
+use crate::images::ImageStore;
 use crate::limits::{DestinationLimits, LocalDestinations};
-use crate::logs::{RequestLogStore, RocksRequestLogs};
+use crate::logs::RequestLogStore;
 use crate::outbound::Outbound;
-use crate::runner::Wake;
-use crate::suppressions::{RocksSuppressions, SuppressionStore};
-use crate::templates::{RocksTemplates, TemplateStore};
-use crate::users::store::{RocksUsers, UserStore};
-use crate::webhooks::{RocksWebhookLog, WebhookLog};
-use crate::webhooks::{RocksWebhooks, WebhookStore};
+use crate::storage::Node;
+use crate::suppressions::SuppressionStore;
+use crate::templates::TemplateStore;
+use crate::users::store::UserStore;
+use crate::wake::Wake;
+use crate::webhooks::{WebhookLog, WebhookStore};
 
 /// What every service operation may use.
 #[derive(Debug)]
 pub struct Services {
     /// The validated config.
     config: Config,
-    /// The store (records and spool share it).
-    store: Store,
+    /// The node's own storage (the spool's, and the records' on a node on its own).
+    node: Node,
     /// The spool.
     spool: Spool,
     /// API key authentication.
     auth: Authenticator,
     /// Wakes the domain verifier.
-    verifier: Verifier,
+    verifier_wake: Wake,
     /// Idempotency keys in flight.
     idempotency: Idempotency,
     /// The outbound HTTP client (attachment downloads, webhooks).
@@ -112,91 +112,24 @@ pub struct Services {
 /// wrong permission, once mended, needs no restart.
 const TRACKING_KEY_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The stores the services keep their records in, one per kind of record: what a node
-/// on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] is the one
-/// place that names the RocksDB implementations; a test may put any other in a field.
-#[derive(Debug)]
-pub struct Backends {
-    /// Teams and API keys.
-    pub accounts: Box<dyn AccountStore>,
-    /// Sending domains.
-    pub domains: Box<dyn DomainStore>,
-    /// Webhook endpoints.
-    pub webhooks: Box<dyn WebhookStore>,
-    /// Suppressed addresses.
-    pub suppressions: Box<dyn SuppressionStore>,
-    /// Contacts.
-    pub contacts: Box<dyn ContactStore>,
-    /// Segments, topics, contact properties and imports.
-    pub audience: Box<dyn AudienceStore>,
-    /// Templates.
-    pub templates: Box<dyn TemplateStore>,
-    /// Dashboard users, invitations and sessions.
-    pub users: Box<dyn UserStore>,
-    /// Emails: records, statuses, timelines.
-    pub emails: Box<dyn EmailStore>,
-    /// API request logs.
-    pub request_logs: Box<dyn RequestLogStore>,
-    /// Images uploaded for designs.
-    pub images: Box<dyn ImageStore>,
-    /// Broadcasts, their contacts' markers and their emails' counts.
-    pub broadcasts: Box<dyn BroadcastStore>,
-    /// Idempotency keys in flight and the answers they remember.
-    pub idempotency: Box<dyn IdempotencyStore>,
-    /// Counters of metrics, quotas and source addresses' days.
-    pub counters: Box<dyn CounterStore>,
-    /// The event outbox, webhook messages and their attempts.
-    pub webhook_log: Box<dyn WebhookLog>,
-    /// Record locks.
-    pub locks: Box<dyn Locks>,
-    /// The time the services go by (and make ids in the order of).
-    pub clock: SharedClock,
-}
-
-impl Backends {
-    /// Every store in the node's RocksDB, `store`.
-    pub fn rocksdb(store: &Store) -> Backends {
-        Backends {
-            accounts: Box::new(RocksAccounts::new(store.clone())),
-            domains: Box::new(RocksDomains::new(store.clone())),
-            webhooks: Box::new(RocksWebhooks::new(store.clone())),
-            suppressions: Box::new(RocksSuppressions::new(store.clone())),
-            contacts: Box::new(RocksContacts::new(store.clone())),
-            audience: Box::new(RocksContacts::new(store.clone())),
-            templates: Box::new(RocksTemplates::new(store.clone())),
-            users: Box::new(RocksUsers::new(store.clone())),
-            emails: Box::new(RocksEmails::new(store.clone())),
-            request_logs: Box::new(RocksRequestLogs::new(store.clone())),
-            images: Box::new(RocksImages::new(store.clone())),
-            broadcasts: Box::new(RocksBroadcasts::new(store.clone())),
-            webhook_log: Box::new(RocksWebhookLog::new(store.clone())),
-            idempotency: Box::new(LocalIdempotency::new(store.clone())),
-            counters: Box::new(RocksCounters::new(store.clone())),
-            locks: Box::new(LocalLocks::default()),
-            clock: store.clock().clone(),
-        }
-    }
-}
-
 impl Services {
-    /// Services over `store` and `spool`, whose operator team is `operator_team`, with
-    /// every record in `store` ([`Backends::rocksdb`]).
-    pub fn new(config: Config, store: Store, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
-        let backends = Backends::rocksdb(&store);
-        Services::assemble(config, backends, store, spool, operator_team, outbound)
+    /// Services over `node` and `spool`, whose operator team is `operator_team`, with
+    /// every record in the node's store ([`Backends::rocksdb`]).
+    pub fn new(config: Config, node: Node, spool: Spool, operator_team: Id, outbound: Outbound) -> Services {
+        let backends = Backends::rocksdb(&node);
+        Services::assemble(config, backends, node, spool, operator_team, outbound)
     }
 
-    /// Services whose records are kept in `backends`, the rest (the spool, the clock and
-    /// ids, and what has no store of its own yet) in `store`.
+    /// Services whose records are kept in `backends`, the spool in `node`.
     pub fn assemble(
         config: Config,
         backends: Backends,
-        store: Store,
+        node: Node,
         spool: Spool,
         operator_team: Id,
         outbound: Outbound,
     ) -> Services {
-        let destinations = LocalDestinations::new(store.clock().clone());
+        let destinations = LocalDestinations::new(backends.clock.clone());
         let regions = crate::regions::Regions::new(&config, &destinations);
         let Backends {
             accounts,
@@ -243,10 +176,10 @@ impl Services {
             regions,
             webhook_wake: Wake::default(),
             config,
-            store,
+            node,
             spool,
             auth: Authenticator::new(operator_team),
-            verifier: Verifier::default(),
+            verifier_wake: Wake::default(),
             outbound,
             delivery_wake: Wake::default(),
             quotas: crate::quotas::Quotas::default(),
@@ -298,7 +231,7 @@ impl Services {
     /// Commits `change` durably: its writes, staged through the stores, land at once or
     /// not at all.
     pub fn commit(&self, change: crate::storage::Change) -> Result<(), crate::storage::Error> {
-        Ok(self.store.commit(change.into_batch()).wait()?)
+        self.node.commit(change)
     }
 
     /// API request logs.
@@ -344,9 +277,9 @@ impl Services {
         &self.config
     }
 
-    /// The store (records and spool share it).
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The node's own storage: the spool's due queue, the disk's health, table sizes.
+    pub fn node(&self) -> &Node {
+        &self.node
     }
 
     /// The spool.
@@ -354,9 +287,9 @@ impl Services {
         &self.spool
     }
 
-    /// Wakes the domain verifier; its `run` is the verifier itself.
-    pub fn verifier(&self) -> &Verifier {
-        &self.verifier
+    /// Wakes the domain verifier ([`crate::domains::verifier::run`]): a check is due now.
+    pub fn verifier_wake(&self) -> &Wake {
+        &self.verifier_wake
     }
 
     /// Idempotency keys in flight and remembered.
@@ -411,7 +344,7 @@ impl Services {
         if let Some(signer) = self.tracking.get() {
             return Some(signer);
         }
-        let now = self.store.now();
+        let now = self.now();
         if failed.is_some_and(|at| now.saturating_since(at) < TRACKING_KEY_RETRY) {
             return None;
         }
@@ -435,7 +368,7 @@ impl Services {
         &*self.audience
     }
 
-    /// Wakes the contact import worker ([`crate::contacts::imports::run`]).
+    /// Wakes the contact import worker ([`crate::contacts::imports::worker::run`]).
     pub fn import_wake(&self) -> &Wake {
         &self.import_wake
     }
@@ -474,7 +407,7 @@ impl Services {
 
     /// The caller whose API key `token` is (see [`Authenticator::authenticate`]).
     pub fn authenticate(&self, token: &str) -> Result<crate::accounts::Caller, crate::accounts::AuthError> {
-        self.auth.authenticate(&*self.accounts, token, self.store.now())
+        self.auth.authenticate(&*self.accounts, token, self.now())
     }
 
     /// The caller the key `key_id` of team `team_id` makes, as it is now (`None` once the

@@ -1,14 +1,17 @@
 //! Expiring records: a kind of record that leaves the store when its retention is over
 //! keeps a due index of `(time its retention counts from, item key)` entries, and says
-//! here how one item is expired. The stores that own the records implement it; the
-//! retention engine ([`crate::retention`]) runs them.
+//! here how one item is expired. The stores that own the records implement [`Expiry`]
+//! and hand the retention engine ([`crate::retention`]) the [`Sweep`] that runs it.
+
+use std::sync::Arc;
 
 use herald_queue::{Batch, Due, DueIndex, Store};
 
 use super::Error;
+use super::due::{self, DueQueue};
 
-/// One kind of expiring record.
-pub trait Expiry: Send + Sync + 'static {
+/// One kind of expiring record, in the node's RocksDB.
+pub(crate) trait Expiry: Send + Sync + 'static {
     /// Its name in logs and metrics (`emails`, `content`, ...).
     const KIND: &'static str;
 
@@ -21,10 +24,50 @@ pub trait Expiry: Send + Sync + 'static {
     fn expire(&self, store: &Store, due: &Due, batch: &mut Batch) -> Result<(), Error>;
 }
 
-/// Expires `due`'s items in one batch and commits it; returns how many. Blocks. An item
-/// that cannot be read is left as it is and its entry dropped (said in the log once),
-/// rather than failing every later pass.
-pub fn expire_now<E: Expiry>(store: &Store, expiry: &E, due: &[&Due]) -> Result<usize, Error> {
+/// What the retention engine runs for one kind of record: its queue of entries, and how
+/// a batch of due ones is expired.
+pub trait Sweep: Send + Sync + 'static {
+    /// The kind's name in logs and metrics (`emails`, `content`, ...).
+    fn kind(&self) -> &'static str;
+    /// The entries, by the time the retention counts from.
+    fn queue(&self) -> Arc<dyn DueQueue>;
+    /// Expires the items of `due` in one durable write and drops their entries; returns
+    /// how many. Blocks. An item that cannot be read is left as it is and its entry
+    /// dropped (said in the log once), rather than failing every later pass.
+    fn expire(&self, due: &[&Due]) -> Result<usize, Error>;
+}
+
+/// The sweep of `expiry` over `store`.
+pub(crate) fn sweep<E: Expiry>(store: &Store, expiry: E) -> Arc<dyn Sweep> {
+    Arc::new(RocksSweep {
+        store: store.clone(),
+        expiry,
+    })
+}
+
+/// [`Sweep`] of an [`Expiry`] in the node's RocksDB.
+struct RocksSweep<E> {
+    store: Store,
+    expiry: E,
+}
+
+impl<E: Expiry> Sweep for RocksSweep<E> {
+    fn kind(&self) -> &'static str {
+        E::KIND
+    }
+
+    fn queue(&self) -> Arc<dyn DueQueue> {
+        due::rocks(&self.store, E::INDEX)
+    }
+
+    fn expire(&self, due: &[&Due]) -> Result<usize, Error> {
+        expire_now(&self.store, &self.expiry, due)
+    }
+}
+
+/// Expires `due`'s items of `expiry` in one batch and commits it; returns how many.
+/// Blocks. See [`Sweep::expire`].
+pub(crate) fn expire_now<E: Expiry>(store: &Store, expiry: &E, due: &[&Due]) -> Result<usize, Error> {
     let mut batch = Batch::new();
     for entry in due {
         let mut own = Batch::new();

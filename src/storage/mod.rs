@@ -1,7 +1,9 @@
 //! Storage: the layer under the services that alone reads and writes tables. Its pieces
-//! so far are the unit of work ([`Change`]) and pages of lists ([`page`]); the stores
-//! themselves live beside the records they keep (the `store.rs` files) until they move
-//! here.
+//! are the node's own store ([`Node`]: opened, its [`format`] checked, [`migrations`]
+//! run), the stores the services are assembled from ([`Backends`]), the unit of work
+//! ([`Change`]), record [`locks`], pages of lists ([`page`]), queues of items waiting for
+//! a time ([`due`]) and the expiry of records ([`expiry`]); the stores themselves live
+//! beside the records they keep (the `store.rs` files and `store/` folders).
 //!
 //! A service that needs writes of two stores to land together (a contact's change and
 //! the counter it moves, say) stages them into one [`Change`] and hands it to the store
@@ -9,13 +11,27 @@
 //! durability contract is untouched; on a shared backend the seam where the node's
 //! writes part from the shared ones.
 
+mod backends;
+pub mod due;
 mod error;
 pub mod expiry;
+pub mod format;
+pub mod locks;
+pub mod migrations;
+mod node;
 pub mod page;
 
+pub use backends::Backends;
 pub use error::{Error, Refusal};
+pub use node::{Node, NodeOptions};
+
+use std::future::Future;
+use std::pin::Pin;
 
 use herald_queue::Batch;
+
+/// A commit on its way: resolves once the write is durable (or refused).
+pub type Committing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
 /// Writes staged to land in one durable write with a store's own. Opaque outside
 /// storage: a service stages into it through the stores' and counters' functions and

@@ -23,7 +23,7 @@ use herald_queue::{Id, Timestamp};
 use hyper::Method;
 
 use super::Webhook;
-use super::log::{DUE, webhook_of};
+use super::log::webhook_of;
 use super::message::{MessageState, WebhookAttempt, WebhookMessage};
 use super::signature;
 use crate::outbound::Limits;
@@ -52,8 +52,7 @@ const EXCERPT_MAX: usize = 1024;
 pub async fn run(state: Arc<Services>, shutdown: Shutdown) {
     let runner = Runner::new(
         "webhooks",
-        state.store().clone(),
-        DUE,
+        state.webhook_log().due_queue(),
         runner::Limits::new(DUE_IDLE_MAX),
         state.webhook_wake().clone(),
     );
@@ -168,7 +167,7 @@ async fn send(state: &Services, claimed: Claimed) {
 }
 
 async fn disarm(state: &Services, claimed: &Claimed) {
-    if let Err(error) = state.webhook_log().disarm(claimed.at(), claimed.key()).await {
+    if let Err(error) = state.webhook_log().due_queue().disarm(claimed.due()).await {
         tracing::error!(%error, "cannot remove a stale webhook due entry");
     }
 }
@@ -418,7 +417,7 @@ fn finish(message: &mut WebhookMessage, state: MessageState, at: Timestamp) {
 mod tests {
     use super::*;
     use crate::events::EventKind;
-    use crate::webhooks::log::key_of;
+    use crate::webhooks::log::{DUE, key_of};
     use crate::webhooks::{SigningSecret, WebhookStatus};
     use herald_queue::{Scan, Store};
 
@@ -444,7 +443,7 @@ mod tests {
         let outbound = crate::outbound::Outbound::new(false, Vec::new()).expect("outbound");
         let team = store.next_id();
         let config = crate::config::Config::defaults();
-        let services = Services::new(config, store.clone(), spool, team, outbound);
+        let services = Services::new(config, crate::storage::Node::new(store.clone()), spool, team, outbound);
         let add_webhook = |store: &Store| -> Id {
             let webhook = enabled_webhook(store, team);
             services.webhooks().put(&webhook).expect("put");
@@ -517,14 +516,15 @@ mod tests {
         let (spool, _) = herald_queue::Spool::open(store.clone()).expect("spool");
         let outbound = crate::outbound::Outbound::new(false, Vec::new()).expect("outbound");
         let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut backends = crate::services::Backends::rocksdb(&store);
+        let node = crate::storage::Node::new(store.clone());
+        let mut backends = crate::services::Backends::rocksdb(&node);
         backends.webhooks = Box::new(Flaky {
             inner: crate::webhooks::RocksWebhooks::new(store.clone()),
             failing: failing.clone(),
         });
         let team = store.next_id();
         let config = crate::config::Config::defaults();
-        let services = Services::assemble(config, backends, store.clone(), spool, team, outbound);
+        let services = Services::assemble(config, backends, node, spool, team, outbound);
         let webhook = enabled_webhook(&store, team);
         services.webhooks().put(&webhook).expect("put the webhook");
         let message = WebhookMessage {

@@ -52,7 +52,13 @@ impl World {
         let team = store.next_id();
         // As `[webhooks] allow_private_endpoints` defaults: private endpoints are refused.
         let outbound = Outbound::new(false, Vec::new()).expect("outbound client");
-        let services = Services::new(make(dir.path()), store, spool, team, outbound);
+        let services = Services::new(
+            make(dir.path()),
+            herald::storage::Node::new(store),
+            spool,
+            team,
+            outbound,
+        );
         verified_domain(&services, team, "example.test");
         World {
             services,
@@ -76,7 +82,7 @@ impl World {
 
 /// Stores `name` as a verified domain of `team`, as the domains API and verifier would.
 pub fn verified_domain(services: &Services, team: Id, name: &str) -> Domain {
-    let store = services.store();
+    let store = services.node().store();
     let domain = Domain {
         id: store.next_id(),
         team_id: team,

@@ -12,6 +12,8 @@ use crate::contacts::ContactProperty;
 use crate::contacts::properties::{self, PropertyType};
 use crate::services::Error;
 
+pub use crate::contacts::model::{Columns, PropertyColumn};
+
 /// Longest header row, in bytes: a header is a few names, so anything longer is not one.
 const HEADER_MAX: u64 = 64 * 1024;
 
@@ -40,36 +42,6 @@ pub struct MappedProperty {
     /// `true` or `false`).
     #[serde(rename = "type")]
     pub kind: Option<String>,
-}
-
-/// The columns resolved to positions in each row.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Columns {
-    /// The address.
-    pub email: usize,
-    /// First name.
-    pub first_name: Option<usize>,
-    /// Last name.
-    pub last_name: Option<usize>,
-    /// Unsubscribed.
-    pub unsubscribed: Option<usize>,
-    /// Properties.
-    pub properties: Vec<PropertyColumn>,
-}
-
-/// One property's column.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PropertyColumn {
-    /// The property's id.
-    pub id: Id,
-    /// The property's key.
-    pub key: String,
-    /// Its position.
-    pub index: usize,
-    /// Its definition's type.
-    pub kind: PropertyType,
-    /// Whether cells are booleans, kept as `true` or `false`.
-    pub boolean: bool,
 }
 
 /// One row, read: the cells given (an empty cell gives nothing).

@@ -7,15 +7,14 @@
 
 mod columns;
 pub mod store;
-mod worker;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 
-use herald_queue::{Id, Timestamp};
-use serde_json::{Value, json};
+use herald_queue::Id;
+use serde_json::Value;
 
 pub use columns::{ColumnMap, Columns, PropertyColumn};
-pub use worker::run;
 
 use super::TopicChoice;
 use super::segments;
@@ -23,150 +22,12 @@ use super::service::{existing_segments, existing_topics};
 use crate::accounts::Caller;
 use crate::services::{Error, Services};
 use crate::storage::page::{Cursor, PageRequest};
-use crate::wire;
+
+pub use super::model::{ContactImport, ImportCounts, ImportError, ImportStatus, OnConflict};
 
 /// Refused rows shown with an import (`GET /contacts/imports/{id}`); the first
 /// `[contacts] import_errors_max` are kept, and `?errors_after=<row>` shows the next ones.
 pub const ERRORS_SHOWN: usize = 100;
-
-/// Where an import is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ImportStatus {
-    /// Waiting for the worker.
-    Queued,
-    /// Being read.
-    InProgress,
-    /// Every row read.
-    Completed,
-    /// Stopped: the file could not be read.
-    Failed,
-}
-
-impl ImportStatus {
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ImportStatus::Queued => "queued",
-            ImportStatus::InProgress => "in_progress",
-            ImportStatus::Completed => "completed",
-            ImportStatus::Failed => "failed",
-        }
-    }
-
-    /// Whether the worker is done with it.
-    pub fn is_final(self) -> bool {
-        matches!(self, ImportStatus::Completed | ImportStatus::Failed)
-    }
-
-    /// The status named `name`.
-    pub fn parse(name: &str) -> Option<ImportStatus> {
-        [
-            ImportStatus::Queued,
-            ImportStatus::InProgress,
-            ImportStatus::Completed,
-            ImportStatus::Failed,
-        ]
-        .into_iter()
-        .find(|status| status.name() == name)
-    }
-}
-
-/// What happened to an import's rows so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ImportCounts {
-    /// Rows read.
-    pub total: u64,
-    /// Contacts created.
-    pub created: u64,
-    /// Existing contacts changed (`on_conflict: upsert`).
-    pub updated: u64,
-    /// Rows whose contact existed and was left as it was.
-    pub skipped: u64,
-    /// Rows refused.
-    pub failed: u64,
-}
-
-/// What to do with a row whose address the team already has.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnConflict {
-    /// Update the contact with the row's values.
-    #[default]
-    Upsert,
-    /// Leave the contact as it is.
-    Skip,
-}
-
-/// One import.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ContactImport {
-    /// Its id.
-    pub id: Id,
-    /// The owning team.
-    pub team_id: Id,
-    /// Where it is.
-    pub status: ImportStatus,
-    /// When it was uploaded.
-    pub created_at: Timestamp,
-    /// When the worker finished it.
-    pub completed_at: Option<Timestamp>,
-    /// Its rows so far.
-    pub counts: ImportCounts,
-    /// Which CSV column holds which field.
-    pub columns: Columns,
-    /// Existing contacts: updated or left.
-    pub on_conflict: OnConflict,
-    /// Segments every imported contact joins.
-    pub segments: Vec<Id>,
-    /// Topic choices every imported contact takes.
-    pub topics: Vec<TopicChoice>,
-    /// The byte offset of the next row to read.
-    pub offset: u64,
-    /// The line number of the next row to read (the header is line 1).
-    pub line: u64,
-    /// Why it failed.
-    pub failure: Option<String>,
-}
-
-/// A row an import refused.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ImportError {
-    /// Its place among the file's rows (the first after the header is 1): the key it is
-    /// kept and paged by, which lines are not (a file with bare `\r` line ends, say).
-    pub row: u64,
-    /// Its line in the file (the header is line 1).
-    pub line: u64,
-    /// Why.
-    pub reason: String,
-}
-
-impl ContactImport {
-    /// A list item.
-    pub fn summary_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "status": self.status.name(),
-            "created_at": wire::timestamp(self.created_at),
-            "completed_at": self.completed_at.map(wire::timestamp),
-            "counts": self.counts,
-        })
-    }
-
-    /// The answer to `GET /contacts/imports/{id}`, with a page of refused rows and
-    /// whether more follow it.
-    pub fn to_json(&self, errors: &[ImportError], more_errors: bool) -> Value {
-        let mut value = self.summary_json();
-        if let Value::Object(map) = &mut value {
-            map.shift_insert(0, "object".into(), json!("contact_import"));
-            map.insert("errors".into(), json!(errors));
-            map.insert("errors_has_more".into(), json!(more_errors));
-            map.insert("errors_total".into(), json!(self.counts.failed));
-            map.insert("failure_reason".into(), json!(self.failure));
-        }
-        value
-    }
-}
 
 /// The directory uploads wait in: `imports/` in the data directory.
 pub fn directory(data_dir: &Path) -> PathBuf {

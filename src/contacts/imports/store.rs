@@ -23,7 +23,7 @@ pub(crate) fn arm(batch: &mut Batch, team_id: Id, id: Id, finished: Timestamp) {
 
 /// Finished imports.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Imports;
+pub(crate) struct Imports;
 
 impl Expiry for Imports {
     const KIND: &'static str = "imports";

@@ -9,7 +9,7 @@ use std::time::Duration;
 use herald_queue::Due;
 
 use super::record::RETENTION;
-use super::store::{EXPIRY, SWEEP_BATCH};
+use super::store::SWEEP_BATCH;
 use crate::runner::{self, Claimed, Handler, Runner, Wake};
 use crate::services::Services;
 
@@ -33,7 +33,8 @@ pub async fn run(state: Arc<Services>, shutdown: crate::shutdown::Shutdown) {
         delay: RETENTION,
         ..runner::Limits::new(EXPIRY_IDLE_MAX)
     };
-    let runner = Runner::new("idempotency", state.store().clone(), EXPIRY, limits, Wake::default());
+    let queue = state.idempotency().keys().expiry_queue();
+    let runner = Runner::new("idempotency", queue, limits, Wake::default());
     runner.run(Expirer { state }, shutdown).await;
 }
 

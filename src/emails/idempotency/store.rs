@@ -8,11 +8,12 @@
 //! The keys and encodings of both tables are this module's alone.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use herald_queue::{Batch, Due, DueIndex, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
 
 use super::record::{IdempotencyKey, IdempotencyRecord, RETENTION};
+use crate::storage::due::{self, DueQueue};
 use crate::storage::{Change, Error};
 
 /// Records examined per write when expiring or indexing.
@@ -21,7 +22,7 @@ pub(crate) const SWEEP_BATCH: usize = 1_000;
 /// Records by the time they were written, then team and key: a due index whose entries
 /// fall due [`RETENTION`] after their time (a runner delay), so the table reads as it
 /// did before it was one.
-pub(crate) const EXPIRY: DueIndex = DueIndex::new(Table::IDEMPOTENCY_EXPIRY);
+const EXPIRY: DueIndex = DueIndex::new(Table::IDEMPOTENCY_EXPIRY);
 
 /// The key in [`Table::META`] that says every record has its entry in
 /// [`Table::IDEMPOTENCY_EXPIRY`]: set once records written before the index existed have
@@ -57,6 +58,9 @@ pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
     /// Deletes every record past [`RETENTION`] at `now`, oldest first, reading only those
     /// that are due; how many.
     fn sweep(&self, now: Timestamp) -> Result<usize, Error>;
+    /// The records by the time they were written, for the expiry engine's due runner
+    /// (whose handler calls [`IdempotencyStore::expire`]).
+    fn expiry_queue(&self) -> Arc<dyn DueQueue>;
     /// Gives every record written before the expiry index existed its entry there
     /// (deleting instead the expired ones at `now` and any that cannot be decoded), then
     /// marks the work done so later calls skip it; how many records it deleted. Reads
@@ -218,6 +222,10 @@ impl IdempotencyStore for LocalIdempotency {
         }
         drop(held);
         Ok(deleted)
+    }
+
+    fn expiry_queue(&self) -> Arc<dyn DueQueue> {
+        due::rocks(&self.store, EXPIRY)
     }
 
     fn sweep(&self, now: Timestamp) -> Result<usize, Error> {

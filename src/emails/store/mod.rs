@@ -8,11 +8,17 @@
 //! The keys and encodings of [`Table::EMAILS`], [`Table::EMAIL_STATUS`],
 //! [`Table::EVENTS`] and [`Table::EMAILS_BY_STATUS`] are this module's alone.
 
-use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp, decode_record};
+pub mod retention;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_queue::{Batch, Id, Record, Scan, Spool, Store, Table, Timestamp, decode_record};
 use serde_json::Value;
 
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
 use super::state::EmailState;
+use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 use crate::storage::{Change, Error};
 
@@ -66,8 +72,13 @@ pub trait EmailStore: Send + Sync + std::fmt::Debug {
     /// cancellation, its content expired).
     fn put_record(&self, change: &mut Change, record: &EmailRecord) -> Result<(), Error>;
     /// Stages the erasure of up to `limit` of `team_id`'s emails (record, status, index
-    /// entry, timeline) and answers their ids: none when the team has no email left.
+    /// entry, timeline, and the message the spool keeps for its bodies unless it is still
+    /// queued) and answers their ids: none when the team has no email left.
     fn erase_team(&self, change: &mut Change, team_id: Id, limit: usize) -> Result<Vec<Id>, Error>;
+    /// The retention of records (`[retention] emails`, `emails`) and of their content
+    /// (`content`), counted from each email's final outcome, for the retention engine:
+    /// records first, then contents.
+    fn expiries(&self, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2];
     /// Commits `change` durably.
     fn commit(&self, change: Change) -> Result<(), Error>;
 }
@@ -201,7 +212,10 @@ impl EmailStore for RocksEmails {
         let mut erased = Vec::with_capacity(found.len());
         for (key, _) in &found {
             erase(&self.store, key, change.batch())?;
-            erased.extend(key.get(16..).and_then(Id::from_slice));
+            if let Some(id) = key.get(16..).and_then(Id::from_slice) {
+                Spool::forget(&self.store, id, change.batch())?;
+                erased.push(id);
+            }
         }
         if found.len() < limit {
             // Statuses and index entries of emails whose record is gone already.
@@ -214,6 +228,10 @@ impl EmailStore for RocksEmails {
 
     fn commit(&self, change: Change) -> Result<(), Error> {
         Ok(self.store.commit(change.into_batch()).wait()?)
+    }
+
+    fn expiries(&self, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2] {
+        retention::sweeps(&self.store, emails, content)
     }
 }
 

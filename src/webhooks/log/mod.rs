@@ -8,19 +8,18 @@
 //!
 //! The keys and encodings of these tables are this module's alone.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 
 use herald_queue::{Batch, Due, DueIndex, Id, Record, Scan, Store, Table, Timestamp};
 
 use super::message::{MessageState, WebhookAttempt, WebhookMessage};
 use crate::events::Event;
-use crate::storage::expiry::Expiry;
+use crate::storage::due::{self, DueQueue};
+use crate::storage::expiry::{self, Expiry, Sweep};
 use crate::storage::page::PageRequest;
 use crate::storage::{Change, Error};
 
-/// A commit on its way: resolves once the write is durable (or refused).
-pub type Committing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+pub use crate::storage::Committing;
 
 /// The event outbox, webhook messages and their attempts.
 pub trait WebhookLog: Send + Sync + std::fmt::Debug {
@@ -35,9 +34,11 @@ pub trait WebhookLog: Send + Sync + std::fmt::Debug {
     fn fan_out(&self, events: &[Event], messages: &[WebhookMessage]) -> Result<(), Error>;
     /// The message a due entry of [`DUE`] names, whatever became of it since.
     fn due(&self, key: &[u8]) -> Result<Option<WebhookMessage>, Error>;
-    /// Removes the due entry `key` at `at`, found stale (its message was sent, replayed
-    /// or deleted since).
-    fn disarm(&self, at: Timestamp, key: &[u8]) -> Committing;
+    /// Pending messages by their next attempt, for the dispatcher's due runner; an entry
+    /// found stale (its message sent, replayed or deleted since) is disarmed through it.
+    fn due_queue(&self) -> Arc<dyn DueQueue>;
+    /// The log's retention (`[retention] webhook_messages`), for the retention engine.
+    fn expiry(&self) -> Arc<dyn Sweep>;
     /// The message of event `event_id` for `team_id`'s webhook `webhook_id`.
     fn message(&self, team_id: Id, webhook_id: Id, event_id: Id) -> Result<Option<WebhookMessage>, Error>;
     /// One page of the messages of `team_id`'s webhook `webhook_id`, newest first.
@@ -208,11 +209,12 @@ impl WebhookLog for RocksWebhookLog {
         Ok(self.store.get::<WebhookMessage>(key)?)
     }
 
-    fn disarm(&self, at: Timestamp, key: &[u8]) -> Committing {
-        let mut batch = Batch::new();
-        DUE.disarm(&mut batch, at, key);
-        let commit = self.store.commit(batch);
-        Box::pin(async move { Ok(commit.await?) })
+    fn due_queue(&self) -> Arc<dyn DueQueue> {
+        due::rocks(&self.store, DUE)
+    }
+
+    fn expiry(&self) -> Arc<dyn Sweep> {
+        expiry::sweep(&self.store, Messages)
     }
 
     fn message(&self, team_id: Id, webhook_id: Id, event_id: Id) -> Result<Option<WebhookMessage>, Error> {

@@ -60,7 +60,7 @@ fn a_finished_import_leaves_with_its_refused_rows_and_a_running_one_stays() {
     let due = INDEX.due(&store, horizon, None, 10).expect("due");
     assert_eq!(due.len(), 1, "only the finished one");
     let entries: Vec<&Due> = due.iter().collect();
-    crate::retention::expire_now(&store, &Imports, &entries).expect("expire");
+    crate::storage::expiry::expire_now(&store, &Imports, &entries).expect("expire");
     assert_eq!(audience.import(team, done.id).expect("read"), None);
     assert!(audience.import_errors(&done, 0, 10).expect("errors").is_empty());
     assert!(audience.import(team, running.id).expect("read").is_some());

@@ -1,34 +1,19 @@
-//! `[retention] request_logs`: logs leave when their time is up, on the due-time runner;
-//! at start, the entries of the index older builds kept move into it first.
-
-use std::time::Duration;
+//! `[retention] request_logs`: logs leave when their time is up, on the due-time runner
+//! ([`crate::retention`]); the entries of the index older builds kept are moved into its
+//! own by [`migrate`], in the background at start.
 
 use herald_queue::{Batch, Due, DueIndex, Id, Scan, Store, Table};
 
-use super::RequestLog;
-use super::store::{EXPIRY, key as log_key};
-use crate::retention::{self, Expiry};
-use crate::shutdown::Shutdown;
+use super::{EXPIRY, key as log_key};
+use crate::logs::RequestLog;
+use crate::storage::expiry::Expiry;
 
 /// Old expiry entries moved per batch at start.
 const MIGRATE_BATCH: usize = 1_000;
 
-/// Deletes logs older than `retention` until shutdown, on the due-time runner; first
-/// moves the entries of the index older builds kept ([`Table::LOG_EXPIRY`]).
-pub async fn expire(store: Store, retention: Option<Duration>, shutdown: Shutdown) {
-    let old = store.clone();
-    match tokio::task::spawn_blocking(move || migrate(&old)).await {
-        Ok(Ok(0)) => {}
-        Ok(Ok(moved)) => tracing::info!(moved, "request log expiry entries moved to the new index"),
-        Ok(Err(error)) => tracing::warn!(%error, "cannot move old request log expiry entries"),
-        Err(error) => tracing::warn!(%error, "moving old request log expiry entries failed"),
-    }
-    retention::run(store, Logs, retention, shutdown).await;
-}
-
 /// `[retention] request_logs`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Logs;
+pub(super) struct Logs;
 
 impl Expiry for Logs {
     const KIND: &'static str = "request_logs";
@@ -43,7 +28,7 @@ impl Expiry for Logs {
 /// Moves the entries of [`Table::LOG_EXPIRY`] (log id, then team) into the due index, a
 /// batch at a time; returns how many. Safe to stop and run again: each batch moves its
 /// entries whole.
-pub fn migrate(store: &Store) -> Result<usize, crate::storage::Error> {
+pub(crate) fn migrate(store: &Store) -> Result<usize, crate::storage::Error> {
     let mut moved = 0;
     loop {
         let entries = store.scan_raw(
@@ -76,10 +61,13 @@ pub fn migrate(store: &Store) -> Result<usize, crate::storage::Error> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use herald_queue::Timestamp;
 
     use super::*;
     use crate::logs::{RequestLogStore, RocksRequestLogs};
+    use crate::storage::expiry::expire_now;
 
     #[test]
     fn logs_expire_after_the_retention_and_old_index_entries_are_moved_first() {
@@ -132,7 +120,7 @@ mod tests {
         let due = EXPIRY.due(&store, horizon, None, 100).expect("due");
         assert_eq!(due.len(), 3);
         let entries: Vec<&Due> = due.iter().collect();
-        assert_eq!(retention::expire_now(&store, &Logs, &entries).expect("expire"), 3);
+        assert_eq!(expire_now(&store, &Logs, &entries).expect("expire"), 3);
         let left = store.scan::<RequestLog>(Scan::prefix(team.as_bytes())).expect("scan");
         assert_eq!(left.len(), 1, "only the newest");
         assert_eq!(EXPIRY.due(&store, store.now(), None, 100).expect("due").len(), 1);

@@ -5,14 +5,15 @@
 //! timeline. Each page's counts and the position reached are one write, so a pass cut
 //! short resumes where it stopped and counts nothing twice.
 
-use crate::storage::{Change, Error};
 use herald_queue::{Batch, Scan, Store, Table, Timestamp, decode_record};
 use serde::{Deserialize, Serialize};
 
-use super::{CounterStore, Metric, RocksCounters};
+use super::{CounterStore, RocksCounters};
+use crate::counters::Metric;
 use crate::emails::EmailState;
 use crate::emails::record::{EmailEvent, EmailStatus};
 use crate::shutdown::Shutdown;
+use crate::storage::{Change, Error};
 
 /// The key in [`Table::META`] of the pass's progress.
 const PROGRESS: &[u8] = b"counters.backfill";
@@ -45,7 +46,7 @@ fn save(batch: &mut Batch, progress: &Progress) {
 
 /// Notes the cutoff on the first start with counters, before anything is counted, and
 /// drops the daily counters of earlier builds. Run while the store opens.
-pub fn prepare(store: &Store) -> Result<(), Error> {
+pub(crate) fn prepare(store: &Store) -> Result<(), Error> {
     if progress(store)?.is_some() {
         return Ok(());
     }
@@ -62,7 +63,7 @@ pub fn prepare(store: &Store) -> Result<(), Error> {
             },
         )?;
         for (key, _) in &page {
-            if key.get(16) != Some(&super::store::METRICS) {
+            if key.get(16) != Some(&super::METRICS) {
                 batch.delete_raw(Table::COUNTERS, key.clone());
             }
         }
@@ -129,7 +130,7 @@ fn count_email(
 }
 
 /// Runs the pass to its end (or to shutdown); answers how many emails it counted.
-pub fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
+pub(crate) fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
     let Some(mut state) = progress(store)? else {
         return Ok(0);
     };
@@ -168,16 +169,4 @@ pub fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
         store.commit(batch).wait()?;
     }
     Ok(counted)
-}
-
-/// Runs the pass in the background at start; logs what it did.
-pub async fn run_in_background(store: Store, shutdown: Shutdown) {
-    match tokio::task::spawn_blocking(move || run(&store, &shutdown)).await {
-        Ok(Ok(0)) => {}
-        Ok(Ok(emails)) => tracing::info!(emails, "metrics counters built for earlier emails"),
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "cannot build metrics counters for earlier emails; the next start tries again");
-        }
-        Err(error) => tracing::warn!(%error, "building metrics counters for earlier emails failed"),
-    }
 }

@@ -1,16 +1,18 @@
 //! When an email's record and its content leave the store (`[retention] emails` and
 //! `content`), counted from its final outcome: mail still queued, deferred or scheduled
-//! is never expired, whatever its age.
+//! is never expired, whatever its age. The retention engine ([`crate::retention`]) runs
+//! the two expiries ([`super::EmailStore::expiries`]); emails final before the indexes
+//! existed get their entries once, in the background at start ([`index_unindexed`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::storage::{Change, Error};
 use herald_queue::{Batch, Due, DueIndex, Id, Spool, Store, Table, Timestamp};
 
-use super::record::EmailRecord;
-use super::state::EmailState;
-use crate::retention::{self, Expiry};
-use crate::shutdown::Shutdown;
+use crate::emails::record::EmailRecord;
+use crate::emails::state::EmailState;
+use crate::storage::expiry::{self, Expiry, Sweep};
+use crate::storage::{Change, Error};
 
 /// Records (with their status, events and attempt log) by final outcome.
 const RECORDS: DueIndex = DueIndex::new(Table::EMAIL_EXPIRY);
@@ -38,33 +40,24 @@ fn email_of(key: &[u8]) -> Option<Id> {
 /// email id): its record, its status and its timeline, and with `kept` the message kept
 /// for its bodies (see [`super::content`]), unless it is still queued. Index entries left
 /// behind find nothing when they fall due.
-pub fn erase(store: &Store, key: &[u8], kept: bool, batch: &mut Batch) -> Result<(), Error> {
+fn erase(store: &Store, key: &[u8], kept: bool, batch: &mut Batch) -> Result<(), Error> {
     let Some(id) = email_of(key) else {
         return Ok(());
     };
     if kept {
         Spool::forget(store, id, batch)?;
     }
-    super::store::erase(store, key, batch)
-}
-
-/// Stages into `change` the end of the messages the spool keeps for the bodies of the
-/// emails `ids` (unless still queued): for emails erased whole.
-pub(crate) fn forget_kept(store: &Store, ids: &[Id], change: &mut Change) -> Result<(), Error> {
-    for &id in ids {
-        Spool::forget(store, id, change.batch())?;
-    }
-    Ok(())
+    super::erase(store, key, batch)
 }
 
 /// `[retention] emails`: the record, its status and its timeline go; the content entry
 /// with them.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Records {
+struct Records {
     /// Whether content may outlive the record (`[retention] content` off or longer), so
     /// that a message kept for its bodies is still there: then it goes with the record.
     /// Otherwise [`Content`] took it, and no lookup is spent on every expired email.
-    pub content_outlives: bool,
+    content_outlives: bool,
 }
 
 impl Expiry for Records {
@@ -82,10 +75,10 @@ impl Expiry for Records {
 /// `[retention] content`: `html` and `text` leave the record, which says so, and the
 /// message kept for them leaves the store.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Content {
+struct Content {
     /// `[retention] emails`: a record whose own time is up as well is left to
     /// [`Records`], which deletes it whole, instead of being rewritten first.
-    pub emails: Option<Duration>,
+    emails: Option<Duration>,
 }
 
 impl Expiry for Content {
@@ -134,41 +127,21 @@ impl Expiry for Content {
     }
 }
 
-/// Expires records and contents until shutdown (`None` keeps them), after giving every
-/// email that was final before retention existed its entries.
-pub async fn run(
-    store: Store,
-    spool: Spool,
-    retention: Option<Duration>,
-    content: Option<Duration>,
-    shutdown: Shutdown,
-) {
-    let indexing = store.clone();
-    match tokio::task::spawn_blocking(move || index_unindexed(&indexing, &spool)).await {
-        Ok(Ok(0)) => {}
-        Ok(Ok(armed)) => tracing::info!(armed, "older emails now expire with [retention] emails and content"),
-        Ok(Err(error)) => tracing::warn!(%error, "cannot index older emails for retention"),
-        Err(error) => tracing::warn!(%error, "indexing older emails for retention failed"),
-    }
-    tokio::join!(
-        retention::run(
-            store.clone(),
-            Records {
-                content_outlives: content.is_none_or(|content| retention.is_some_and(|emails| content > emails)),
-            },
-            retention,
-            shutdown.clone()
-        ),
-        retention::run(store, Content { emails: retention }, content, shutdown),
-    );
+/// The sweeps of `[retention] emails` (`emails`) and `content` over `store`: records
+/// first, then contents.
+pub(super) fn sweeps(store: &Store, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2] {
+    let records = Records {
+        content_outlives: content.is_none_or(|content| emails.is_some_and(|emails| content > emails)),
+    };
+    [expiry::sweep(store, records), expiry::sweep(store, Content { emails })]
 }
 
 /// Arms the entries of every email that left the spool before this build armed them at
 /// its final outcome, at its last attempt (or its acceptance), then marks the work done
 /// so that later starts skip it; returns how many it armed. Reads the status table once,
 /// a page at a time.
-pub fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
-    super::store::once_over_statuses(store, INDEXED, |batch, status| {
+pub(crate) fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Error> {
+    super::once_over_statuses(store, INDEXED, |batch, status| {
         if status.last_event == EmailState::Scheduled || spool.envelope(status.id)?.is_some() {
             return Ok(false); // in flight: armed at its final outcome
         }
@@ -283,7 +256,7 @@ mod tests {
             at: Timestamp::from_millis(1),
             key: key.clone(),
         };
-        retention::expire_now(&store, &Content { emails: None }, &[&due]).expect("expired");
+        expiry::expire_now(&store, &Content { emails: None }, &[&due]).expect("expired");
         assert_eq!(spool.retained(id).expect("read"), None, "the kept message is gone");
         assert_eq!(
             store.get_raw(Table::EMAILS, &key).expect("read").as_deref(),

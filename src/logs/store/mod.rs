@@ -6,14 +6,21 @@
 //! The keys and encodings of [`Table::LOGS`] and [`Table::LOG_DUE`] are this module's
 //! alone.
 
+mod expiry;
+
+use std::sync::Arc;
+
 use herald_queue::{Batch, DueIndex, Id, Record, Scan, Store, Table};
 
 use super::model::RequestLog;
 use crate::storage::Error;
+use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 
+pub(crate) use expiry::migrate;
+
 /// Logs by the time of their request, for `[retention] request_logs`.
-pub(crate) const EXPIRY: DueIndex = DueIndex::new(Table::LOG_DUE);
+const EXPIRY: DueIndex = DueIndex::new(Table::LOG_DUE);
 
 /// Request logs by team.
 pub trait RequestLogStore: Send + Sync + std::fmt::Debug {
@@ -29,6 +36,8 @@ pub trait RequestLogStore: Send + Sync + std::fmt::Debug {
     fn newest(&self, team_id: Id, limit: usize) -> Result<Vec<RequestLog>, Error>;
     /// Erases the deleted team `team_id`'s logs, durably: `true` while more is left.
     fn erase_team(&self, team_id: Id) -> Result<bool, Error>;
+    /// The logs' retention (`[retention] request_logs`), for the retention engine.
+    fn expiry(&self) -> Arc<dyn Sweep>;
 }
 
 impl Record for RequestLog {
@@ -36,7 +45,7 @@ impl Record for RequestLog {
 }
 
 /// The key of the log `id` of `team_id`.
-pub(crate) fn key(team_id: Id, id: Id) -> Vec<u8> {
+fn key(team_id: Id, id: Id) -> Vec<u8> {
     [team_id.as_bytes().as_slice(), id.as_bytes()].concat()
 }
 
@@ -89,5 +98,9 @@ impl RequestLogStore for RocksRequestLogs {
         batch.delete_prefix(Table::LOGS, team_id.as_bytes());
         self.store.commit(batch).wait()?;
         Ok(false)
+    }
+
+    fn expiry(&self) -> Arc<dyn Sweep> {
+        crate::storage::expiry::sweep(&self.store, expiry::Logs)
     }
 }
