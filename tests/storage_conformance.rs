@@ -1,17 +1,36 @@
-//! The store traits as contracts: one suite per trait that any implementation must pass,
-//! run against the RocksDB one on a real store in a temp directory, and against an
-//! in-memory one kept here. The in-memory store then carries a service (the webhooks
+//! The store traits as contracts: one suite per trait that any implementation must pass
+//! (a module per store in `tests/conformance/`, and the webhooks' here), run against the
+//! RocksDB one on a real store in a temp directory, and against an in-memory one kept
+//! here; the record locks' too. The in-memory store then carries a service (the webhooks
 //! service, assembled with [`Services::assemble`]) to show that the services reach their
 //! records through the trait alone.
 
-// The suite's records write no events, so the outbox helper goes unused here.
+#[path = "conformance/accounts.rs"]
+mod accounts;
 #[path = "conformance/broadcasts.rs"]
 mod broadcasts;
-#[allow(dead_code)]
 #[path = "util/conformance.rs"]
 mod conformance;
+#[path = "conformance/contacts.rs"]
+mod contacts;
+#[path = "conformance/counters.rs"]
+mod counters;
+#[path = "conformance/domains.rs"]
+mod domains;
+#[path = "conformance/emails.rs"]
+mod emails;
+#[path = "conformance/idempotency.rs"]
+mod idempotency;
 #[path = "conformance/images.rs"]
 mod images;
+#[path = "conformance/locks.rs"]
+mod locks;
+#[path = "conformance/suppressions.rs"]
+mod suppressions;
+#[path = "conformance/templates.rs"]
+mod templates;
+#[path = "conformance/users.rs"]
+mod users;
 #[path = "conformance/webhook_log.rs"]
 mod webhook_log;
 

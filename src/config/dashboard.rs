@@ -2,8 +2,7 @@
 //! (`[dashboard.github]`, OAuth 2), each on when its section is present.
 
 use super::raw::{RawDashboard, RawGithub, RawGoogle};
-use super::{ConfigError, Validator};
-use crate::config::effective::REDACTED;
+use super::{ConfigError, REDACTED, Validator};
 
 /// `[dashboard]`.
 #[derive(Debug, Clone, Default)]

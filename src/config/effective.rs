@@ -9,8 +9,7 @@ use super::raw::{
 };
 use super::{Config, DkimAlgorithm, LogFormat, TlsMode};
 
-/// What a secret prints as.
-pub const REDACTED: &str = "<redacted>";
+use super::REDACTED;
 
 pub fn render(config: &Config) -> String {
     let raw = RawConfig {

@@ -317,6 +317,9 @@ pub struct Relay {
     pub credentials: Option<(String, Secret)>,
 }
 
+/// What a secret prints as in the effective config.
+pub const REDACTED: &str = "<redacted>";
+
 /// A secret config value: never printed, never logged.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);

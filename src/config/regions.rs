@@ -381,7 +381,7 @@ pub(super) fn render(regions: &[Region]) -> Vec<RawRegion> {
             relay_password: region
                 .relay
                 .as_ref()
-                .and_then(|r| r.credentials.as_ref().map(|_| super::effective::REDACTED.to_owned())),
+                .and_then(|r| r.credentials.as_ref().map(|_| super::REDACTED.to_owned())),
             connections_per_address: Some(region.connections_per_address),
             rate_per_address: region.rate_per_address.map(|r| r.to_string()),
             warmup: region

@@ -25,3 +25,20 @@ pub mod topics;
 
 pub use model::{Contact, ContactProperty, Segment, Subscription, Topic, TopicChoice, normalize};
 pub use store::{AudienceStore, ContactStore, RocksContacts};
+
+use herald_queue::Id;
+
+use crate::services::{RecordName, Services};
+
+/// Serialises changes to a team's audience: an address is looked up before it is taken,
+/// a change of address takes one while freeing another, the team's count moves with
+/// each creation, and segments and topics are checked to exist before contacts join
+/// them (their deletion holds this lock too). One lock per team keeps that simple and
+/// deadlock-free; each change holds it for a few reads and one commit (an import, for
+/// one chunk).
+pub fn lock(services: &Services, team_id: Id) -> crate::services::Held<'_> {
+    services.lock_record(RecordName {
+        table: "contacts",
+        key: team_id.as_bytes(),
+    })
+}

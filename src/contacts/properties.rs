@@ -132,7 +132,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewProperty) -> Result<
     let kind = new.kind.ok_or(Error::MissingField("type"))?;
     let fallback_value = fallback(services, &key, kind, new.fallback_value)?;
     let max = services.config().contacts.properties_max;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let existing = services.audience().properties(caller.team_id)?;
     if existing.iter().any(|p| p.key == key) {
         return Err(Error::Conflict(format!(
@@ -187,7 +187,7 @@ pub struct PropertyChange {
 /// Changes the caller's property `id`.
 pub fn update(services: &Services, caller: &Caller, id: &str, change: PropertyChange) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let mut property = get(services, caller, id)?;
     if change.key.is_some_and(|key| key != property.key) || change.kind.is_some_and(|kind| kind != property.kind) {
         return Err(Error::invalid(
@@ -207,7 +207,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: PropertyCh
 /// Deletes the caller's property `id`; contacts' values for it are ignored from now on.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let property = get(services, caller, id)?;
     services.audience().delete_property(&property)?;
     Ok(property.id)

@@ -17,7 +17,7 @@ pub fn create(services: &Services, caller: &Caller, name: Option<String>) -> Res
     caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
     let max = services.config().contacts.segments_max;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     if services.audience().segments(caller.team_id)?.len() as u64 >= max {
         return Err(Error::invalid(format!(
             "This team has {max} segments, the most it may have ([contacts] segments_max); delete one first"
@@ -62,7 +62,7 @@ pub fn list(services: &Services, caller: &Caller, page: &PageRequest) -> Result<
 pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<String>) -> Result<Id, Error> {
     caller.require_full_access()?;
     let name = required_text(name, "name", NAME_MAX)?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let mut segment = get(services, caller, id)?;
     if segment.name != name {
         segment.name = name;
@@ -76,7 +76,7 @@ pub fn rename(services: &Services, caller: &Caller, id: &str, name: Option<Strin
 /// contact joins the segment after its index is gone.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let segment = get(services, caller, id)?;
     services.audience().delete_segment(&segment)?;
     Ok(segment.id)

@@ -11,9 +11,11 @@ use super::{
 use crate::accounts::Caller;
 use crate::emails::Mailbox;
 use crate::events::{Event, EventKind};
-use crate::services::{Error, RecordName, Services};
+use crate::services::{Error, Services};
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
+
+pub use super::lock;
 
 /// Longest first or last name, in characters.
 const NAME_MAX: usize = 256;
@@ -50,19 +52,6 @@ pub struct ContactChange {
     pub unsubscribed: Option<bool>,
     /// Property values to set (`null` removes one).
     pub properties: Option<Map<String, Value>>,
-}
-
-/// Serialises changes to a team's audience: an address is looked up before it is taken,
-/// a change of address takes one while freeing another, the team's count moves with
-/// each creation, and segments and topics are checked to exist before contacts join
-/// them (their deletion holds this lock too). One lock per team keeps that simple and
-/// deadlock-free; each change holds it for a few reads and one commit (an import, for
-/// one chunk).
-pub fn lock(services: &Services, team_id: Id) -> crate::services::Held<'_> {
-    services.lock_record(RecordName {
-        table: "contacts",
-        key: team_id.as_bytes(),
-    })
 }
 
 /// A bare address, as written, or why it is refused.

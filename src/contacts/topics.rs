@@ -63,7 +63,7 @@ pub fn create(services: &Services, caller: &Caller, new: NewTopic) -> Result<Id,
         .ok_or(Error::MissingField("default_subscription"))?;
     let description = description(new.description)?;
     let max = services.config().contacts.topics_max;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     if services.audience().topics(caller.team_id)?.len() as u64 >= max {
         return Err(Error::invalid(format!(
             "This team has {max} topics, the most it may have ([contacts] topics_max); delete one first"
@@ -120,7 +120,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
         .map(|name| required_text(Some(name), "name", NAME_MAX))
         .transpose()?;
     let new_description = change.description.map(description).transpose()?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let mut topic = get(services, caller, id)?;
     if change
         .default_subscription
@@ -154,7 +154,7 @@ pub fn update(services: &Services, caller: &Caller, id: &str, change: TopicChang
 /// ignored from now on.
 pub fn delete(services: &Services, caller: &Caller, id: &str) -> Result<Id, Error> {
     caller.require_full_access()?;
-    let _guard = super::service::lock(services, caller.team_id);
+    let _guard = super::lock(services, caller.team_id);
     let topic = get(services, caller, id)?;
     let event = crate::services::outbox::new(services, caller.team_id, EventKind::TopicDeleted, || {
         topic.event_json(true)

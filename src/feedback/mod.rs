@@ -18,10 +18,7 @@
 //!   never bounced back.
 
 pub mod report;
-
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+mod return_paths;
 
 use herald_queue::{Id, Timestamp};
 use serde_json::{Value, json};
@@ -35,53 +32,10 @@ use crate::storage::Change;
 use crate::suppressions::{self, Origin, Suppression};
 use report::{Action, Report};
 
-/// How long the map of return-path hosts is used before it is rebuilt.
-const HOSTS_FRESH: Duration = Duration::from_secs(30);
-
-/// The soonest the map is rebuilt for a host it does not know: a sender trying names
-/// does not make herald read every domain on each `RCPT`.
-const HOSTS_MISS_REBUILD: Duration = Duration::from_secs(2);
+pub use return_paths::ReturnPaths;
 
 /// The local part complaints (feedback loops) may be sent to besides the VERP address.
 pub const FBL_LOCAL_PART: &str = "fbl";
-
-/// Return-path hosts (lower case) and the teams whose verified domain each is.
-type Hosts = HashMap<String, Vec<Id>>;
-
-/// The return-path hosts of verified domains, each with the teams whose domain it is.
-#[derive(Debug, Default)]
-pub struct ReturnPaths {
-    map: Mutex<Option<(Instant, Hosts)>>,
-}
-
-impl ReturnPaths {
-    /// The teams whose verified domain has the return-path host `host` (lower case).
-    fn teams(&self, services: &Services, host: &str) -> Result<Vec<Id>, Error> {
-        let mut map = self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let age = map.as_ref().map(|(built, _)| built.elapsed());
-        let found = map.as_ref().and_then(|(_, hosts)| hosts.get(host).cloned());
-        let stale = match (&found, age) {
-            (_, None) => true,
-            (Some(_), Some(age)) => age > HOSTS_FRESH,
-            (None, Some(age)) => age > HOSTS_MISS_REBUILD,
-        };
-        if !stale {
-            return Ok(found.unwrap_or_default());
-        }
-        let mut hosts = Hosts::new();
-        for domain in services.domains().all()? {
-            if domain.status == crate::domains::DomainStatus::Verified {
-                hosts
-                    .entry(domain.return_path_host().to_ascii_lowercase())
-                    .or_default()
-                    .push(domain.team_id);
-            }
-        }
-        let teams = hosts.get(host).cloned().unwrap_or_default();
-        *map = Some((Instant::now(), hosts));
-        Ok(teams)
-    }
-}
 
 /// The local part and lower-cased host of `address`.
 fn split(address: &str) -> Option<(&str, String)> {
@@ -100,7 +54,7 @@ pub fn check_recipient(services: &Services, to: &str) -> Result<(), herald_smtp:
         )
     };
     let (_, host) = split(to).ok_or_else(refused)?;
-    match services.return_paths().teams(services, &host) {
+    match services.return_paths().teams(services.domains(), &host) {
         Ok(teams) if !teams.is_empty() => Ok(()),
         Ok(_) => Err(refused()),
         Err(error) => {
@@ -187,7 +141,7 @@ fn find_email(
         let Some((local, host)) = split(recipient) else {
             continue;
         };
-        let teams = services.return_paths().teams(services, &host)?;
+        let teams = services.return_paths().teams(services.domains(), &host)?;
         let mut candidates: Vec<Id> = Vec::new();
         candidates.extend(local.parse::<Id>().ok());
         if let Some((id, at)) = message_id.and_then(|m| m.trim_matches(['<', '>']).split_once('@'))

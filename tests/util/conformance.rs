@@ -1,6 +1,6 @@
-//! What the store suites (`tests/storage_conformance.rs` and `tests/conformance_*.rs`)
-//! share: a real store to run a suite on, page requests, the outbox that events land in,
-//! and the cursor cases every paged list must pass. A suite includes this file alone
+//! What the store suites (`tests/storage_conformance.rs` and its modules in
+//! `tests/conformance/`) share: a real store to run a suite on, page requests, the outbox
+//! that events land in, and the cursor cases every paged list must pass. A suite includes this file alone
 //! (`#[path = "util/conformance.rs"] mod conformance;`) rather than `mod util`, so that it
 //! does not build the helpers for tests that run a whole server.
 
