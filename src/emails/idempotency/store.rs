@@ -56,7 +56,9 @@ pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
     /// deleted: no request could be answered from it.
     fn expire(&self, due: &[Due]) -> Result<usize, Error>;
     /// Deletes every record past [`RETENTION`] at `now`, oldest first, reading only those
-    /// that are due; how many.
+    /// that are due; how many. The rules of [`IdempotencyStore::expire`] hold: a key in
+    /// flight is left for a later sweep, and a record written again since its entry was
+    /// made stays.
     fn sweep(&self, now: Timestamp) -> Result<usize, Error>;
     /// The records by the time they were written, for the expiry engine's due runner
     /// (whose handler calls [`IdempotencyStore::expire`]).
