@@ -13,10 +13,10 @@ use herald::emails::record::{AttemptLog, Tag};
 use herald::emails::{EmailEvent, EmailRecord, EmailState, EmailStore, RocksEmails, Source};
 use herald::storage::Change;
 use herald::storage::page::Cursor;
-use herald_queue::{Id, Store, Timestamp};
+use herald_queue::{Id, ManualClock, Store, Timestamp};
 use serde_json::{Value, json};
 
-use crate::conformance::{ids_of, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, page, pages_go_newest_first, rocksdb_on_clock};
 
 /// A new email of `team_id` at `state`; `ids` is where ids and times come from.
 fn email(ids: &Store, team_id: Id, state: EmailState, subject: &str) -> EmailRecord {
@@ -79,7 +79,7 @@ fn now_in(emails: &dyn EmailStore, team_id: Id, state: EmailState) -> Vec<Id> {
 }
 
 /// What every [`EmailStore`] does: `ids` is where ids and times come from.
-fn email_store_conformance(emails: &dyn EmailStore, ids: &Store) {
+fn email_store_conformance(emails: &dyn EmailStore, ids: &Store, clock: &ManualClock) {
     let (team, other) = (ids.next_id(), ids.next_id());
     let first = page(10, Cursor::Start);
     assert!(emails.get(team, ids.next_id()).expect("get").is_none());
@@ -97,11 +97,11 @@ fn email_store_conformance(emails: &dyn EmailStore, ids: &Store) {
     assert!(emails.timeline(ids.next_id()).expect("timeline").is_empty());
 
     // Five emails (sent and scheduled by turns), each made a few milliseconds after the
-    // last so that their ids' times differ, and another team's, in one change: none is
+    // last on the store's clock so that their ids' times differ, and another team's, in one change: none is
     // there until it is committed, then each is, whole, with its first event.
     let made: Vec<EmailRecord> = (0..5)
         .map(|n| {
-            std::thread::sleep(Duration::from_millis(3));
+            clock.advance(Duration::from_millis(3));
             let state = if n % 2 == 1 {
                 EmailState::Scheduled
             } else {
@@ -377,6 +377,6 @@ fn email_store_conformance(emails: &dyn EmailStore, ids: &Store) {
 
 #[test]
 fn rocksdb_emails_keep_the_contract() {
-    let (_dir, store) = rocksdb();
-    email_store_conformance(&RocksEmails::new(store.clone()), &store);
+    let (_dir, store, clock) = rocksdb_on_clock(1_700_000_000_000);
+    email_store_conformance(&RocksEmails::new(store.clone()), &store, &clock);
 }

@@ -22,6 +22,20 @@ pub fn rocksdb() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// A real store in a temp directory as [`rocksdb`], on a manual clock at `start`
+/// (milliseconds since the epoch) that the suite moves itself.
+pub fn rocksdb_on_clock(start: u64) -> (tempfile::TempDir, Store, std::sync::Arc<herald_queue::ManualClock>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = std::sync::Arc::new(herald_queue::ManualClock::new(herald_queue::Timestamp::from_millis(
+        start,
+    )));
+    let mut options = herald_queue::StoreOptions::new(dir.path().join("spool"));
+    options.min_free_space = 0;
+    options.clock = clock.clone();
+    let store = Store::open(options).expect("open the store");
+    (dir, store, clock)
+}
+
 /// A page of `limit` items from `cursor`.
 pub fn page(limit: usize, cursor: Cursor) -> PageRequest {
     PageRequest { limit, cursor }
