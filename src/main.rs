@@ -64,12 +64,28 @@ enum Command {
         #[command(flatten)]
         remote: Remote,
     },
+    /// The database of records (`[cluster] postgres`); needs no running server.
+    Db {
+        #[command(subcommand)]
+        command: DbCommand,
+    },
     /// See and act on the running server's mail queue.
     Queue {
         #[command(subcommand)]
         command: cli::QueueCommand,
         #[command(flatten)]
         remote: Remote,
+    },
+}
+
+/// `herald db`.
+#[derive(Debug, Subcommand)]
+enum DbCommand {
+    /// Show the schema's version in the database beside this build's, changing nothing.
+    Status {
+        /// Config file; without it, ./herald.toml if present, else built-in defaults.
+        #[arg(long, short, value_name = "PATH")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -106,6 +122,9 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_CONFIG)
             }
         },
+        Command::Db {
+            command: DbCommand::Status { config },
+        } => db_status(config.as_deref()),
         Command::Domains { command, remote } => {
             admin(&remote, |client| async move { cli::domains(&client, command).await })
         }
@@ -140,6 +159,33 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_FAILURE)
                 }
             }
+        }
+    }
+}
+
+/// `herald db status`: reads the config and the database, prints both versions.
+fn db_status(config: Option<&std::path::Path>) -> ExitCode {
+    let config = match Config::load(config) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("herald: {error}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let Some(postgres) = &config.cluster.postgres else {
+        eprintln!("herald: [cluster] postgres is not set: the records are in the node's RocksDB");
+        return ExitCode::from(EXIT_CONFIG);
+    };
+    let status = herald::storage::postgres::Postgres::connect(postgres).and_then(|db| db.status());
+    match status {
+        Ok(status) => {
+            println!("database: {}", postgres.redacted);
+            print!("{status}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("herald: {}: {error}", postgres.redacted);
+            ExitCode::from(EXIT_FAILURE)
         }
     }
 }

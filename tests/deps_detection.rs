@@ -9,7 +9,7 @@ use std::process::Command;
 const NODE_ITEM: &str = "node >= 20.19";
 
 /// A scratch machine: every tool present (Node 22, PHP with curl and mbstring), CA
-/// certificates, HTTParty and Guzzle, nothing under `/usr/lib`.
+/// certificates, HTTParty and Guzzle, PostgreSQL's programs, nothing else under `/usr/lib`.
 struct Machine {
     dir: tempfile::TempDir,
 }
@@ -48,6 +48,7 @@ impl Machine {
         machine.file("/usr/share/rubygems-integration/all/gems/httparty-0.21.0/lib/httparty.rb");
         machine.file("/usr/share/php/GuzzleHttp/autoload.php");
         machine.file("/usr/share/php/GuzzleHttp/Psr7/autoload.php");
+        machine.file("/usr/lib/postgresql/15/bin/initdb");
         machine
     }
 
@@ -194,5 +195,19 @@ fn the_go_ruby_and_php_suites_toolchains_name_their_apt_packages() {
     assert_eq!(
         machine.check(&[]),
         ["ruby-httparty", "php-mbstring", "php-guzzlehttp-guzzle"]
+    );
+}
+
+#[test]
+fn postgresql_is_installed_when_its_programs_are_missing() {
+    let machine = Machine::new();
+    machine.runtime_libclang();
+    machine.file("/usr/lib/llvm-14/lib/libclang.so");
+    assert_eq!(machine.check(&[]), Vec::<String>::new());
+    fs::remove_file(machine.path("root/usr/lib/postgresql/15/bin/initdb")).expect("remove initdb");
+    assert_eq!(
+        machine.check(&[]),
+        ["postgresql"],
+        "psql alone (postgresql-client) does not run a server"
     );
 }

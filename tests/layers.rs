@@ -85,6 +85,8 @@ const LAYERS: &[(&str, Layer)] = &[
     ("users/", Layer::Services),
     ("webhooks/", Layer::Services),
     ("storage/", Layer::Storage),
+    ("accounts/store/", Layer::Storage),
+    ("webhooks/store/", Layer::Storage),
     ("emails/store/", Layer::Storage),
     ("broadcasts/store/", Layer::Storage),
     ("logs/store/", Layer::Storage),

@@ -1,7 +1,8 @@
 //! The store traits as contracts: one suite per trait that any implementation must pass
 //! (a module per store in `tests/conformance/`, and the webhooks' here), run against the
-//! RocksDB one on a real store in a temp directory, and against an in-memory one kept
-//! here; the record locks' too. The in-memory store then carries a service (the webhooks
+//! RocksDB one on a real store in a temp directory, against the PostgreSQL one (where
+//! there is one yet) on a private server (`util/postgres.rs`) with a database per test,
+//! and against an in-memory one kept here; the record locks' too. The in-memory store then carries a service (the webhooks
 //! service, assembled with [`Services::assemble`]) to show that the services reach their
 //! records through the trait alone.
 
@@ -25,6 +26,8 @@ mod idempotency;
 mod images;
 #[path = "conformance/locks.rs"]
 mod locks;
+#[path = "util/postgres.rs"]
+mod postgres;
 #[path = "conformance/suppressions.rs"]
 mod suppressions;
 #[path = "conformance/templates.rs"]
@@ -42,7 +45,7 @@ use herald::accounts::{Caller, Permission};
 use herald::services::{Backends, Held, LocalLocks, Locks, RecordName, Services};
 use herald::storage::Error;
 use herald::storage::page::{Cursor, PageRequest};
-use herald::webhooks::{RocksWebhooks, SigningSecret, Webhook, WebhookStatus, WebhookStore};
+use herald::webhooks::{PostgresWebhooks, RocksWebhooks, SigningSecret, Webhook, WebhookStatus, WebhookStore};
 use herald_queue::{Id, Scan, Spool, Store};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -163,6 +166,12 @@ fn webhook_store_conformance(webhooks: &dyn WebhookStore, ids: &Store) {
 fn rocksdb_webhooks_keep_the_contract() {
     let (_dir, store) = rocksdb();
     webhook_store_conformance(&RocksWebhooks::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_webhooks_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    webhook_store_conformance(&PostgresWebhooks::new(conformance::postgres()), &store);
 }
 
 #[test]

@@ -16,5 +16,5 @@ pub mod teams;
 pub use api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage, Permission, Token, TokenError};
 pub use authenticate::{AuthError, Authenticator, Caller};
 pub use bootstrap::{BOOTSTRAP_KEY_FILE, Bootstrap, BootstrapError, bootstrap};
-pub use store::{AccountStore, RocksAccounts};
+pub use store::{AccountStore, PostgresAccounts, RocksAccounts};
 pub use team::Team;

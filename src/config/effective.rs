@@ -140,6 +140,7 @@ pub fn render(config: &Config) -> String {
         retention: super::retention::render(&config.retention),
         contacts: super::contacts::render(&config.contacts),
         tracking: super::tracking::render(&config.tracking),
+        cluster: super::cluster::render(&config.cluster),
         dashboard: super::dashboard::render(&config.dashboard),
         webhooks: RawWebhooks {
             allow_private_endpoints: Some(config.webhooks.allow_private_endpoints),

@@ -5,6 +5,7 @@
 //! start, and every error names the file and the key. Relative paths in a file are
 //! resolved against the file's directory, so a config works wherever herald is started.
 
+mod cluster;
 mod contacts;
 mod dashboard;
 mod effective;
@@ -19,6 +20,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use cluster::{ClusterConfig, DatabaseSsl, PostgresConfig, redact as redact_url};
 pub use contacts::ContactsConfig;
 pub use dashboard::{DashboardConfig, GithubConfig, GoogleConfig};
 pub use plans::Plan;
@@ -85,6 +87,8 @@ pub struct Config {
     pub contacts: ContactsConfig,
     /// `[tracking]`.
     pub tracking: TrackingConfig,
+    /// `[cluster]`.
+    pub cluster: ClusterConfig,
     /// `[dashboard]`.
     pub dashboard: DashboardConfig,
     /// `[log]`.
@@ -648,6 +652,7 @@ impl Validator<'_> {
             retention,
             contacts: self.contacts(&raw.contacts)?,
             tracking: self.tracking(&raw.tracking, &server.hostname)?,
+            cluster: self.cluster(&raw.cluster, &server.hostname)?,
             dashboard: self.dashboard(&raw.dashboard)?,
             plans: self.plans(&raw.plans)?,
             regions,

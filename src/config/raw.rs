@@ -21,6 +21,7 @@ pub struct RawConfig {
     pub retention: RawRetention,
     pub contacts: RawContacts,
     pub tracking: RawTracking,
+    pub cluster: RawCluster,
     pub dashboard: RawDashboard,
     pub log: RawLog,
     pub plans: Vec<RawPlan>,
@@ -204,6 +205,14 @@ pub struct RawRetention {
     pub request_logs: Option<String>,
     pub metrics: Option<String>,
     pub imports: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawCluster {
+    pub postgres: Option<String>,
+    pub node_id: Option<String>,
+    pub postgres_connections_max: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -339,7 +339,23 @@ async fn open_store(
         min_free_space: config.spool.min_free_space,
         commit_queue_max: config.spool.commit_queue_max,
     };
+    let postgres = config.cluster.postgres.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        if let Some(postgres) = postgres {
+            let db = crate::storage::postgres::Postgres::connect(&postgres)
+                .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
+            let schema = db
+                .migrate()
+                .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
+            // Teams, keys and webhooks have their PostgreSQL stores; the other records do
+            // not yet, and a node half on the database would fork its data.
+            anyhow::bail!(
+                "[cluster] postgres {}: the schema is at version {} but this build keeps only teams, API keys and \
+                 webhooks in PostgreSQL; remove [cluster] postgres to run on the node's RocksDB",
+                postgres.redacted,
+                schema.database
+            );
+        }
         let (node, spool) = Node::open(options)?;
         let backends = Backends::rocksdb(&node);
         let bootstrap = accounts::bootstrap(

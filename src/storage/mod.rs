@@ -20,6 +20,7 @@ pub mod locks;
 pub mod migrations;
 mod node;
 pub mod page;
+pub mod postgres;
 
 pub use backends::Backends;
 pub use error::{Error, Refusal};

@@ -24,4 +24,4 @@ pub use log::{RocksWebhookLog, WebhookLog};
 pub use message::{MessageState, WebhookAttempt, WebhookMessage};
 pub use model::{ENDPOINT_MAX, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events};
 pub use secret::{PREFIX as SECRET_PREFIX, SECRET_BYTES, SigningSecret};
-pub use store::{RocksWebhooks, WebhookStore};
+pub use store::{PostgresWebhooks, RocksWebhooks, WebhookStore};

@@ -28,6 +28,11 @@ impl SigningSecret {
         Ok(SigningSecret(format!("{PREFIX}{}", STANDARD.encode(bytes))))
     }
 
+    /// A secret as a store kept it ([`expose`](Self::expose)'s text).
+    pub fn from_stored(text: String) -> SigningSecret {
+        SigningSecret(text)
+    }
+
     /// The secret as the caller sees it: `whsec_...`.
     pub fn expose(&self) -> &str {
         &self.0

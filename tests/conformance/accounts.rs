@@ -1,4 +1,4 @@
-//! What every [`AccountStore`] does, run on the RocksDB one: teams are kept and read
+//! What every [`AccountStore`] does, run on the RocksDB one and the PostgreSQL one: teams are kept and read
 //! back oldest first; API keys are found by team and id and by their token's digest (what
 //! every request authenticates with), paged newest first, and a key's lookup follows it
 //! through a change and goes with it on delete; uses are recorded per key; the data
@@ -8,11 +8,11 @@
 
 use std::time::{Duration, Instant};
 
-use herald::accounts::{AccountStore, ApiKey, Permission, RocksAccounts, Team, Token};
+use herald::accounts::{AccountStore, ApiKey, Permission, PostgresAccounts, RocksAccounts, Team, Token};
 use herald::storage::page::{Cursor, PageRequest};
 use herald_queue::{Id, Store, Timestamp};
 
-use crate::conformance::{ids_of, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, page, pages_go_newest_first, postgres, rocksdb};
 
 /// How long a recorded use may take to become readable: it is written without anyone
 /// waiting for it, so the suite waits for it on a condition, never for a fixed time.
@@ -295,4 +295,10 @@ fn initialising_writes_the_operator_team_and_its_key_at_once(accounts: &dyn Acco
 fn rocksdb_accounts_keep_the_contract() {
     let (_dir, store) = rocksdb();
     account_store_conformance(&RocksAccounts::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_accounts_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    account_store_conformance(&PostgresAccounts::new(postgres()), &store);
 }

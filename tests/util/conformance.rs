@@ -36,6 +36,18 @@ pub fn rocksdb_on_clock(start: u64) -> (tempfile::TempDir, Store, std::sync::Arc
     (dir, store, clock)
 }
 
+/// A new, empty database on the binary's private PostgreSQL server, its schema
+/// migrated, as herald connects to it.
+pub fn postgres() -> herald::storage::postgres::Postgres {
+    let url = crate::postgres::database();
+    let config = herald::config::Config::from_toml(&format!("[cluster]\npostgres = \"{url}\"\n"), None)
+        .expect("a config naming the database");
+    let postgres = config.cluster.postgres.expect("[cluster] postgres");
+    let db = herald::storage::postgres::Postgres::connect(&postgres).expect("connect");
+    db.migrate().expect("migrate");
+    db
+}
+
 /// A page of `limit` items from `cursor`.
 pub fn page(limit: usize, cursor: Cursor) -> PageRequest {
     PageRequest { limit, cursor }

@@ -95,6 +95,10 @@ pub enum Error {
         which: PairMember,
     },
 
+    /// A certificate verifier could not be built from the trusted roots.
+    #[error("cannot build a certificate verifier: {0}")]
+    Verifier(String),
+
     /// rustls rejected the configuration as a whole.
     #[error("TLS configuration rejected: {0}")]
     Rustls(#[from] rustls::Error),

@@ -19,6 +19,7 @@
 //! [`client_config`] builds the outbound configuration for a [`Verification`] mode:
 //! `Opportunistic` encrypts without authenticating the server (what most MX delivery
 //! does today), `Required` verifies against the webpki roots plus an optional CA file.
+//! [`database_client_config`] builds the one toward a database for libpq's `sslmode`.
 //!
 //! # Choices
 //!
@@ -30,6 +31,7 @@
 mod certkey;
 mod client;
 mod danger;
+mod database;
 mod error;
 mod pem;
 mod resolver;
@@ -45,6 +47,7 @@ use rustls::crypto::CryptoProvider;
 
 pub use certkey::CertKeyPaths;
 pub use client::{Verification, check_certificate, client_config};
+pub use database::{DatabaseVerification, database_client_config};
 pub use error::{Error, PairMember};
 pub use server::{ServerTls, ServerTlsOptions};
 

@@ -3,8 +3,12 @@
 //! keeps them in a shared database behind the same trait (DESIGN.md, "Scale beyond one
 //! machine"), so a key created on one node authenticates on every other.
 //!
+//! [`PostgresAccounts`] keeps them in PostgreSQL.
+//!
 //! The keys and encodings of [`Table::TEAMS`], [`Table::API_KEYS`],
 //! [`Table::API_KEY_DIGESTS`] and [`Table::API_KEY_USAGE`] are this module's alone.
+
+mod postgres;
 
 use std::sync::Arc;
 
@@ -14,6 +18,7 @@ use herald_queue::{Batch, Id, Record, RecordCache, Scan, Store, Table, Timestamp
 use super::api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage};
 use super::team::Team;
 use crate::storage::page::PageRequest;
+pub use postgres::PostgresAccounts;
 
 impl Record for Team {
     const TABLE: Table = Table::TEAMS;

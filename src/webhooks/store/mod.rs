@@ -1,10 +1,15 @@
 //! Where webhook endpoints are kept. [`WebhookStore`] is the narrow interface the
 //! webhooks service and the event writers use; [`RocksWebhooks`] keeps them in the node's
-//! RocksDB. A cluster keeps them in a shared database behind the same trait. (The
+//! RocksDB. A cluster keeps them in a shared database behind the same trait
+//! ([`PostgresWebhooks`]). (The
 //! messages and attempts of each endpoint are the node's own delivery work and log, and
 //! stay with the dispatcher.)
 //!
 //! The keys and encodings of [`Table::WEBHOOKS`] are this module's alone.
+
+mod postgres;
+
+pub use postgres::PostgresWebhooks;
 
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};

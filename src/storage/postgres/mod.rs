@@ -1,0 +1,206 @@
+//! PostgreSQL, the shared backend: a pool of connections (TLS as `sslmode` asks, see
+//! [`connect`]), the schema and its migrations ([`schema`]), and the way the stores, whose
+//! traits are synchronous like RocksDB's, wait for a query.
+//!
+//! The pool and its connections live on a small runtime of their own. A store's method
+//! enters that runtime and waits on the calling thread for its query, as a RocksDB store
+//! waits for its synced write: nothing of the database's I/O runs on the server's
+//! runtime, so a slow database holds the threads that wait for it and no other work.
+
+mod connect;
+mod error;
+pub mod schema;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use connect::verification;
+pub use error::from_driver;
+pub use schema::{SchemaStatus, Version};
+
+use herald_queue::Timestamp;
+
+use super::Error;
+use super::page::{Cursor, PageRequest};
+use crate::config::PostgresConfig;
+
+/// A pooled connection, as the stores use it.
+pub type Client = deadpool_postgres::Client;
+
+/// Threads of the database's runtime: it only moves bytes between sockets and waiting
+/// callers, so two are plenty.
+const RUNTIME_THREADS: usize = 2;
+
+/// The database every record of the cluster is kept in. Cheap to clone: every clone
+/// shares one pool.
+#[derive(Clone)]
+pub struct Postgres {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: deadpool_postgres::Pool,
+    /// Always `Some` until dropped; taken to shut down without waiting.
+    runtime: Option<tokio::runtime::Runtime>,
+    redacted: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its tasks, which a runtime's own thread may not
+        // do: the last clone can go anywhere, so the runtime is let go in the background.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("url", &self.inner.redacted).finish()
+    }
+}
+
+impl Postgres {
+    /// A pool for `config`, and one connection made at once: an unreachable database, a
+    /// refused password or a certificate that does not verify fails here, named, rather
+    /// than at the first request.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when no connection can be made; [`Error::Failed`] when the
+    /// configuration cannot be used (a root certificate that does not load).
+    pub fn connect(config: &PostgresConfig) -> Result<Postgres, Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("herald-postgres")
+            .enable_all()
+            .build()
+            .map_err(|error| Error::Failed(format!("cannot start the database's runtime: {error}")))?;
+        let pool = {
+            let _entered = runtime.enter();
+            connect::pool(config)?
+        };
+        let postgres = Postgres {
+            inner: Arc::new(Inner {
+                pool,
+                runtime: Some(runtime),
+                redacted: config.redacted.clone(),
+            }),
+        };
+        postgres.run(async |client| {
+            client.simple_query("SELECT 1").await.map_err(from_driver)?;
+            Ok(())
+        })?;
+        Ok(postgres)
+    }
+
+    /// Runs `work` on a connection from the pool and waits for its answer. `work` may
+    /// borrow from the caller: it runs on the calling thread, its I/O on the database's
+    /// runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when no connection is to be had; else what `work` answers.
+    pub fn run<T>(&self, work: impl AsyncFnOnce(&mut Client) -> Result<T, Error>) -> Result<T, Error> {
+        let inner = &*self.inner;
+        let Some(runtime) = &inner.runtime else {
+            return Err(Error::Failed("the database's runtime is gone".into()));
+        };
+        let _entered = runtime.enter();
+        futures_executor::block_on(async {
+            let mut client = inner.pool.get().await.map_err(error::from_pool)?;
+            work(&mut client).await
+        })
+    }
+
+    /// Runs `work` on a connection from the pool in the background, for a write nobody
+    /// waits for (a key's last use); a failure is logged at debug level and dropped.
+    pub fn detach<Fut>(&self, work: impl FnOnce(Client) -> Fut + Send + 'static)
+    where
+        Fut: Future<Output = Result<(), Error>> + Send + 'static,
+    {
+        let Some(runtime) = &self.inner.runtime else {
+            return;
+        };
+        let pool = self.inner.pool.clone();
+        runtime.spawn(async move {
+            let outcome = match pool.get().await {
+                Ok(client) => work(client).await,
+                Err(error) => Err(error::from_pool(error)),
+            };
+            if let Err(error) = outcome {
+                tracing::debug!(%error, "a background write to the database failed");
+            }
+        });
+    }
+
+    /// The URL, its password redacted: what a log line or an error may name.
+    pub fn url(&self) -> &str {
+        &self.inner.redacted
+    }
+
+    /// Brings the schema to this build's version, migrating under an advisory lock so
+    /// that nodes starting together migrate once; refuses a database whose schema is
+    /// newer than this build's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Failed`] naming both versions when the database is newer; any error of
+    /// the database.
+    pub fn migrate(&self) -> Result<SchemaStatus, Error> {
+        self.run(async |client| schema::migrate(client).await)
+    }
+
+    /// The schema's version in the database beside this build's, changing nothing.
+    ///
+    /// # Errors
+    ///
+    /// Any error of the database.
+    pub fn status(&self) -> Result<SchemaStatus, Error> {
+        self.run(async |client| schema::status(client).await)
+    }
+}
+
+/// The SQL that selects one page of rows ordered by their `id` column (UUIDv7, so
+/// creation order), newest first: a condition on the cursor, bound as the parameter
+/// numbered `cursor` (a `uuid`, null for the first page), then the order and a limit of
+/// one more row than the page holds, bound as `limit`. [`page_of`] makes the page of the
+/// rows it returns.
+pub fn page_sql(page: &PageRequest, cursor: usize, limit: usize) -> String {
+    match page.cursor {
+        Cursor::Start => format!("${cursor}::uuid IS NULL ORDER BY id DESC LIMIT ${limit}"),
+        Cursor::After(_) => format!("id < ${cursor} ORDER BY id DESC LIMIT ${limit}"),
+        Cursor::Before(_) => format!("id > ${cursor} ORDER BY id ASC LIMIT ${limit}"),
+    }
+}
+
+/// The values of [`page_sql`]'s two parameters for `page`.
+pub fn page_params(page: &PageRequest) -> (Option<uuid::Uuid>, i64) {
+    let cursor = match page.cursor {
+        Cursor::Start => None,
+        Cursor::After(id) | Cursor::Before(id) => Some(id.uuid()),
+    };
+    (cursor, i64::try_from(page.limit.saturating_add(1)).unwrap_or(i64::MAX))
+}
+
+/// The page among `rows`, as [`page_sql`] selected them, newest first, and whether more
+/// lie beyond it.
+pub fn page_of<T>(mut rows: Vec<T>, page: &PageRequest) -> (Vec<T>, bool) {
+    let more = rows.len() > page.limit;
+    rows.truncate(page.limit);
+    if matches!(page.cursor, Cursor::Before(_)) {
+        rows.reverse();
+    }
+    (rows, more)
+}
+
+/// A time as the database keeps it.
+pub fn time(at: Timestamp) -> std::time::SystemTime {
+    at.to_system_time()
+}
+
+/// A time the database kept.
+pub fn timestamp(at: std::time::SystemTime) -> Timestamp {
+    Timestamp::from_system_time(at)
+}
