@@ -20,11 +20,23 @@ struct Migration {
 pub type Version = i32;
 
 /// The migrations, in order, numbered from 1 without gaps.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "accounts and webhooks",
-    sql: include_str!("migrations/0001_accounts_webhooks.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "accounts and webhooks",
+        sql: include_str!("migrations/0001_accounts_webhooks.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "users, templates and images",
+        sql: include_str!("migrations/0002_users_templates_images.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "suppressions and request logs",
+        sql: include_str!("migrations/0003_suppressions_request_logs.sql"),
+    },
+];
 
 /// The advisory lock every migration runs under: the first eight bytes of
 /// "herald-schema" (a constant of this schema's own, any value works as long as every

@@ -1,0 +1,1 @@
+-- Users with their sessions and invitations, templates with their versions, images.

@@ -1,0 +1,1 @@
+-- Suppressed addresses and the API's request logs.
