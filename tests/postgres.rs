@@ -140,7 +140,11 @@ fn herald_db_status_counts_pending_migrations_of_an_empty_database() {
     let printed = String::from_utf8_lossy(&status.stdout);
     assert!(status.status.success(), "{printed}");
     assert!(printed.contains("schema in the database: 0"), "{printed}");
-    assert!(printed.contains("pending: 1 accounts and webhooks") && printed.contains("pending: 2 users, templates and images"), "{printed}");
+    assert!(
+        printed.contains("pending: 1 accounts and webhooks")
+            && printed.contains("pending: 2 users, templates and images"),
+        "{printed}"
+    );
 }
 
 #[test]

@@ -408,7 +408,7 @@ pub fn cancel_claimed(services: &Services, team_id: Id, broadcast_id: Id, id: Id
         Ok(Change::within(batch, |change| {
             services.broadcasts().count_canceled(change, team_id, broadcast_id);
             submit::stage_canceled(change, services, &mut record, now)
-        })?)
+        })??)
     })?;
     Ok(outcome != Updated::Missing)
 }

@@ -323,7 +323,7 @@ impl ContactStore for RocksContacts {
     }
 
     fn put(&self, contact: &Contact, previous: Option<&Contact>, events: &[Event], with: Change) -> Result<(), Error> {
-        let mut batch = with.into_batch();
+        let mut batch = with.into_local()?;
         Self::stage(&mut batch, contact, previous)?;
         self.stage_count(&mut batch, contact.team_id, u64::from(previous.is_none()), 0)?;
         self.commit(batch, events)

@@ -61,7 +61,7 @@ pub fn write(services: &Services, jobs: Vec<Arc<MessageJob>>) {
             |(job, results), envelope, batch| {
                 Ok(Change::within(batch, |change| {
                     apply(services, config, job, results, &mut suppressed, envelope, change)
-                })?)
+                })??)
             },
         );
         drop(locked);

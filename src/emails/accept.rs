@@ -65,11 +65,12 @@ pub fn accept_with(
         })
         .collect();
     let since = state.now();
+    let records = records.into_local()?;
     Ok(Accepting {
         state,
         ids,
         source,
-        enqueue: state.spool().enqueue_many(messages, records.into_batch()),
+        enqueue: state.spool().enqueue_many(messages, records),
         since,
         shares,
     })

@@ -100,7 +100,7 @@ pub fn cancel(services: &Services, caller: &Caller, id: Id) -> Result<(), Error>
     let outcome = services.spool().cancel(record.id, |_, batch| {
         Ok(Change::within(batch, |change| {
             submit::stage_canceled(change, services, &mut record, now)
-        })?)
+        })??)
     })?;
     if outcome == Updated::Missing {
         return Err(Error::invalid("The email cannot be canceled: it has left the queue"));

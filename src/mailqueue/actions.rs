@@ -195,7 +195,7 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
                 crate::emails::store::retention::arm_final(change, team, id, now);
             }
             Ok::<(), crate::storage::Error>(())
-        })?)
+        })??)
     })?;
     match updated {
         Updated::Missing => Err(QueueError::NotFound(id)),

@@ -294,7 +294,10 @@ mod tests {
             .take(&counters, team, allowance, 2, store.now(), &mut batch)
             .expect("store")
             .expect("2 of 3");
-        store.commit(batch.into_batch()).wait().expect("commit");
+        store
+            .commit(batch.into_local().expect("shared writes"))
+            .wait()
+            .expect("commit");
         let mut batch = crate::storage::Change::new();
         let refused = quotas
             .take(&counters, team, allowance, 2, store.now(), &mut batch)

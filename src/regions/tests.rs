@@ -94,7 +94,10 @@ fn a_warming_address_stops_at_its_daily_limit_and_grows_the_next_day() {
     // Counted in the store as attempts are recorded, and read back after a restart.
     let mut batch = crate::storage::Change::new();
     count(&counters, &mut batch, warming.ip(), store.now(), 2);
-    store.commit(batch.into_batch()).wait().expect("commit");
+    store
+        .commit(batch.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     drop(lease);
     for _ in 0..4 {
         let other = bound(us.pick(at(&counters, &store), true));

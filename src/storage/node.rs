@@ -70,7 +70,7 @@ impl Node {
 
     /// Commits `change` durably: its writes land at once or not at all. Blocks.
     pub fn commit(&self, change: Change) -> Result<(), Error> {
-        Ok(self.store.commit(change.into_batch()).wait()?)
+        Ok(self.store.commit(change.into_local()?).wait()?)
     }
 
     /// Runs what an upgrade leaves to do beside serving ([`super::migrations`]) until

@@ -7,4 +7,4 @@ pub mod service;
 mod store;
 
 pub use model::{Origin, Suppression, normalize};
-pub use store::{RocksSuppressions, SuppressionStore};
+pub use store::{PostgresSuppressions, RocksSuppressions, SuppressionStore};

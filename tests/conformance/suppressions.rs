@@ -1,4 +1,4 @@
-//! What every [`SuppressionStore`] does, run on the RocksDB one: a team's suppressed
+//! What every [`SuppressionStore`] does, run on the RocksDB one and the PostgreSQL one: a team's suppressed
 //! addresses are found by address (trimmed, in any case: what delivery checks before
 //! connecting) and by id, in their own team only; they page newest first, with and
 //! without a filter by origin; a change adds and removes at once with its
@@ -9,10 +9,10 @@
 use herald::events::{Event, EventKind};
 use herald::storage::page::{Cursor, PageRequest};
 use herald::storage::{Change, Node};
-use herald::suppressions::{Origin, RocksSuppressions, Suppression, SuppressionStore};
+use herald::suppressions::{Origin, PostgresSuppressions, RocksSuppressions, Suppression, SuppressionStore};
 use herald_queue::{Id, Store};
 
-use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, postgres, rocksdb};
 
 /// An entry of `team_id` for `email`; `ids` is where ids and times come from.
 fn entry(ids: &Store, team_id: Id, email: &str, origin: Origin) -> Suppression {
@@ -365,4 +365,10 @@ fn a_staged_entry_lands_with_its_change(suppressions: &dyn SuppressionStore, ids
 fn rocksdb_suppressions_keep_the_contract() {
     let (_dir, store) = rocksdb();
     suppression_store_conformance(&RocksSuppressions::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_suppressions_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    suppression_store_conformance(&PostgresSuppressions::new(postgres(), store.clone()), &store);
 }

@@ -205,6 +205,6 @@ impl BroadcastStore for RocksBroadcasts {
     }
 
     fn commit(&self, change: Change) -> Result<(), Error> {
-        Ok(self.store.commit(change.into_batch()).wait()?)
+        Ok(self.store.commit(change.into_local()?).wait()?)
     }
 }

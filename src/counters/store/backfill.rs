@@ -158,7 +158,7 @@ pub(crate) fn run(store: &Store, shutdown: &Shutdown) -> Result<usize, Error> {
             }
             Change::within(&mut batch, |change| {
                 count_email(store, &counters, change, &status, cutoff)
-            })?;
+            })??;
             counted += 1;
         }
         state.done = page.len() < PAGE;

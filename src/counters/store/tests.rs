@@ -28,14 +28,20 @@ fn counts_add_up_per_bucket_domain_and_metric_and_a_day_expires_whole() {
     counters.count(&mut change, team, "b@shop.test", store.now(), Metric::Sent);
     counters.count(&mut change, team, "c@news.test", store.now(), Metric::Sent);
     counters.count(&mut change, other, "a@shop.test", store.now(), Metric::Sent);
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     let first = bucket_of(store.now());
     clock.advance(Duration::from_secs(20 * 3600));
     let mut change = Change::new();
     let bounce = serde_json::json!({ "bounce": { "type": "Permanent" } });
     let metric = Metric::of(EmailState::Bounced, &bounce);
     counters.count(&mut change, team, "a@shop.test", store.now(), metric);
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     let last = bucket_of(store.now());
 
     let counts = counters.read(team, first, last).expect("read");
@@ -78,7 +84,10 @@ fn quotas_and_source_days_are_kept_apart_and_expire_at_their_period_s_end() {
     counters.add_quota(&mut change, team, month, 5, month_ends);
     counters.add_quota(&mut change, other, day, 7, day_ends);
     counters.add_source(&mut change, ip, 20_000, 4, day_ends);
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     assert_eq!(counters.quota(team, day).expect("read"), 5);
     assert_eq!(counters.quota(team, month).expect("read"), 5);
     assert_eq!(counters.quota(other, day).expect("read"), 7);
@@ -98,7 +107,10 @@ fn quotas_and_source_days_are_kept_apart_and_expire_at_their_period_s_end() {
     let mut change = Change::new();
     counters.add_quota(&mut change, other, month, 1, month_ends);
     counters.count(&mut change, team, "a@shop.test", store.now(), Metric::Sent);
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     while counters.erase_team(team).expect("erase") {}
     assert_eq!(counters.quota(team, month).expect("read"), 0);
     let now = bucket_of(store.now());

@@ -227,7 +227,7 @@ impl EmailStore for RocksEmails {
     }
 
     fn commit(&self, change: Change) -> Result<(), Error> {
-        Ok(self.store.commit(change.into_batch()).wait()?)
+        Ok(self.store.commit(change.into_local()?).wait()?)
     }
 
     fn expiries(&self, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2] {

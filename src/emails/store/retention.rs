@@ -151,7 +151,7 @@ pub(crate) fn index_unindexed(store: &Store, spool: &Spool) -> Result<usize, Err
             .map(|attempt| attempt.at)
             .or_else(|| status.id.timestamp())
             .unwrap_or_else(|| store.now());
-        Change::within(batch, |change| arm_final(change, status.team_id, status.id, at));
+        Change::within(batch, |change| arm_final(change, status.team_id, status.id, at))?;
         Ok(true)
     })
 }

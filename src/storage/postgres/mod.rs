@@ -10,6 +10,7 @@
 mod connect;
 mod error;
 pub mod schema;
+mod statement;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ use std::sync::Arc;
 pub use connect::verification;
 pub use error::from_driver;
 pub use schema::{SchemaStatus, Version};
+pub(crate) use statement::commit as commit_statements;
+pub use statement::{Statement, Value};
 
 use herald_queue::Timestamp;
 

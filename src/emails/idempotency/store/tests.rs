@@ -51,7 +51,10 @@ fn answer(store: &Store, keys: &Idempotency, key: &str) {
             store.now(),
         )
         .expect("record");
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
 }
 
 fn held(store: &Store, key: &str) -> Option<Timestamp> {
@@ -162,7 +165,10 @@ fn expiry_and_indexing_go_page_by_page_through_more_than_a_batch() {
         let key = record_key(&IdempotencyKey::of(Id::from_bytes([8; 16]), &format!("unindexed {n}")));
         indexed.batch().put(key, &record).expect("encode");
     }
-    store.commit(indexed.into_batch()).wait().expect("commit");
+    store
+        .commit(indexed.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     clock.advance(25 * HOUR);
     assert_eq!(keys.keys().sweep(store.now()).expect("sweep"), count);
     assert_eq!(entries(&store), 0);
@@ -217,7 +223,10 @@ fn erasing_a_team_takes_its_records_and_no_other_team_s() {
     keys.keys()
         .stage(&mut change, &theirs, &legacy_record(store.now()))
         .expect("stage");
-    store.commit(change.into_batch()).wait().expect("commit");
+    store
+        .commit(change.into_local().expect("shared writes"))
+        .wait()
+        .expect("commit");
     while keys.keys().erase_team(team()).expect("erase") {}
     assert_eq!(held(&store, "mine"), None);
     assert!(keys.keys().get(&theirs).expect("read").is_some());

@@ -8,6 +8,10 @@
 //! in [`Table::SUPPRESSION_IDS`] (what a lookup by id finds, and the time order of
 //! lists). Those keys and encodings are this module's alone.
 
+mod postgres;
+
+pub use postgres::PostgresSuppressions;
+
 use crate::storage::{Change, Error};
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 

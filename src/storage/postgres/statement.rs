@@ -1,0 +1,56 @@
+//! Writes to the database staged into a [`crate::storage::Change`]: a statement and its
+//! values, owned, to run when the change commits.
+
+use tokio_postgres::types::ToSql;
+
+use super::{Postgres, from_driver};
+use crate::storage::Error;
+
+/// One value of a staged statement.
+pub type Value = Box<dyn ToSql + Send + Sync>;
+
+/// A statement staged to run in the transaction of the change it is staged into. It must
+/// be safe to run again (an upsert, a delete): issue 43's outbox may replay it.
+pub struct Statement {
+    db: Postgres,
+    sql: &'static str,
+    values: Vec<Value>,
+}
+
+impl std::fmt::Debug for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Statement")
+            .field("sql", &self.sql)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Statement {
+    /// `sql` with `values`, to run on `db`.
+    pub fn new(db: &Postgres, sql: &'static str, values: Vec<Value>) -> Statement {
+        Statement {
+            db: db.clone(),
+            sql,
+            values,
+        }
+    }
+}
+
+/// Runs `statements` in one transaction, in order, and waits for it to commit.
+pub(crate) fn commit(statements: &[Statement]) -> Result<(), Error> {
+    let Some(db) = statements.first().map(|first| first.db.clone()) else {
+        return Ok(());
+    };
+    db.run(async |client| {
+        let transaction = client.transaction().await.map_err(from_driver)?;
+        for statement in statements {
+            let values: Vec<&(dyn ToSql + Sync)> = statement
+                .values
+                .iter()
+                .map(|value| &**value as &(dyn ToSql + Sync))
+                .collect();
+            transaction.execute(statement.sql, &values).await.map_err(from_driver)?;
+        }
+        transaction.commit().await.map_err(from_driver)
+    })
+}
