@@ -270,11 +270,16 @@ impl WebhookLog for RocksWebhookLog {
     }
 
     fn commit(&self, change: Change) -> Result<(), Error> {
-        Ok(self.store.commit(change.into_batch()).wait()?)
+        Ok(self.store.commit(change.into_local()?).wait()?)
     }
 
     fn commit_async(&self, change: Change) -> Committing {
-        let commit = self.store.commit(change.into_batch());
+        // Statements for the database, if any, run before the node's write, here.
+        let batch = match change.into_local() {
+            Ok(batch) => batch,
+            Err(error) => return Box::pin(async move { Err(error) }),
+        };
+        let commit = self.store.commit(batch);
         Box::pin(async move { Ok(commit.await?) })
     }
 
