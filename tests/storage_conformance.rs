@@ -42,6 +42,7 @@ use std::sync::Mutex;
 
 use conformance::{ids_of, page, pages_go_newest_first, rocksdb};
 use herald::accounts::{Caller, Permission};
+use herald::logs::RequestLog;
 use herald::services::{Backends, Held, LocalLocks, Locks, RecordName, Services};
 use herald::storage::Error;
 use herald::storage::page::{Cursor, PageRequest};
@@ -262,8 +263,8 @@ fn the_webhooks_service_runs_on_an_in_memory_store() {
 }
 
 /// A logged request of `team_id`.
-fn request_log(ids: &Store, team_id: Id, path: &str) -> herald::logs::RequestLog {
-    herald::logs::RequestLog {
+fn request_log(ids: &Store, team_id: Id, path: &str) -> RequestLog {
+    RequestLog {
         id: ids.next_id(),
         team_id,
         api_key_id: ids.next_id(),
@@ -279,22 +280,23 @@ fn request_log(ids: &Store, team_id: Id, path: &str) -> herald::logs::RequestLog
     }
 }
 
-/// The RocksDB request logs keep the contract: a log written is found by its team alone,
-/// pages and the newest come newest first, and erasing a team leaves others' logs.
-#[test]
-fn rocksdb_request_logs_keep_the_contract() {
-    use herald::logs::{RequestLogStore, RocksRequestLogs};
-    let (_dir, store) = rocksdb();
-    let logs = RocksRequestLogs::new(store.clone());
-    let (team, other) = (store.next_id(), store.next_id());
-    let made: Vec<_> = (0..3).map(|n| request_log(&store, team, &format!("/p{n}"))).collect();
+/// What every request log store does: a log written is found by its team alone, pages
+/// and the newest come newest first, the retention finds every log by its time and
+/// deletes those due, and erasing a team leaves others' logs. `flush` waits until the
+/// logs recorded so far are written (`record` does not wait).
+fn request_log_store_conformance(
+    logs: &dyn herald::logs::RequestLogStore,
+    ids: &Store,
+    flush: impl Fn(&[&RequestLog]),
+) {
+    let (team, other) = (ids.next_id(), ids.next_id());
+    let made: Vec<_> = (0..3).map(|n| request_log(ids, team, &format!("/p{n}"))).collect();
     for log in &made {
         logs.record(log);
     }
-    let theirs = request_log(&store, other, "/theirs");
+    let theirs = request_log(ids, other, "/theirs");
     logs.record(&theirs);
-    // `record` does not wait; a synced commit after it flushes the queue in order.
-    store.commit(herald_queue::Batch::new()).wait().expect("flush");
+    flush(&[&made[0], &made[1], &made[2], &theirs]);
     assert_eq!(logs.get(team, made[1].id).expect("get").as_ref(), Some(&made[1]));
     assert!(
         logs.get(other, made[1].id).expect("get").is_none(),
@@ -309,7 +311,54 @@ fn rocksdb_request_logs_keep_the_contract() {
         },
         &made.iter().map(|l| l.id).collect::<Vec<_>>(),
     );
+
+    // The retention: every log is due at its time, earliest first; the first expires.
+    let sweep = logs.expiry();
+    let queue = sweep.queue();
+    let horizon = theirs.created_at;
+    let due = queue.due(horizon, None, 10).expect("due");
+    assert_eq!(due.len(), 4, "every log by its time: {due:?}");
+    assert!(due.windows(2).all(|pair| pair[0].at <= pair[1].at), "earliest first");
+    assert_eq!(due[0].at, made[0].created_at);
+    let rest = queue.due(horizon, Some(&due[0]), 10).expect("due after the first");
+    assert_eq!(rest, due[1..].to_vec(), "after an entry comes the rest");
+    assert_eq!(sweep.expire(&[&due[0]]).expect("expire"), 1);
+    assert!(logs.get(team, made[0].id).expect("get").is_none(), "expired");
+    assert_eq!(
+        logs.get(team, made[1].id).expect("get").as_ref(),
+        Some(&made[1]),
+        "not due yet"
+    );
+
     while logs.erase_team(team).expect("erase") {}
     assert!(logs.newest(team, 10).expect("newest").is_empty());
     assert_eq!(logs.get(other, theirs.id).expect("get").as_ref(), Some(&theirs));
+}
+
+#[test]
+fn rocksdb_request_logs_keep_the_contract() {
+    use herald::logs::RocksRequestLogs;
+    let (_dir, store) = rocksdb();
+    let logs = RocksRequestLogs::new(store.clone());
+    // A synced commit after `record` flushes the queue in order.
+    let flush = |_: &[&RequestLog]| store.commit(herald_queue::Batch::new()).wait().expect("flush");
+    request_log_store_conformance(&logs, &store, flush);
+}
+
+#[test]
+fn postgres_request_logs_keep_the_contract() {
+    use herald::logs::{PostgresRequestLogs, RequestLogStore};
+    let (_dir, store) = rocksdb();
+    let logs = PostgresRequestLogs::new(conformance::postgres(), store.clock().clone());
+    let flush = |written: &[&RequestLog]| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !written
+            .iter()
+            .all(|log| logs.get(log.team_id, log.id).expect("get").is_some())
+        {
+            assert!(std::time::Instant::now() < end, "the logs were never written");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    request_log_store_conformance(&logs, &store, flush);
 }

@@ -6,4 +6,4 @@ mod model;
 pub mod store;
 
 pub use model::RequestLog;
-pub use store::{RequestLogStore, RocksRequestLogs};
+pub use store::{PostgresRequestLogs, RequestLogStore, RocksRequestLogs};

@@ -1,12 +1,14 @@
 //! Where request logs are kept. [`RequestLogStore`] is what the HTTP adapter writes
 //! through and `GET /logs` and the dashboard read; [`RocksRequestLogs`] keeps them in the
 //! node's RocksDB, keyed by team then log id, each with its entry in the expiry index
-//! that `[retention] request_logs` walks.
+//! that `[retention] request_logs` walks; [`PostgresRequestLogs`] keeps them in
+//! PostgreSQL.
 //!
 //! The keys and encodings of [`Table::LOGS`] and [`Table::LOG_DUE`] are this module's
 //! alone.
 
 mod expiry;
+mod postgres;
 
 use std::sync::Arc;
 
@@ -18,6 +20,7 @@ use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 
 pub(crate) use expiry::migrate;
+pub use postgres::PostgresRequestLogs;
 
 /// Logs by the time of their request, for `[retention] request_logs`.
 const EXPIRY: DueIndex = DueIndex::new(Table::LOG_DUE);

@@ -8,6 +8,7 @@
 //! runtime, so a slow database holds the threads that wait for it and no other work.
 
 mod connect;
+pub mod due;
 mod error;
 pub mod schema;
 mod statement;
