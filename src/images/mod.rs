@@ -12,7 +12,7 @@ mod model;
 mod store;
 
 pub use model::{Format, Image, PATH};
-pub use store::{ImageStore, RocksImages};
+pub use store::{ImageStore, PostgresImages, RocksImages};
 
 use rand::Rng as _;
 

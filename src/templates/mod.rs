@@ -16,4 +16,4 @@ mod store;
 
 pub use crate::emails::record::TemplateRef;
 pub use model::{HISTORY_MAX, Template, TemplateSummary, Variable, VariableType, Version};
-pub use store::{RocksTemplates, TemplateStore};
+pub use store::{PostgresTemplates, RocksTemplates, TemplateStore};

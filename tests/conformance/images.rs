@@ -1,11 +1,11 @@
-//! What every [`ImageStore`] does, run on the RocksDB one: an image kept is listed and
-//! served to its own team alone, counts stop where asked, a removal takes the record and
-//! the bytes together, and erasing a team leaves others' images.
+//! What every [`ImageStore`] does, run on the RocksDB one and the PostgreSQL one: an image
+//! kept is listed and served to its own team alone, counts stop where asked, a removal
+//! takes the record and the bytes together, and erasing a team leaves others' images.
 
-use herald::images::{Format, Image, ImageStore, RocksImages};
+use herald::images::{Format, Image, ImageStore, PostgresImages, RocksImages};
 use herald_queue::{Id, Store};
 
-use crate::conformance::rocksdb;
+use crate::conformance::{postgres, rocksdb};
 
 /// An image of `team_id` in `format`; `ids` is where ids and times come from.
 fn image(ids: &Store, team_id: Id, format: Format, name: &str, bytes: &[u8]) -> Image {
@@ -103,4 +103,10 @@ fn image_store_conformance(images: &dyn ImageStore, ids: &Store) {
 fn rocksdb_images_keep_the_contract() {
     let (_dir, store) = rocksdb();
     image_store_conformance(&RocksImages::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_images_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    image_store_conformance(&PostgresImages::new(postgres()), &store);
 }

@@ -1,16 +1,18 @@
-//! What every [`TemplateStore`] does, run on the RocksDB one: a team's templates are
-//! found by id and by alias in any case (what a send names one by), in their own team
-//! only; their list items page newest first and are their summaries, rewritten with
-//! them; they are counted per team (what the per-team limit is checked against); an
-//! alias follows its template through every change and is freed when it goes; a deleted
-//! template is gone every way; and erasing a team leaves none of its templates and every
-//! other team's.
+//! What every [`TemplateStore`] does, run on the RocksDB one and the PostgreSQL one: a
+//! team's templates are found by id and by alias in any case (what a send names one by), in
+//! their own team only; their list items page newest first and are their summaries,
+//! rewritten with them; they are counted per team (what the per-team limit is checked
+//! against); an alias follows its template through every change and is freed when it goes;
+//! a deleted template is gone every way; and erasing a team leaves none of its templates
+//! and every other team's.
 
 use herald::storage::page::{Cursor, PageRequest};
-use herald::templates::{RocksTemplates, Template, TemplateStore, TemplateSummary, Version};
+use herald::templates::{
+    PostgresTemplates, RocksTemplates, Template, TemplateStore, TemplateSummary, Variable, VariableType, Version,
+};
 use herald_queue::{Id, Store};
 
-use crate::conformance::{ids_of, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, page, pages_go_newest_first, postgres, rocksdb};
 
 /// Passes of `erase_team` a team of a few templates may take, at most.
 const ERASE_PASSES_MAX: usize = 1_000;
@@ -27,6 +29,18 @@ fn version(ids: &Store, html: &str) -> Version {
         variables: Vec::new(),
         mjml: None,
         created_at: ids.now(),
+    }
+}
+
+/// A variable `key` of type `kind` with `fallback_value`.
+fn variable(ids: &Store, key: &str, kind: VariableType, fallback_value: Option<serde_json::Value>) -> Variable {
+    Variable {
+        id: ids.next_id(),
+        key: key.into(),
+        kind,
+        fallback_value,
+        created_at: ids.now(),
+        updated_at: ids.now(),
     }
 }
 
@@ -170,10 +184,27 @@ fn a_published_template_reads_published_with_its_list_item(
         "a change is not another template"
     );
 
-    // A new draft over the published version, with its history.
+    // A new draft over the published version, with variables and its history, newest
+    // first: every part of every version reads back as written, in order.
     let edited = Template {
-        draft: Some(version(ids, "<p>Edited</p>")),
-        history: vec![version(ids, "<p>Older</p>")],
+        draft: Some(Version {
+            reply_to: vec!["a@example.com".into(), "b@example.com".into()],
+            text: Some("Edited".into()),
+            mjml: Some("<mjml></mjml>".into()),
+            variables: vec![
+                variable(ids, "NAME", VariableType::String, Some(serde_json::json!("friend"))),
+                variable(ids, "COUNT", VariableType::Number, Some(serde_json::json!(3))),
+                variable(ids, "PLAIN", VariableType::String, None),
+            ],
+            ..version(ids, "<p>Edited {{{NAME}}}</p>")
+        }),
+        history: vec![
+            Version {
+                variables: vec![variable(ids, "OLD", VariableType::Number, Some(serde_json::json!(1.5)))],
+                ..version(ids, "<p>Older</p>")
+            },
+            version(ids, "<p>Oldest</p>"),
+        ],
         updated_at: ids.now(),
         ..published.clone()
     };
@@ -327,4 +358,10 @@ fn an_erased_team_keeps_no_template_and_others_keep_theirs(
 fn rocksdb_templates_keep_the_contract() {
     let (_dir, store) = rocksdb();
     template_store_conformance(&RocksTemplates::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_templates_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    template_store_conformance(&PostgresTemplates::new(postgres()), &store);
 }

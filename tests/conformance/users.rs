@@ -1,19 +1,19 @@
-//! What every [`UserStore`] does, run on the RocksDB one: users are found by team and id
-//! and by their sign-in address (trimmed, in any case), unique across the node, and each
-//! team lists its own oldest first; a rewrite replaces a user; an invitation finds its
-//! user until it expires, is taken (which sets the password and spends it in one write)
-//! or the user has a password; sessions are kept by their token until ended; and
-//! erasing a team leaves none of its users nor their addresses (their invitations then
-//! find no one), and every other team's users as they were.
+//! What every [`UserStore`] does, run on the RocksDB one and the PostgreSQL one: users are
+//! found by team and id and by their sign-in address (trimmed, in any case), unique across
+//! the node, and each team lists its own oldest first; a rewrite replaces a user; an
+//! invitation finds its user until it expires, is taken (which sets the password and spends
+//! it in one write) or the user has a password; sessions are kept by their token until
+//! ended; and erasing a team leaves none of its users nor their addresses (their
+//! invitations then find no one), and every other team's users as they were.
 
 use std::time::Duration;
 
 use herald::users::model::Session;
-use herald::users::store::{RocksUsers, UserStore};
+use herald::users::store::{PostgresUsers, RocksUsers, UserStore};
 use herald::users::{Role, User};
 use herald_queue::{Id, Store};
 
-use crate::conformance::rocksdb;
+use crate::conformance::{postgres, rocksdb};
 
 /// Passes of `erase_team` a team of a few users may take, at most.
 const ERASE_PASSES_MAX: usize = 1_000;
@@ -293,4 +293,10 @@ fn an_erased_team_keeps_no_user_nor_address(users: &dyn UserStore, ids: &Store) 
 fn rocksdb_users_keep_the_contract() {
     let (_dir, store) = rocksdb();
     user_store_conformance(&RocksUsers::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_users_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    user_store_conformance(&PostgresUsers::new(postgres()), &store);
 }

@@ -3,11 +3,16 @@
 //! Users are keyed by team and id (so erasing a team erases them); the email index and
 //! invitations point at a user and are ignored once it is gone; sessions are kept by the
 //! SHA-256 of their token.
+//!
+//! [`PostgresUsers`] keeps them in PostgreSQL, for a cluster.
+
+mod postgres;
 
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
 
 use super::model::{Session, User, digest, normalize};
+pub use postgres::PostgresUsers;
 
 /// Users, their invitations and their dashboard sessions.
 pub trait UserStore: Send + Sync + std::fmt::Debug {

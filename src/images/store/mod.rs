@@ -5,11 +5,16 @@
 //! the address), behind one byte naming the format, so that serving an image is one read.
 //!
 //! The keys and encodings of both tables are this module's alone.
+//!
+//! [`PostgresImages`] keeps them in PostgreSQL, for a cluster.
+
+mod postgres;
 
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::model::{Format, Image};
 use crate::storage::Error;
+pub use postgres::PostgresImages;
 
 /// Images by team.
 pub trait ImageStore: Send + Sync + std::fmt::Debug {

@@ -2,12 +2,17 @@
 //! [`RocksTemplates`] keeps them in the node's RocksDB: a template by team and id in
 //! [`Table::TEMPLATES`] (both its versions in the one record), and its alias, lower-cased,
 //! pointing at it by team in [`Table::TEMPLATE_ALIASES`], written in the same batch.
+//!
+//! [`PostgresTemplates`] keeps them in PostgreSQL, for a cluster.
+
+mod postgres;
 
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Store, Table};
 
 use super::{Template, TemplateSummary};
 use crate::storage::page::PageRequest;
+pub use postgres::PostgresTemplates;
 
 /// A team's templates.
 pub trait TemplateStore: Send + Sync + std::fmt::Debug {
