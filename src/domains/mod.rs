@@ -16,5 +16,5 @@ mod verify;
 pub use dkim::{DkimKey, KeyAlgorithm, generate as generate_dkim_key};
 pub use model::{Domain, DomainStatus, RecordChecks, RecordStatus, TlsPolicy};
 pub use service::save;
-pub use store::{DomainStore, RocksDomains};
+pub use store::{DomainStore, PostgresDomains, RocksDomains};
 pub use verify::check;

@@ -1,4 +1,4 @@
-//! What every [`DomainStore`] does, run on the RocksDB one: sending domains are kept by
+//! What every [`DomainStore`] does, run on the RocksDB one and the PostgreSQL one: sending domains are kept by
 //! team and id and by team and name (what submission resolves a sender with), as stored
 //! and as decoded once and shared, paged newest first, and every team's together for the
 //! verifier; each write lands with its `domain.*` event in the outbox; no read serves a
@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use herald::config::DkimAlgorithm;
 use herald::domains::{
-    Domain, DomainStatus, DomainStore, RecordChecks, RecordStatus, RocksDomains, TlsPolicy, generate_dkim_key,
+    Domain, DomainStatus, DomainStore, PostgresDomains, RecordChecks, RecordStatus, RocksDomains, TlsPolicy,
+    generate_dkim_key,
 };
 use herald::events::{Event, EventKind};
 use herald::storage::due::DueQueue;
 use herald::storage::page::{Cursor, PageRequest};
 use herald_queue::{Due, Id, Store, Timestamp};
 
-use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, postgres, rocksdb};
 
 /// An hour: the steps between the checks the queue is given.
 const HOUR: Duration = Duration::from_secs(3600);
@@ -436,4 +437,10 @@ fn the_check_queue_holds_each_domain_at_its_next_check(domains: &dyn DomainStore
 fn rocksdb_domains_keep_the_contract() {
     let (_dir, store) = rocksdb();
     domain_store_conformance(&RocksDomains::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_domains_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    domain_store_conformance(&PostgresDomains::new(postgres(), store.clone()), &store);
 }

@@ -14,12 +14,15 @@ use crate::storage::expiry::Sweep;
 use crate::storage::{Committing, Error};
 
 /// The rows of `table` by their `column` (a `timestamptz` with an index on it and `id`):
-/// an entry per row, due at the row's time.
+/// an entry per row whose column is set, due at that time.
 pub struct RowQueue {
     db: Postgres,
     clock: SharedClock,
     table: &'static str,
     column: &'static str,
+    /// Whether disarming an entry clears the column (a column kept for the queue alone,
+    /// beside the record's own time) rather than finding the row gone already.
+    clears: bool,
 }
 
 impl fmt::Debug for RowQueue {
@@ -32,13 +35,24 @@ impl fmt::Debug for RowQueue {
 }
 
 impl RowQueue {
-    /// The rows of `table` (with `team_id` and `id` columns) by `column`, on `clock`.
+    /// The rows of `table` (with `team_id` and `id` columns) by `column`, on `clock`;
+    /// an entry found to name nothing is gone with its row.
     pub fn new(db: &Postgres, clock: SharedClock, table: &'static str, column: &'static str) -> RowQueue {
         RowQueue {
             db: db.clone(),
             clock,
             table,
             column,
+            clears: false,
+        }
+    }
+
+    /// As [`RowQueue::new`], over a nullable `column` kept for the queue: disarming an
+    /// entry sets it to null when it still holds the entry's time.
+    pub fn clearing(db: &Postgres, clock: SharedClock, table: &'static str, column: &'static str) -> RowQueue {
+        RowQueue {
+            clears: true,
+            ..RowQueue::new(db, clock, table, column)
         }
     }
 }
@@ -89,9 +103,21 @@ impl DueQueue for RowQueue {
         })
     }
 
-    fn disarm(&self, _: &Due) -> Committing {
-        // The entry is the row: one that names nothing is gone already.
-        Box::pin(async { Ok(()) })
+    fn disarm(&self, due: &Due) -> Committing {
+        let Some(id) = row_id(&due.key).filter(|_| self.clears) else {
+            // The entry is the row: one that names nothing is gone already.
+            return Box::pin(async { Ok(()) });
+        };
+        let sql = format!(
+            "UPDATE {} SET {column} = NULL WHERE id = $1 AND {column} = $2",
+            self.table,
+            column = self.column
+        );
+        let at = time(due.at);
+        self.db.submit(move |client| async move {
+            client.execute(&sql, &[&id, &at]).await.map_err(from_driver)?;
+            Ok(())
+        })
     }
 }
 

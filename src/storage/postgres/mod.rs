@@ -124,19 +124,41 @@ impl Postgres {
     where
         Fut: Future<Output = Result<(), Error>> + Send + 'static,
     {
+        let done = self.submit(work);
+        if let Some(runtime) = &self.inner.runtime {
+            runtime.spawn(async move {
+                if let Err(error) = done.await {
+                    tracing::debug!(%error, "a background write to the database failed");
+                }
+            });
+        }
+    }
+
+    /// Starts `work` on a connection from the pool, on the database's runtime, and
+    /// answers a future of its outcome that any runtime (or none) may wait on: for the
+    /// traits that hand out a future ([`crate::storage::Committing`]).
+    pub fn submit<T, Fut>(
+        &self,
+        work: impl FnOnce(Client) -> Fut + Send + 'static,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>
+    where
+        T: Send + 'static,
+        Fut: Future<Output = Result<T, Error>> + Send + 'static,
+    {
         let Some(runtime) = &self.inner.runtime else {
-            return;
+            return Box::pin(async { Err(Error::Failed("the database's runtime is gone".into())) });
         };
         let pool = self.inner.pool.clone();
-        runtime.spawn(async move {
-            let outcome = match pool.get().await {
+        let task = runtime.spawn(async move {
+            match pool.get().await {
                 Ok(client) => work(client).await,
                 Err(error) => Err(error::from_pool(error)),
-            };
-            if let Err(error) = outcome {
-                tracing::debug!(%error, "a background write to the database failed");
             }
         });
+        Box::pin(async move {
+            task.await
+                .map_err(|error| Error::Failed(format!("a database task failed: {error}")))?
+        })
     }
 
     /// The URL, its password redacted: what a log line or an error may name.
@@ -207,4 +229,22 @@ pub fn time(at: Timestamp) -> std::time::SystemTime {
 /// A time the database kept.
 pub fn timestamp(at: std::time::SystemTime) -> Timestamp {
     Timestamp::from_system_time(at)
+}
+
+/// A unit-variant enum as the text column that keeps it: its serde name (`snake_case`
+/// throughout herald's records), so both backends and the API spell it alike.
+pub fn enum_text<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        other => format!("{other:?}"),
+    }
+}
+
+/// The enum a text column keeps ([`enum_text`]); a value this build does not know is a
+/// corrupt record of `table`.
+pub fn text_enum<T: serde::de::DeserializeOwned>(table: &'static str, text: &str) -> Result<T, Error> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| Error::Corrupt {
+        table,
+        reason: format!("unknown value {text:?}"),
+    })
 }

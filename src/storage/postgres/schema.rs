@@ -33,7 +33,7 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 3,
-        name: "suppressions and request logs",
+        name: "suppressions, request logs and domains",
         sql: include_str!("migrations/0003_suppressions_request_logs.sql"),
     },
 ];

@@ -1,12 +1,14 @@
 //! Where sending domains are kept. [`DomainStore`] is the narrow interface the domains
 //! service, submission and delivery use; [`RocksDomains`] keeps them in the node's
-//! RocksDB. A cluster keeps them in a shared database behind the same trait, so a domain
-//! verified through one node sends from every node.
+//! RocksDB. A cluster keeps them in a shared database behind the same trait
+//! ([`PostgresDomains`]), so a domain verified through one node sends from every node.
 //!
 //! The keys and encodings of [`herald_queue::Table::DOMAINS`],
 //! [`herald_queue::Table::DOMAIN_NAMES`] and the verifier's due index
 //! [`herald_queue::Table::DOMAIN_CHECKS`] are this module's alone. Every write of a
 //! domain moves its entry in that index to its `next_check_at` in the same batch.
+
+mod postgres;
 
 use std::sync::Arc;
 
@@ -17,6 +19,7 @@ use super::model::Domain;
 use crate::events::Event;
 use crate::storage::due::{self, DueQueue};
 use crate::storage::page::PageRequest;
+pub use postgres::PostgresDomains;
 
 /// Domains by the time of their next check (`next_check_at`), keyed as the domains are:
 /// what the background verifier runs from.
