@@ -36,6 +36,21 @@ const MIGRATIONS: &[Migration] = &[
         name: "suppressions, request logs and domains",
         sql: include_str!("migrations/0003_suppressions_request_logs.sql"),
     },
+    Migration {
+        version: 4,
+        name: "contacts and audiences",
+        sql: include_str!("migrations/0004_contacts_audiences.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "idempotency keys and counters",
+        sql: include_str!("migrations/0005_idempotency_counters.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "emails",
+        sql: include_str!("migrations/0006_emails.sql"),
+    },
 ];
 
 /// The advisory lock every migration runs under: the first eight bytes of

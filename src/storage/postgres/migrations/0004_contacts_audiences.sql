@@ -1,0 +1,1 @@
+-- Contacts with their properties, segments, topics and imports.

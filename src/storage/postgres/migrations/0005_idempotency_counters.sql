@@ -1,0 +1,1 @@
+-- Idempotency keys (unique across nodes) and the counters of metrics, quotas and source addresses.

@@ -1,0 +1,1 @@
+-- Emails: records with status, events and delivery attempts, and the content kept for [retention] content.
