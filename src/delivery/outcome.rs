@@ -192,7 +192,7 @@ fn apply(
     if envelope.next_due().is_none() {
         // Every recipient is final: the message leaves the spool in this write, and its
         // record's retention starts.
-        crate::emails::store::retention::arm_final(change, job.team_id, job.id, now);
+        services.emails().arm_final(change, job.team_id, job.id, now);
     }
     Ok(())
 }

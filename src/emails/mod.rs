@@ -20,7 +20,7 @@ pub mod validate;
 pub use address::Mailbox;
 pub use record::{EmailEvent, EmailRecord, Source};
 pub use state::EmailState;
-pub use store::{EmailStore, RocksEmails};
+pub use store::{EmailStore, PostgresEmails, RocksEmails};
 pub use submit::{Prepared, SendError, Sender};
 pub use validate::{Email, Invalid, validate};
 

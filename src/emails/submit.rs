@@ -293,7 +293,7 @@ pub(crate) fn stage_canceled(
     record.last_event = status.last_event;
     emails.put_record(change, record)?;
     emails.put_status(change, &status)?;
-    super::store::retention::arm_final(change, record.team_id, record.id, now);
+    emails.arm_final(change, record.team_id, record.id, now);
     services
         .counters()
         .count(change, record.team_id, &record.from, now, Metric::Canceled);

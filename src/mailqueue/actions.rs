@@ -192,7 +192,7 @@ pub fn delete(state: &Services, scope: Scope, id: Id) -> Result<Deleted, QueueEr
                 emails.put_status(change, status)?;
             }
             if let Some(team) = team {
-                crate::emails::store::retention::arm_final(change, team, id, now);
+                emails.arm_final(change, team, id, now);
             }
             Ok::<(), crate::storage::Error>(())
         })??)

@@ -1,22 +1,23 @@
-//! What every [`EmailStore`] does, run on the RocksDB one: emails created in a change
+//! What every [`EmailStore`] does, run on the RocksDB one and the PostgreSQL one: emails created in a change
 //! are there once it is committed and not before, each with its status and the first
 //! event of its timeline; they list newest first by team, their statuses and the ids of
 //! those in one state come newest first before an id or a time; an event recorded lands
 //! on the timeline (oldest first) and moves `last_event` by the one precedence rule
 //! ([`EmailState::after`]), an event of lower precedence leaving it where it was; a
 //! status or a record rewritten is read back; and erasing a team a batch at a time
-//! answers each of its emails once, then none, and leaves others' emails.
+//! answers each of its emails once, then none, and leaves others' emails; retention
+//! counts from the final outcome, content first.
 
 use std::time::Duration;
 
 use herald::emails::record::{AttemptLog, Tag};
-use herald::emails::{EmailEvent, EmailRecord, EmailState, EmailStore, RocksEmails, Source};
+use herald::emails::{EmailEvent, EmailRecord, EmailState, EmailStore, PostgresEmails, RocksEmails, Source};
 use herald::storage::Change;
 use herald::storage::page::Cursor;
 use herald_queue::{Id, ManualClock, Store, Timestamp};
 use serde_json::{Value, json};
 
-use crate::conformance::{ids_of, page, pages_go_newest_first, rocksdb_on_clock};
+use crate::conformance::{ids_of, page, pages_go_newest_first, postgres, rocksdb_on_clock};
 
 /// A new email of `team_id` at `state`; `ids` is where ids and times come from.
 fn email(ids: &Store, team_id: Id, state: EmailState, subject: &str) -> EmailRecord {
@@ -375,8 +376,77 @@ fn email_store_conformance(emails: &dyn EmailStore, ids: &Store, clock: &ManualC
     );
 }
 
+/// Retention counts from the final outcome: an email armed at its outcome is due in
+/// both queues at that time and not before; its content leaves first (the record says
+/// so, its status stays), then the record goes whole with its timeline; another email,
+/// not final, is never due.
+fn retention_counts_from_the_final_outcome(emails: &dyn EmailStore, ids: &Store, clock: &ManualClock) {
+    let team = ids.next_id();
+    let done = email(ids, team, EmailState::Delivered, "done");
+    let queued = email(ids, team, EmailState::Sent, "queued");
+    let mut change = Change::new();
+    emails.create(&mut change, &done, done.created_at).expect("create");
+    emails.create(&mut change, &queued, queued.created_at).expect("create");
+    let final_at = ids.now();
+    emails.arm_final(&mut change, team, done.id, final_at);
+    emails.commit(change).expect("commit");
+    clock.advance(Duration::from_secs(1));
+
+    let [records, content] = emails.expiries(Some(Duration::from_secs(7200)), Some(Duration::from_secs(600)));
+    let before = Timestamp::from_millis(final_at.as_millis() - 1);
+    for sweep in [&records, &content] {
+        let queue = sweep.queue();
+        assert!(
+            queue.due(before, None, 10).expect("due").is_empty(),
+            "{}: not before",
+            sweep.kind()
+        );
+        let due = queue.due(ids.now(), None, 10).expect("due");
+        assert_eq!(due.len(), 1, "{}: the final email alone: {due:?}", sweep.kind());
+        assert_eq!(due[0].at, final_at, "{}: at its outcome", sweep.kind());
+    }
+
+    let due = content.queue().due(ids.now(), None, 10).expect("due");
+    assert_eq!(content.expire(&due.iter().collect::<Vec<_>>()).expect("expire"), 1);
+    let read = emails.get(team, done.id).expect("get").expect("the record stays");
+    assert!(
+        read.content_expired && read.html.is_none() && read.text.is_none(),
+        "{read:?}"
+    );
+    assert_eq!(read.subject, done.subject);
+    assert!(
+        content.queue().due(ids.now(), None, 10).expect("due").is_empty(),
+        "expired once"
+    );
+    assert_eq!(emails.status(team, done.id).expect("status"), Some(done.status()));
+
+    let due = records.queue().due(ids.now(), None, 10).expect("due");
+    assert_eq!(records.expire(&due.iter().collect::<Vec<_>>()).expect("expire"), 1);
+    assert!(emails.get(team, done.id).expect("get").is_none(), "the record goes");
+    assert!(
+        emails.timeline(done.id).expect("timeline").is_empty(),
+        "with its timeline"
+    );
+    assert!(records.queue().due(ids.now(), None, 10).expect("due").is_empty());
+    assert_eq!(
+        emails.get(team, queued.id).expect("get").as_ref(),
+        Some(&queued),
+        "not final, kept"
+    );
+}
+
 #[test]
 fn rocksdb_emails_keep_the_contract() {
     let (_dir, store, clock) = rocksdb_on_clock(1_700_000_000_000);
-    email_store_conformance(&RocksEmails::new(store.clone()), &store, &clock);
+    let emails = RocksEmails::new(store.clone());
+    email_store_conformance(&emails, &store, &clock);
+    retention_counts_from_the_final_outcome(&emails, &store, &clock);
+}
+
+#[test]
+fn postgres_emails_keep_the_contract() {
+    let (_dir, store, clock) = rocksdb_on_clock(1_700_000_000_000);
+    let emails = PostgresEmails::new(postgres(), store.clone());
+    email_store_conformance(&emails, &store, &clock);
+    retention_counts_from_the_final_outcome(&emails, &store, &clock);
 }

@@ -3,11 +3,13 @@
 //! rewritten) and of what is read back (the email, its status, its timeline, a page of
 //! one status); [`RocksEmails`] keeps them in the node's RocksDB as three records (the
 //! email, its status, its timeline events) and an index by status, in the tables below.
-//! Merging those records later changes no caller.
+//! Merging those records later changes no caller. [`PostgresEmails`] keeps them in
+//! PostgreSQL, one row per email.
 //!
 //! The keys and encodings of [`Table::EMAILS`], [`Table::EMAIL_STATUS`],
 //! [`Table::EVENTS`] and [`Table::EMAILS_BY_STATUS`] are this module's alone.
 
+mod postgres;
 pub mod retention;
 
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::time::Duration;
 use herald_queue::{Batch, Id, Record, Scan, Spool, Store, Table, Timestamp, decode_record};
 use serde_json::Value;
 
+pub use self::postgres::PostgresEmails;
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
 use super::state::EmailState;
 use crate::storage::expiry::Sweep;
@@ -79,6 +82,9 @@ pub trait EmailStore: Send + Sync + std::fmt::Debug {
     /// (`content`), counted from each email's final outcome, for the retention engine:
     /// records first, then contents.
     fn expiries(&self, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2];
+    /// Stages the start of the retention of `team_id`'s email `id`, which reached its
+    /// final outcome at `at`: in the change that writes that outcome.
+    fn arm_final(&self, change: &mut Change, team_id: Id, id: Id, at: Timestamp);
     /// Commits `change` durably.
     fn commit(&self, change: Change) -> Result<(), Error>;
 }
@@ -224,6 +230,10 @@ impl EmailStore for RocksEmails {
             index::erase_team(batch, team_id);
         }
         Ok(erased)
+    }
+
+    fn arm_final(&self, change: &mut Change, team_id: Id, id: Id, at: Timestamp) {
+        retention::arm_final(change, team_id, id, at);
     }
 
     fn commit(&self, change: Change) -> Result<(), Error> {
