@@ -51,6 +51,16 @@ const MIGRATIONS: &[Migration] = &[
         name: "emails",
         sql: include_str!("migrations/0006_emails.sql"),
     },
+    Migration {
+        version: 7,
+        name: "broadcasts",
+        sql: include_str!("migrations/0007_broadcasts.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "webhook messages and attempts",
+        sql: include_str!("migrations/0008_webhook_log.sql"),
+    },
 ];
 
 /// The advisory lock every migration runs under: the first eight bytes of

@@ -1,0 +1,1 @@
+-- Broadcasts with their progress and their contacts' markers.

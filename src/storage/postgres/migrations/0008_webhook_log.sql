@@ -1,0 +1,1 @@
+-- Webhook messages and their attempts (the events not yet fanned out stay in the node's outbox).
