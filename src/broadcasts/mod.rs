@@ -26,4 +26,4 @@ pub mod store;
 pub mod worker;
 
 pub use model::{Broadcast, Counts, Outcome, Recipient, Status};
-pub use store::{BroadcastStore, RocksBroadcasts};
+pub use store::{BroadcastStore, PostgresBroadcasts, RocksBroadcasts};

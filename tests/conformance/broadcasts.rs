@@ -1,9 +1,13 @@
-//! What every [`BroadcastStore`] does, run on the RocksDB one: broadcasts are kept and
+//! What every [`BroadcastStore`] does, run on the RocksDB one and the PostgreSQL one: broadcasts are kept and
 //! paged by team, the worker's queue holds exactly those scheduled or sending, a draft is
 //! deleted, contacts' markers are staged with the change that commits them and read back
-//! in contact order, cancels are counted, and erasing a team leaves others' broadcasts.
+//! in contact order, cancels are counted, and erasing a team leaves others' broadcasts;
+//! with the email store of the same backend, a broadcast's emails are counted in the
+//! status they are in now.
 
-use herald::broadcasts::{Broadcast, BroadcastStore, Counts, Outcome, Recipient, RocksBroadcasts, Status};
+use herald::broadcasts::{
+    Broadcast, BroadcastStore, Counts, Outcome, PostgresBroadcasts, Recipient, RocksBroadcasts, Status,
+};
 use herald::storage::Change;
 use herald_queue::{Id, Store};
 
@@ -198,4 +202,106 @@ fn broadcast_store_conformance(broadcasts: &dyn BroadcastStore, ids: &Store) {
 fn rocksdb_broadcasts_keep_the_contract() {
     let (_dir, store) = rocksdb();
     broadcast_store_conformance(&RocksBroadcasts::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_broadcasts_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    broadcast_store_conformance(
+        &PostgresBroadcasts::new(crate::conformance::postgres(), store.clone()),
+        &store,
+    );
+}
+
+/// A broadcast's emails, made and moved through `emails`, are counted by `broadcasts` in
+/// the status each is in now; another broadcast's are not.
+fn emails_are_counted_in_their_status_now(
+    broadcasts: &dyn BroadcastStore,
+    emails: &dyn herald::emails::EmailStore,
+    ids: &Store,
+) {
+    use herald::emails::{EmailRecord, EmailState, Source};
+    let team = ids.next_id();
+    let (one, other) = (draft(ids, team, "one"), draft(ids, team, "other"));
+    broadcasts.put(&one).expect("put");
+    broadcasts.put(&other).expect("put");
+    let email = |broadcast: Id| EmailRecord {
+        id: ids.next_id(),
+        team_id: team,
+        api_key_id: None,
+        from: "news@shop.example.com".into(),
+        to: vec!["ann@example.org".into()],
+        cc: Vec::new(),
+        bcc: Vec::new(),
+        reply_to: Vec::new(),
+        subject: "News".into(),
+        html: Some("<p>News</p>".into()),
+        text: None,
+        tags: Vec::new(),
+        created_at: ids.now(),
+        scheduled_at: None,
+        message_id: "<news@shop.example.com>".into(),
+        last_event: EmailState::Sent,
+        size: 100,
+        source: Source::Broadcast,
+        template: None,
+        topic_id: None,
+        attempts: Vec::new(),
+        content_expired: false,
+        content_in_message: false,
+        text_derived: false,
+        line_feeds: false,
+        broadcast_id: Some(broadcast),
+        request_log_id: None,
+    };
+    let made: Vec<EmailRecord> = (0..3).map(|_| email(one.id)).collect();
+    let theirs = email(other.id);
+    let mut change = Change::new();
+    for record in made.iter().chain([&theirs]) {
+        emails.create(&mut change, record, record.created_at).expect("create");
+    }
+    emails.commit(change).expect("commit");
+    let counted = |broadcast: Id| broadcasts.states(team, broadcast).expect("states");
+    assert_eq!(counted(one.id), [(EmailState::Sent, 3)].into());
+    let mut change = Change::new();
+    for (record, kind) in made.iter().zip([EmailState::Delivered, EmailState::Bounced]) {
+        let mut status = emails.status(team, record.id).expect("status").expect("an email");
+        emails
+            .record_event(&mut change, &mut status, kind, serde_json::Value::Null, ids.now())
+            .expect("record");
+        emails.put_status(&mut change, &status).expect("put status");
+    }
+    emails.commit(change).expect("commit");
+    assert_eq!(
+        counted(one.id),
+        [
+            (EmailState::Sent, 1),
+            (EmailState::Delivered, 1),
+            (EmailState::Bounced, 1)
+        ]
+        .into(),
+        "each in the status it is in now, none left where it was"
+    );
+    assert_eq!(counted(other.id), [(EmailState::Sent, 1)].into());
+}
+
+#[test]
+fn rocksdb_broadcast_emails_are_counted() {
+    let (_dir, store) = rocksdb();
+    emails_are_counted_in_their_status_now(
+        &RocksBroadcasts::new(store.clone()),
+        &herald::emails::RocksEmails::new(store.clone()),
+        &store,
+    );
+}
+
+#[test]
+fn postgres_broadcast_emails_are_counted() {
+    let (_dir, store) = rocksdb();
+    let db = crate::conformance::postgres();
+    emails_are_counted_in_their_status_now(
+        &PostgresBroadcasts::new(db.clone(), store.clone()),
+        &herald::emails::PostgresEmails::new(db, store.clone()),
+        &store,
+    );
 }

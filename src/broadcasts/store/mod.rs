@@ -6,14 +6,18 @@
 //! with the broadcast), and each broadcast's emails counted by status ([`counts`]) with
 //! the emails taken back by a cancel, in [`Table::COUNTERS`] under the team.
 //!
+//! [`PostgresBroadcasts`] keeps them in PostgreSQL.
+//!
 //! The keys and encodings of these tables' broadcast entries are this module's alone.
 
 pub(crate) mod counts;
+pub(crate) mod postgres;
 
 use std::collections::BTreeMap;
 
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
+pub use self::postgres::PostgresBroadcasts;
 use super::model::{Broadcast, Recipient};
 use crate::emails::state::EmailState;
 use crate::storage::page::PageRequest;

@@ -4,9 +4,9 @@
 //! store erases of them (the bodies kept for an email's content) goes through that
 //! node's store, in the change's own batch.
 //!
-//! Every write is staged into a [`Change`] as statements, committed with it; a broadcast's
-//! counts are not kept apart here, since they can be counted from `emails` by its
-//! broadcast (an index serves it).
+//! Every write is staged into a [`Change`] as statements, committed with it, with the
+//! counts of a broadcast whose email enters or changes status (the broadcasts' store's
+//! `stage_count`).
 
 mod retention;
 mod rows;
@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use self::rows::{COLUMNS, Stored, attempts_of, record, status_of};
 use super::EmailStore;
+use crate::broadcasts::store::postgres::stage_count;
 use crate::emails::record::{EmailEvent, EmailRecord, EmailStatus};
 use crate::emails::state::EmailState;
 use crate::storage::expiry::Sweep;
@@ -230,6 +231,9 @@ impl EmailStore for PostgresEmails {
 
     fn create(&self, change: &mut Change, record: &EmailRecord, at: Timestamp) -> Result<(), Error> {
         self.stage(change, rows::INSERT, create_values(record));
+        if let Some(broadcast) = record.broadcast_id {
+            stage_count(change, &self.db, record.team_id, broadcast, record.last_event, 1);
+        }
         self.stage_attempts(change, &record.status());
         self.append(change, record.id, record.last_event, Value::Null, at);
         Ok(())
@@ -243,9 +247,14 @@ impl EmailStore for PostgresEmails {
         data: Value,
         at: Timestamp,
     ) -> Result<bool, Error> {
-        let next = status.last_event.after(kind);
+        let before = status.last_event;
+        let next = before.after(kind);
         let moved = next != status.last_event;
         status.last_event = next;
+        if moved && let Some(broadcast) = status.broadcast_id {
+            stage_count(change, &self.db, status.team_id, broadcast, before, -1);
+            stage_count(change, &self.db, status.team_id, broadcast, next, 1);
+        }
         if moved {
             self.stage(
                 change,
