@@ -96,6 +96,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("broadcasts/store/", Layer::Storage),
     ("logs/store/", Layer::Storage),
     ("counters/store/", Layer::Storage),
+    ("emails/idempotency/store/", Layer::Storage),
     ("webhooks/log/", Layer::Storage),
     ("config/", Layer::Vocabulary),
     ("wire.rs", Layer::Vocabulary),

@@ -12,4 +12,4 @@ pub mod query;
 pub(crate) mod store;
 
 pub use model::{BUCKET_MS, Count, Metric, QuotaCounter, bucket_of, domain_of, start_of};
-pub use store::{CounterStore, RocksCounters};
+pub use store::{CounterStore, PostgresCounters, RocksCounters};

@@ -1,21 +1,24 @@
-//! What every [`IdempotencyStore`] does, run on the local one (keys in flight in memory,
-//! records in RocksDB): a key is held by one request at a time until released, and is its
-//! team's own; a record staged into a change is read back once the change is committed
+//! What every [`IdempotencyStore`] does, run on both backends (the local one: keys in
+//! flight in memory, records in RocksDB; PostgreSQL's: keys in flight in memory, records
+//! in a table every node shares): a key is held by one request at a time until released,
+//! and is its team's own; a record staged into a change is read back once the change is committed
 //! and not before, and staged again replaces it; a sweep deletes each record once it is
 //! past [`RETENTION`] (one written again later stays for its new time, one whose key is
 //! in flight is left until released) and holds no key after it; the backfill runs once
 //! and keeps what is within retention; and erasing a team leaves others' records, its own
-//! expiring nothing more when they fall due.
+//! expiring nothing more when they fall due. On PostgreSQL, besides, a key is answered
+//! once across nodes: of two nodes writing its record, the first to commit wins.
 
+use std::sync::Barrier;
 use std::time::Duration;
 
 use herald::emails::idempotency::{
-    Answer, IdempotencyKey, IdempotencyRecord, IdempotencyStore, LocalIdempotency, RETENTION,
+    Answer, IdempotencyKey, IdempotencyRecord, IdempotencyStore, LocalIdempotency, PostgresIdempotency, RETENTION,
 };
-use herald::storage::{Change, Node};
+use herald::storage::{Change, Error, Node};
 use herald_queue::{Id, Store, Timestamp};
 
-use crate::conformance::rocksdb;
+use crate::conformance::{self, rocksdb};
 
 /// An hour: how far from the edge of retention the records here are written.
 const HOUR: Duration = Duration::from_secs(3600);
@@ -192,4 +195,103 @@ fn idempotency_store_conformance(keys: &dyn IdempotencyStore, node: &Node, ids: 
 fn rocksdb_idempotency_keys_keep_the_contract() {
     let (_dir, store) = rocksdb();
     idempotency_store_conformance(&LocalIdempotency::new(store.clone()), &Node::new(store.clone()), &store);
+}
+
+#[test]
+fn postgres_idempotency_keys_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    let keys = PostgresIdempotency::new(conformance::postgres(), store.clock().clone());
+    idempotency_store_conformance(&keys, &Node::new(store.clone()), &store);
+}
+
+/// Two nodes (two stores on one database, each with its own keys in flight) answering
+/// one key: the first to commit its record wins, and the other's change fails as
+/// unavailable, to be tried again and answered from the winner's record; a record past
+/// retention is any node's to replace; and of two nodes committing at the same moment,
+/// exactly one does.
+#[test]
+fn postgres_idempotency_keys_are_answered_once_across_nodes() {
+    let (_dir, store) = rocksdb();
+    let db = conformance::postgres();
+    let node = Node::new(store.clone());
+    let first = PostgresIdempotency::new(db.clone(), store.clock().clone());
+    let second = PostgresIdempotency::new(db, store.clock().clone());
+    let team = store.next_id();
+    let of = |name: &str| IdempotencyKey::of(team, name);
+    let now = store.now();
+
+    let key = of("order-1");
+    assert!(
+        first.hold(&key) && second.hold(&key),
+        "each node holds its own keys in flight"
+    );
+    let won = record("a", smtp(&store), now);
+    written(&first, &node, &[(key, &won)]);
+    let mut change = Change::new();
+    second
+        .stage(&mut change, &key, &record("b", smtp(&store), now))
+        .expect("stage");
+    let lost = node.commit(change);
+    assert!(
+        matches!(lost, Err(Error::Unavailable(_))),
+        "to be tried again: {lost:?}"
+    );
+    assert_eq!(
+        second.get(&key).expect("get").as_ref(),
+        Some(&won),
+        "the winner's answer"
+    );
+    let again = record("c", smtp(&store), now);
+    written(&first, &node, &[(key, &again)]);
+    assert_eq!(
+        first.get(&key).expect("get").as_ref(),
+        Some(&again),
+        "the winner's own record is its to write again"
+    );
+
+    let old = of("old");
+    written(
+        &first,
+        &node,
+        &[(old, &record("d", smtp(&store), ago(now, RETENTION + HOUR)))],
+    );
+    let renewed = record("e", smtp(&store), now);
+    written(&second, &node, &[(old, &renewed)]);
+    assert_eq!(
+        first.get(&old).expect("get").as_ref(),
+        Some(&renewed),
+        "past retention, replaced"
+    );
+
+    let raced = of("raced");
+    let start = Barrier::new(2);
+    let outcomes: Vec<(Result<(), Error>, IdempotencyRecord)> = std::thread::scope(|scope| {
+        let racers: Vec<_> = [(&first, "f"), (&second, "g")]
+            .into_iter()
+            .map(|(keys, body)| {
+                let (node, start, store) = (&node, &start, &store);
+                scope.spawn(move || {
+                    let mine = record(body, smtp(store), now);
+                    let mut change = Change::new();
+                    keys.stage(&mut change, &raced, &mine).expect("stage");
+                    start.wait();
+                    (node.commit(change), mine)
+                })
+            })
+            .collect();
+        racers.into_iter().map(|racer| racer.join().expect("a racer")).collect()
+    });
+    let winners: Vec<&IdempotencyRecord> = outcomes
+        .iter()
+        .filter(|(outcome, _)| outcome.is_ok())
+        .map(|(_, mine)| mine)
+        .collect();
+    assert_eq!(winners.len(), 1, "one winner: {outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .any(|(outcome, _)| matches!(outcome, Err(Error::Unavailable(_)))),
+        "and one to try again: {outcomes:?}"
+    );
+    assert_eq!(first.get(&raced).expect("get").as_ref(), Some(winners[0]));
 }

@@ -2,7 +2,9 @@
 //! response and sends nothing; with another body it is refused; while the first request
 //! is still in flight a second one is refused. Exactly one email per key, even under
 //! concurrent requests: the in-flight set admits one request per key at a time, and the
-//! record is written in the same write as the email.
+//! record is written in the same write as the email. (The set is per node; across the
+//! nodes of a cluster the record's row, one per key, lets one email commit and turns the
+//! other request away to try again: see [`PostgresIdempotency`].)
 //!
 //! The records and the keys in flight are kept by an [`IdempotencyStore`]; records expire
 //! [`RETENTION`] after they were written, on the [due-time runner](crate::runner)
@@ -17,7 +19,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 pub use record::{Answer, IdempotencyKey, IdempotencyRecord, RETENTION};
-pub use store::{IdempotencyStore, LocalIdempotency};
+pub use store::{IdempotencyStore, LocalIdempotency, PostgresIdempotency};
 
 use crate::storage::Change;
 

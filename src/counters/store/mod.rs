@@ -14,6 +14,13 @@
 //! metrics` counted from then.
 //!
 //! The keys and encodings of both tables are this module's alone.
+//!
+//! [`PostgresCounters`] keeps the same counters in PostgreSQL, a row per counter shared
+//! by every node. The backfill ([`backfill`]) stays with RocksDB: it counts, once, the
+//! events that a data directory of a build before the counters recorded, into that
+//! directory's own counters (a start-up migration of the node's store). A node on
+//! PostgreSQL counts every event as it happens; bringing a directory's counters into the
+//! database is the work of moving a node (`herald store copy`, to come).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -249,6 +256,10 @@ impl CounterStore for RocksCounters {
 }
 
 pub(crate) mod backfill;
+mod postgres;
+mod postgres_retention;
+
+pub use postgres::PostgresCounters;
 
 #[cfg(test)]
 mod tests;

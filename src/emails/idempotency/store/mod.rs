@@ -3,18 +3,24 @@
 //! expires them through; [`LocalIdempotency`] keeps the keys in flight in memory and the
 //! records in the node's RocksDB: in [`Table::IDEMPOTENCY`] under the team id and the
 //! key's digest, each with an entry in [`Table::IDEMPOTENCY_EXPIRY`] ([`EXPIRY`]) under
-//! the time it was written, which falls due [`RETENTION`] later.
+//! the time it was written, which falls due [`RETENTION`] later. [`PostgresIdempotency`]
+//! keeps the records in PostgreSQL, one row per key across the cluster.
 //!
 //! The keys and encodings of both tables are this module's alone.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+mod in_flight;
+mod postgres;
+
+use std::sync::Arc;
 
 use herald_queue::{Batch, Due, DueIndex, Id, RawEntry, Record, Scan, Store, Table, Timestamp};
 
 use super::record::{IdempotencyKey, IdempotencyRecord, RETENTION};
 use crate::storage::due::{self, DueQueue};
 use crate::storage::{Change, Error};
+use in_flight::KeysInFlight;
+
+pub use postgres::PostgresIdempotency;
 
 /// Records examined per write when expiring or indexing.
 pub(crate) const SWEEP_BATCH: usize = 1_000;
@@ -30,11 +36,12 @@ const EXPIRY: DueIndex = DueIndex::new(Table::IDEMPOTENCY_EXPIRY);
 /// still expire for [`super::Idempotency::begin`], but stay on disk.)
 const INDEXED: &[u8] = b"idempotency_expiry_indexed";
 
-/// What idempotency shares between the nodes that answer one team: which keys are in
-/// flight (so that two requests with one key never both send), and the records of what
-/// was answered. [`LocalIdempotency`] keeps them on this node (a set in memory, records
-/// in RocksDB); a cluster keeps them in a shared store (a `SET NX` with expiry and a
-/// table) behind the same trait.
+/// What idempotency keeps for the nodes that answer one team: which keys are in flight
+/// (so that two requests with one key never both send), and the records of what was
+/// answered. [`LocalIdempotency`] keeps both on this node (a set in memory, records in
+/// RocksDB); [`PostgresIdempotency`] keeps the keys in flight in memory too and the
+/// records in a table every node shares, whose unique row per key lets one of two nodes
+/// answering a key at once commit its email.
 ///
 /// A record is staged into the change that writes the email it answers with
 /// ([`super::InFlight::record`]), as the durability contract asks.
@@ -93,36 +100,13 @@ fn key_of(bytes: &[u8]) -> Option<IdempotencyKey> {
 #[derive(Debug)]
 pub struct LocalIdempotency {
     store: Store,
-    in_flight: Mutex<HashSet<IdempotencyKey>>,
+    in_flight: KeysInFlight,
 }
 
-/// Keys held while their records are expired: released when dropped, after the write.
-struct Held<'a> {
-    keys: &'a LocalIdempotency,
-    held: Vec<IdempotencyKey>,
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        for key in &self.held {
-            self.keys.release(key);
-        }
-    }
-}
-
-impl Held<'_> {
-    /// Holds the key of the record under `bytes`: `false` when it is in flight. Bytes
-    /// that are no key's are nobody's to hold.
-    fn hold(&mut self, bytes: &[u8]) -> bool {
-        let Some(key) = key_of(bytes) else {
-            return true;
-        };
-        if !self.keys.hold(&key) {
-            return false;
-        }
-        self.held.push(key);
-        true
-    }
+/// Holds the key of the record under `bytes` with `held`: `false` when it is in flight.
+/// Bytes that are no key's are nobody's to hold.
+fn hold_record(held: &mut in_flight::Held<'_>, bytes: &[u8]) -> bool {
+    key_of(bytes).is_none_or(|key| held.hold(key))
 }
 
 impl LocalIdempotency {
@@ -130,21 +114,14 @@ impl LocalIdempotency {
     pub fn new(store: Store) -> LocalIdempotency {
         LocalIdempotency {
             store,
-            in_flight: Mutex::new(HashSet::new()),
-        }
-    }
-
-    fn holding(&self) -> Held<'_> {
-        Held {
-            keys: self,
-            held: Vec::new(),
+            in_flight: KeysInFlight::default(),
         }
     }
 
     /// Walks the records from the first, [`SWEEP_BATCH`] at a time. `visit` stages a
     /// page's writes and holds the keys it must; the writes are committed before the keys
     /// are released, and the walk ends at the table's end.
-    fn in_pages(&self, mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut Held<'_>)) -> Result<(), Error> {
+    fn in_pages(&self, mut visit: impl FnMut(&[RawEntry], &mut Batch, &mut in_flight::Held<'_>)) -> Result<(), Error> {
         let mut after: Option<Vec<u8>> = None;
         loop {
             let page = self.store.scan_raw(
@@ -156,7 +133,7 @@ impl LocalIdempotency {
                 },
             )?;
             let mut batch = Batch::new();
-            let mut held = self.holding();
+            let mut held = self.in_flight.holding();
             visit(&page, &mut batch, &mut held);
             if !batch.is_empty() {
                 self.store.commit(batch).wait()?;
@@ -172,17 +149,11 @@ impl LocalIdempotency {
 
 impl IdempotencyStore for LocalIdempotency {
     fn hold(&self, key: &IdempotencyKey) -> bool {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(*key)
+        self.in_flight.hold(key)
     }
 
     fn release(&self, key: &IdempotencyKey) {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key);
+        self.in_flight.release(key);
     }
 
     fn get(&self, key: &IdempotencyKey) -> Result<Option<IdempotencyRecord>, Error> {
@@ -199,10 +170,10 @@ impl IdempotencyStore for LocalIdempotency {
 
     fn expire(&self, due: &[Due]) -> Result<usize, Error> {
         let mut batch = Batch::new();
-        let mut held = self.holding();
+        let mut held = self.in_flight.holding();
         let mut deleted = 0;
         for entry in due {
-            if !held.hold(&entry.key) {
+            if !hold_record(&mut held, &entry.key) {
                 continue;
             }
             let expired = match self.store.get::<IdempotencyRecord>(&entry.key).map_err(Error::from) {
@@ -254,7 +225,7 @@ impl IdempotencyStore for LocalIdempotency {
         let mut deleted = 0;
         self.in_pages(|page, batch, held| {
             for (key, bytes) in page {
-                if !held.hold(key) {
+                if !hold_record(held, key) {
                     // Being answered: the record it writes comes with its entry.
                     continue;
                 }
