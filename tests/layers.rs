@@ -91,6 +91,7 @@ const LAYERS: &[(&str, Layer)] = &[
     ("templates/store/", Layer::Storage),
     ("images/store/", Layer::Storage),
     ("suppressions/store/", Layer::Storage),
+    ("contacts/store/", Layer::Storage),
     ("domains/store/", Layer::Storage),
     ("emails/store/", Layer::Storage),
     ("broadcasts/store/", Layer::Storage),

@@ -24,7 +24,7 @@ mod store;
 pub mod topics;
 
 pub use model::{Contact, ContactProperty, Segment, Subscription, Topic, TopicChoice, normalize};
-pub use store::{AudienceStore, ContactStore, RocksContacts};
+pub use store::{AudienceStore, ContactStore, PostgresContacts, RocksContacts};
 
 use herald_queue::Id;
 

@@ -1,13 +1,15 @@
-//! What every [`ContactStore`] and [`AudienceStore`] does, run on the RocksDB ones (one
-//! [`RocksContacts`] keeps both). A contact is found by id and by address (its domain in
-//! any case, its local part as written) in its own team alone, is counted, pages newest
-//! first among the team's and among each segment's, lands with its events and with what
-//! its change staged, moves address and segments, is deleted every way at once, and comes
-//! in by import chunks that count the new alone. Segments, topics (with their events),
-//! property definitions and imports are kept per team, paged newest first and listed
-//! whole; unfinished imports are every team's, oldest first. An import chunk's progress
-//! and refused rows are read back through the audience, a deleted segment takes its
-//! membership, and erasing a team, through either trait, leaves every other team's.
+//! What every [`ContactStore`] and [`AudienceStore`] does, run on the RocksDB and the
+//! PostgreSQL ones (one [`RocksContacts`], or one [`PostgresContacts`], keeps both). A
+//! contact is found by id and by address (its domain in any case, its local part as
+//! written) in its own team alone, is counted, pages newest first among the team's and
+//! among each segment's, lands with its events and with what its change staged, moves
+//! address and segments, is deleted every way at once, and comes in by import chunks
+//! that count the new alone. Segments, topics (with their events), property definitions
+//! and imports are kept per team, paged newest first and listed whole; unfinished
+//! imports are every team's, oldest first. An import chunk's progress and refused rows
+//! are read back through the audience, a deleted segment takes its membership, a
+//! finished import expires with its refused rows, and erasing a team, through either
+//! trait, leaves every other team's.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +17,8 @@ use herald::contacts::model::{
     Columns, ContactImport, ImportCounts, ImportError, ImportStatus, OnConflict, PropertyType, Visibility,
 };
 use herald::contacts::{
-    AudienceStore, Contact, ContactProperty, ContactStore, RocksContacts, Segment, Subscription, Topic, TopicChoice,
+    AudienceStore, Contact, ContactProperty, ContactStore, PostgresContacts, RocksContacts, Segment, Subscription,
+    Topic, TopicChoice,
 };
 use herald::counters::{CounterStore, QuotaCounter, RocksCounters};
 use herald::events::{Event, EventKind};
@@ -23,7 +26,7 @@ use herald::storage::Change;
 use herald::storage::page::{Cursor, PageRequest};
 use herald_queue::{Id, Store};
 
-use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, rocksdb};
+use crate::conformance::{ids_of, in_outbox, page, pages_go_newest_first, postgres, rocksdb};
 
 /// A new contact of `team_id` at `email`, in `segments`; `ids` is where ids and times
 /// come from.
@@ -729,8 +732,9 @@ fn audience_store_conformance(audience: &dyn AudienceStore, ids: &Store) {
 
 /// What the two traits of one backend do together: an import chunk written through the
 /// contacts is read back through the audience (its progress and refused rows, in file
-/// order), a segment deleted through the audience takes its membership with it, and
-/// erasing a team through both leaves none of its membership or refused rows.
+/// order), a segment deleted through the audience takes its membership with it, a
+/// finished import expires with its refused rows, and erasing a team through both leaves
+/// none of its membership or refused rows.
 fn contact_and_audience_stores_agree(contacts: &dyn ContactStore, audience: &dyn AudienceStore, ids: &Store) {
     let (team, other) = (ids.next_id(), ids.next_id());
     let queued = import(ids, team);
@@ -815,6 +819,41 @@ fn contact_and_audience_stores_agree(contacts: &dyn ContactStore, audience: &dyn
         "another segment's membership stays"
     );
 
+    // `[retention] imports`: a finished import is due from its finishing, a running one
+    // never; expiring one takes its refused rows and leaves the other finished one.
+    let finished = ContactImport {
+        status: ImportStatus::Completed,
+        completed_at: Some(ids.now()),
+        ..import(ids, team)
+    };
+    contacts
+        .commit_import(&[], &[], &[refused(1)], &finished)
+        .expect("commit import");
+    let sweep = audience.import_expiry();
+    let horizon = ids.now().saturating_add(std::time::Duration::from_secs(1));
+    let due = sweep.queue().due(horizon, None, 10).expect("due");
+    let entry = |one: &ContactImport| {
+        (
+            one.completed_at,
+            [team.as_bytes().as_slice(), one.id.as_bytes()].concat(),
+        )
+    };
+    assert_eq!(
+        due.iter().map(|d| (Some(d.at), d.key.clone())).collect::<Vec<_>>(),
+        vec![entry(&done), entry(&finished)],
+        "the finished ones, by the time they finished"
+    );
+    assert_eq!(sweep.expire(&[&due[1]]).expect("expire"), 1);
+    assert!(audience.import(team, finished.id).expect("import").is_none(), "expired");
+    assert!(
+        audience
+            .import_errors(&finished, 0, 10)
+            .expect("import errors")
+            .is_empty()
+    );
+    assert_eq!(audience.import(team, done.id).expect("import"), Some(done.clone()));
+    assert_eq!(rows(0, 10), vec![1, 2, 3, 4, 5], "not expired yet");
+
     // Erasing the team through both traits leaves nothing of it; another team's stays.
     let their_segment = segment(ids, other, "Theirs");
     audience.put_segment(&their_segment).expect("put segment");
@@ -872,5 +911,30 @@ fn rocksdb_audiences_keep_the_contract() {
 fn rocksdb_contacts_and_audiences_keep_the_contract_together() {
     let (_dir, store) = rocksdb();
     let backend = RocksContacts::new(store.clone());
+    contact_and_audience_stores_agree(&backend, &backend, &store);
+}
+
+#[test]
+fn postgres_contacts_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    // The counters are RocksDB's: what they stage is the change's node write, committed
+    // with the contact's events once its transaction has.
+    contact_store_conformance(
+        &PostgresContacts::new(postgres(), store.clone()),
+        &RocksCounters::new(store.clone()),
+        &store,
+    );
+}
+
+#[test]
+fn postgres_audiences_keep_the_contract() {
+    let (_dir, store) = rocksdb();
+    audience_store_conformance(&PostgresContacts::new(postgres(), store.clone()), &store);
+}
+
+#[test]
+fn postgres_contacts_and_audiences_keep_the_contract_together() {
+    let (_dir, store) = rocksdb();
+    let backend = PostgresContacts::new(postgres(), store.clone());
     contact_and_audience_stores_agree(&backend, &backend, &store);
 }

@@ -1,18 +1,21 @@
 //! Where contacts and their team's segments, topics, property definitions and imports are
 //! kept. [`ContactStore`] and [`AudienceStore`] are the narrow interfaces the services
-//! use; [`RocksContacts`] keeps everything in the node's RocksDB (a cluster keeps it in a
-//! shared database behind the same traits).
+//! use; [`RocksContacts`] keeps everything in the node's RocksDB, and
+//! [`PostgresContacts`] in PostgreSQL, for a cluster, behind the same traits.
 //!
-//! A contact is stored by team and id in [`Table::CONTACTS`] (ids are time-ordered, so a
-//! team's contacts list newest first with one reverse prefix scan); its address points at
-//! it by team and normalised address in [`Table::CONTACT_EMAILS`]; each segment it is in
-//! holds an empty entry keyed by team, segment and contact in [`Table::SEGMENT_MEMBERS`];
-//! and the team's count is in [`Table::CONTACT_COUNTS`]. All of them change in the batch
-//! that writes the contact. Segments, topics, properties and imports are records keyed by
-//! team and id. Those keys and encodings are this module's alone.
+//! In RocksDB, a contact is stored by team and id in [`Table::CONTACTS`] (ids are
+//! time-ordered, so a team's contacts list newest first with one reverse prefix scan);
+//! its address points at it by team and normalised address in [`Table::CONTACT_EMAILS`];
+//! each segment it is in holds an empty entry keyed by team, segment and contact in
+//! [`Table::SEGMENT_MEMBERS`]; and the team's count is in [`Table::CONTACT_COUNTS`]. All
+//! of them change in the batch that writes the contact. Segments, topics, properties and
+//! imports are records keyed by team and id. Those keys and encodings are this module's
+//! alone.
 //!
 //! Writers of a team's contacts hold the team's contact lock (see the service), which
 //! makes the count's read-modify-write here safe.
+
+mod postgres;
 
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
@@ -21,6 +24,7 @@ use super::model::{Contact, ContactImport, ContactProperty, ImportError, Segment
 use crate::events::Event;
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
+pub use postgres::PostgresContacts;
 
 /// A team's contacts.
 pub trait ContactStore: Send + Sync + std::fmt::Debug {
