@@ -20,7 +20,7 @@ pub mod service;
 pub mod signature;
 mod store;
 
-pub use log::{RocksWebhookLog, WebhookLog};
+pub use log::{PostgresWebhookLog, RocksWebhookLog, WebhookLog};
 pub use message::{MessageState, WebhookAttempt, WebhookMessage};
 pub use model::{ENDPOINT_MAX, EventsError, PreviousSecret, WEBHOOKS_PER_TEAM_MAX, Webhook, WebhookStatus, events};
 pub use secret::{PREFIX as SECRET_PREFIX, SECRET_BYTES, SigningSecret};

@@ -4,9 +4,13 @@
 //! messages in [`Table::WEBHOOK_MESSAGES`] by team, webhook and event, attempts in
 //! [`Table::WEBHOOK_ATTEMPTS`] by team, webhook and attempt id, pending messages by their
 //! next attempt in [`Table::WEBHOOK_DUE`] ([`DUE`], which the dispatcher's due runner
-//! walks) and the log's retention in [`Table::WEBHOOK_EXPIRY`].
+//! walks) and the log's retention in [`Table::WEBHOOK_EXPIRY`]. [`PostgresWebhookLog`]
+//! keeps the outbox there too (it is written with the node's own changes) and the
+//! messages and attempts in PostgreSQL, for every node to list.
 //!
 //! The keys and encodings of these tables are this module's alone.
+
+mod postgres;
 
 use std::sync::Arc;
 
@@ -19,6 +23,7 @@ use crate::storage::expiry::{self, Expiry, Sweep};
 use crate::storage::page::PageRequest;
 use crate::storage::{Change, Error};
 
+pub use self::postgres::PostgresWebhookLog;
 pub use crate::storage::Committing;
 
 /// The event outbox, webhook messages and their attempts.
@@ -96,6 +101,25 @@ impl Record for WebhookAttempt {
 /// for stores that write an event with their own records.
 pub(crate) fn stage_event(batch: &mut Batch, event: &Event) -> Result<(), Error> {
     Ok(batch.put(event.id.as_bytes(), event)?)
+}
+
+/// Up to `limit` events of the outbox in `store`, oldest first, after `after` when given:
+/// [`WebhookLog::outbox`] on either backend.
+fn outbox(store: &Store, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error> {
+    let events = store.scan::<Event>(Scan {
+        prefix: b"",
+        after: after.as_ref().map(|id| id.as_bytes().as_slice()),
+        reverse: false,
+        limit,
+    })?;
+    Ok(events.into_iter().map(|(_, event)| event).collect())
+}
+
+/// Adds to `batch` the removal of `events` from the outbox, once fanned out.
+fn take_events(batch: &mut Batch, events: &[Event]) {
+    for event in events {
+        batch.delete::<Event>(event.id.as_bytes());
+    }
 }
 
 /// The key of the message of event `event_id` for webhook `webhook_id` of `team_id`.
@@ -183,13 +207,7 @@ impl WebhookLog for RocksWebhookLog {
     }
 
     fn outbox(&self, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error> {
-        let events = self.store.scan::<Event>(Scan {
-            prefix: b"",
-            after: after.as_ref().map(|id| id.as_bytes().as_slice()),
-            reverse: false,
-            limit,
-        })?;
-        Ok(events.into_iter().map(|(_, event)| event).collect())
+        outbox(&self.store, after, limit)
     }
 
     fn fan_out(&self, events: &[Event], messages: &[WebhookMessage]) -> Result<(), Error> {
@@ -199,9 +217,7 @@ impl WebhookLog for RocksWebhookLog {
             DUE.arm(&mut batch, message.next_attempt, &key);
             batch.put(key, message)?;
         }
-        for event in events {
-            batch.delete::<Event>(event.id.as_bytes());
-        }
+        take_events(&mut batch, events);
         Ok(self.store.commit(batch).wait()?)
     }
 
