@@ -34,8 +34,10 @@ pub trait WebhookLog: Send + Sync + std::fmt::Debug {
     /// (any 16 bytes: a time bound).
     fn outbox(&self, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error>;
     /// Takes `events` out of the outbox and writes `messages`, each due at its next
-    /// attempt, in one durable write: an event is never lost between the two nor fanned
-    /// out twice.
+    /// attempt, durably: an event is never lost between the two nor fanned out twice.
+    /// RocksDB does both in one write; a backend that cannot writes the messages first,
+    /// leaving any already written as they are, so that a failure between the writes
+    /// only has the events fanned out again, harmlessly.
     fn fan_out(&self, events: &[Event], messages: &[WebhookMessage]) -> Result<(), Error>;
     /// The message a due entry of [`DUE`] names, whatever became of it since.
     fn due(&self, key: &[u8]) -> Result<Option<WebhookMessage>, Error>;
