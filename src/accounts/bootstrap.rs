@@ -101,7 +101,18 @@ pub fn bootstrap(
         Some(_) => None,
         None => Some(write_key_file(data_dir, &token)?),
     };
-    accounts.initialise(&team, &key, token.digest(), now)?;
+    if let Err(error) = accounts.initialise(&team, &key, token.digest(), now) {
+        // On a shared database another node may have initialised it meanwhile (its
+        // record is unique): then this node joins, and the token written is no key.
+        if let Some(team_id) = accounts.initialised()? {
+            if let Some(path) = &key_file {
+                let _ = std::fs::remove_file(path);
+            }
+            tracing::info!("another node initialised the database first; joining it");
+            return Ok(Bootstrap::Existing { team_id });
+        }
+        return Err(error.into());
+    }
     match &key_file {
         Some(path) => tracing::info!(path = %path.display(), "created the first team; its API key is in this file"),
         None => tracing::info!("created the first team with the API key from HERALD_BOOTSTRAP_API_KEY"),

@@ -70,7 +70,9 @@ pub fn prepare(
     // are rewritten in what is sent) differ from what the record shows, and a message with
     // attachments would keep them too: the record keeps its own copy of those bodies.
     let plain = bodies_only(&parsed);
-    let whole = if plain && !crate::tracking::rewrites_message(state, &domain) {
+    // Bodies stay in the node's message only where the records are the node's too.
+    let in_spool = state.emails().content_in_spool();
+    let whole = if plain && in_spool && !crate::tracking::rewrites_message(state, &domain) {
         None
     } else {
         Some(parser.parse(raw).ok_or_else(not_a_message)?)
@@ -78,7 +80,7 @@ pub fn prepare(
     let tracked = whole
         .as_ref()
         .and_then(|whole| crate::tracking::apply_to_message(state, &domain, id, raw, whole));
-    let content_in_message = plain && tracked.is_none();
+    let content_in_message = plain && in_spool && tracked.is_none();
     // The idempotency key is for herald, not for the recipients.
     let raw = without_field(tracked.as_deref().unwrap_or(raw), IDEMPOTENCY_HEADER);
     let mut message = Vec::with_capacity(added.len() + raw.len());

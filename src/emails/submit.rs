@@ -123,7 +123,9 @@ pub fn prepare(
     // Bodies the built message gives back exactly are kept only there (see
     // `super::content`); attachments would keep the whole message for as long as the
     // record, so those keep their bodies here.
-    let reading = (tracked.is_none() && email.attachments.is_empty())
+    // Only where the records are the node's too: a shared store keeps the bodies itself,
+    // for every node to show.
+    let reading = (tracked.is_none() && email.attachments.is_empty() && state.emails().content_in_spool())
         .then(|| super::content::holds(&raw, email.html.as_deref(), email.text.as_deref()))
         .flatten();
     let in_message = reading.is_some();

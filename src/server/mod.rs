@@ -341,23 +341,36 @@ async fn open_store(
     };
     let postgres = config.cluster.postgres.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        if let Some(postgres) = postgres {
-            let db = crate::storage::postgres::Postgres::connect(&postgres)
-                .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
-            let schema = db
-                .migrate()
-                .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
-            // Teams, keys and webhooks have their PostgreSQL stores; the other records do
-            // not yet, and a node half on the database would fork its data.
-            anyhow::bail!(
-                "[cluster] postgres {}: the schema is at version {} but this build keeps only teams, API keys and \
-                 webhooks in PostgreSQL; remove [cluster] postgres to run on the node's RocksDB",
-                postgres.redacted,
-                schema.database
-            );
-        }
+        // The database first: a node whose database refuses (unreachable, newer) makes
+        // nothing in its data directory.
+        let db = match &postgres {
+            Some(postgres) => {
+                let db = crate::storage::postgres::Postgres::connect(postgres)
+                    .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
+                let schema = db
+                    .migrate()
+                    .with_context(|| format!("[cluster] postgres {}", postgres.redacted))?;
+                tracing::info!(url = %postgres.redacted, schema = schema.database, "records in PostgreSQL");
+                Some(db)
+            }
+            None => None,
+        };
         let (node, spool) = Node::open(options)?;
-        let backends = Backends::rocksdb(&node);
+        let backends = match &db {
+            Some(db) => {
+                node.mark_records_shared(db.url())?;
+                Backends::postgres(&node, db)
+            }
+            None => {
+                if let Some(url) = node.records_shared()? {
+                    anyhow::bail!(
+                        "this data directory's records are in PostgreSQL ({url}): set [cluster] postgres, \
+                         or start on another data directory; starting without it would fork them"
+                    );
+                }
+                Backends::rocksdb(&node)
+            }
+        };
         let bootstrap = accounts::bootstrap(
             &*backends.accounts,
             backends.clock.now(),

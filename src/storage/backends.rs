@@ -1,24 +1,25 @@
 //! The stores the services keep their records in, one per kind of record: what a node
-//! on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] is the one
-//! place that names the RocksDB implementations.
+//! on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] and
+//! [`Backends::postgres`] are the one place that names each backend's implementations.
 
 use herald_queue::SharedClock;
 
 use super::locks::{LocalLocks, Locks};
 use super::node::Node;
-use crate::accounts::{AccountStore, RocksAccounts};
-use crate::broadcasts::{BroadcastStore, RocksBroadcasts};
-use crate::contacts::{AudienceStore, ContactStore, RocksContacts};
-use crate::counters::{CounterStore, RocksCounters};
-use crate::domains::{DomainStore, RocksDomains};
-use crate::emails::idempotency::{IdempotencyStore, LocalIdempotency};
-use crate::emails::{EmailStore, RocksEmails};
-use crate::images::{ImageStore, RocksImages};
-use crate::logs::{RequestLogStore, RocksRequestLogs};
-use crate::suppressions::{RocksSuppressions, SuppressionStore};
-use crate::templates::{RocksTemplates, TemplateStore};
-use crate::users::store::{RocksUsers, UserStore};
-use crate::webhooks::{RocksWebhookLog, RocksWebhooks, WebhookLog, WebhookStore};
+use super::postgres::Postgres;
+use crate::accounts::{AccountStore, PostgresAccounts, RocksAccounts};
+use crate::broadcasts::{BroadcastStore, PostgresBroadcasts, RocksBroadcasts};
+use crate::contacts::{AudienceStore, ContactStore, PostgresContacts, RocksContacts};
+use crate::counters::{CounterStore, PostgresCounters, RocksCounters};
+use crate::domains::{DomainStore, PostgresDomains, RocksDomains};
+use crate::emails::idempotency::{IdempotencyStore, LocalIdempotency, PostgresIdempotency};
+use crate::emails::{EmailStore, PostgresEmails, RocksEmails};
+use crate::images::{ImageStore, PostgresImages, RocksImages};
+use crate::logs::{PostgresRequestLogs, RequestLogStore, RocksRequestLogs};
+use crate::suppressions::{PostgresSuppressions, RocksSuppressions, SuppressionStore};
+use crate::templates::{PostgresTemplates, RocksTemplates, TemplateStore};
+use crate::users::store::{PostgresUsers, RocksUsers, UserStore};
+use crate::webhooks::{PostgresWebhookLog, PostgresWebhooks, RocksWebhookLog, RocksWebhooks, WebhookLog, WebhookStore};
 
 /// The stores the services keep their records in, one per kind of record: what a node
 /// on its own and a cluster on shared engines differ in. [`Backends::rocksdb`] is the one
@@ -62,6 +63,32 @@ pub struct Backends {
 }
 
 impl Backends {
+    /// Every record in PostgreSQL (`db`, its schema migrated), the node's own store
+    /// keeping the spool, the event outbox and what the stores stage beside it.
+    pub fn postgres(node: &Node, db: &Postgres) -> Backends {
+        let store = node.store();
+        let clock = store.clock().clone();
+        Backends {
+            accounts: Box::new(PostgresAccounts::new(db.clone())),
+            domains: Box::new(PostgresDomains::new(db.clone(), store.clone())),
+            webhooks: Box::new(PostgresWebhooks::new(db.clone())),
+            suppressions: Box::new(PostgresSuppressions::new(db.clone(), store.clone())),
+            contacts: Box::new(PostgresContacts::new(db.clone(), store.clone())),
+            audience: Box::new(PostgresContacts::new(db.clone(), store.clone())),
+            templates: Box::new(PostgresTemplates::new(db.clone())),
+            users: Box::new(PostgresUsers::new(db.clone())),
+            emails: Box::new(PostgresEmails::new(db.clone(), store.clone())),
+            request_logs: Box::new(PostgresRequestLogs::new(db.clone(), clock.clone())),
+            images: Box::new(PostgresImages::new(db.clone())),
+            broadcasts: Box::new(PostgresBroadcasts::new(db.clone(), store.clone())),
+            webhook_log: Box::new(PostgresWebhookLog::new(db.clone(), store.clone())),
+            idempotency: Box::new(PostgresIdempotency::new(db.clone(), clock.clone())),
+            counters: Box::new(PostgresCounters::new(db.clone(), clock.clone())),
+            locks: Box::new(LocalLocks::default()),
+            clock,
+        }
+    }
+
     /// Every store in the node's RocksDB.
     pub fn rocksdb(node: &Node) -> Backends {
         let store = node.store();

@@ -14,6 +14,9 @@ use super::due::{self, DueQueue};
 use super::{Change, Error, Refusal};
 use crate::shutdown::Shutdown;
 
+/// The key in the node's metadata naming the database its records are kept in.
+const RECORDS_SHARED: &[u8] = b"records.postgres";
+
 /// Where and how the node's store is opened.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
@@ -83,6 +86,26 @@ impl Node {
     /// delivery scheduler's runner; a malformed entry is disarmed through it.
     pub fn spool_queue(&self) -> Arc<dyn DueQueue> {
         due::rocks(&self.store, Spool::DUE)
+    }
+
+    /// Records that this node keeps its records in the database at `url` (redacted): a
+    /// later start without it must refuse rather than start over on the node's own.
+    pub fn mark_records_shared(&self, url: &str) -> Result<(), Error> {
+        let mut batch = herald_queue::Batch::new();
+        batch.put_raw(
+            herald_queue::Table::META,
+            RECORDS_SHARED.to_vec(),
+            url.as_bytes().to_vec(),
+        );
+        Ok(self.store.commit(batch).wait()?)
+    }
+
+    /// The database this node's records were kept in, if they ever were (redacted).
+    pub fn records_shared(&self) -> Result<Option<String>, Error> {
+        Ok(self
+            .store
+            .get_raw(herald_queue::Table::META, RECORDS_SHARED)?
+            .map(|url| String::from_utf8_lossy(&url).into_owned()))
     }
 
     /// The disk's room, as last read.

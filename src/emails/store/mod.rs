@@ -82,6 +82,10 @@ pub trait EmailStore: Send + Sync + std::fmt::Debug {
     /// (`content`), counted from each email's final outcome, for the retention engine:
     /// records first, then contents.
     fn expiries(&self, emails: Option<Duration>, content: Option<Duration>) -> [Arc<dyn Sweep>; 2];
+    /// Whether an email's bodies may stay in the message its node's spool keeps instead of
+    /// the record (`content_in_message`): only where the records are the node's own, since
+    /// another node cannot read that message.
+    fn content_in_spool(&self) -> bool;
     /// Stages the start of the retention of `team_id`'s email `id`, which reached its
     /// final outcome at `at`: in the change that writes that outcome.
     fn arm_final(&self, change: &mut Change, team_id: Id, id: Id, at: Timestamp);
@@ -230,6 +234,10 @@ impl EmailStore for RocksEmails {
             index::erase_team(batch, team_id);
         }
         Ok(erased)
+    }
+
+    fn content_in_spool(&self) -> bool {
+        true
     }
 
     fn arm_final(&self, change: &mut Change, team_id: Id, id: Id, at: Timestamp) {

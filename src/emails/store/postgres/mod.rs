@@ -314,6 +314,10 @@ impl EmailStore for PostgresEmails {
         retention::sweeps(&self.db, &self.node, emails, content)
     }
 
+    fn content_in_spool(&self) -> bool {
+        false
+    }
+
     fn arm_final(&self, change: &mut Change, _team_id: Id, id: Id, at: Timestamp) {
         self.stage(
             change,
