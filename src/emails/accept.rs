@@ -65,7 +65,17 @@ pub fn accept_with(
         })
         .collect();
     let since = state.now();
-    let records = records.into_local()?;
+    // The records shared through a database are committed here, before the spool's
+    // write; if that fails, nothing was accepted and the quota taken goes back.
+    let records = match records.into_local() {
+        Ok(records) => records,
+        Err(error) => {
+            for share in shares {
+                state.quotas().give_back(share);
+            }
+            return Err(error.into());
+        }
+    };
     Ok(Accepting {
         state,
         ids,
