@@ -20,7 +20,7 @@ use herald::contacts::{
     AudienceStore, Contact, ContactProperty, ContactStore, PostgresContacts, RocksContacts, Segment, Subscription,
     Topic, TopicChoice,
 };
-use herald::counters::{CounterStore, QuotaCounter, RocksCounters};
+use herald::counters::{CounterStore, PostgresCounters, QuotaCounter, RocksCounters};
 use herald::events::{Event, EventKind};
 use herald::storage::Change;
 use herald::storage::page::{Cursor, PageRequest};
@@ -917,11 +917,11 @@ fn rocksdb_contacts_and_audiences_keep_the_contract_together() {
 #[test]
 fn postgres_contacts_keep_the_contract() {
     let (_dir, store) = rocksdb();
-    // The counters are RocksDB's: what they stage is the change's node write, committed
-    // with the contact's events once its transaction has.
+    // One database for both: what the counters stage runs in the contact's transaction.
+    let db = postgres();
     contact_store_conformance(
-        &PostgresContacts::new(postgres(), store.clone()),
-        &RocksCounters::new(store.clone()),
+        &PostgresContacts::new(db.clone(), store.clone()),
+        &PostgresCounters::new(db, store.clock().clone()),
         &store,
     );
 }
