@@ -3,7 +3,9 @@
 //! real server in this process with a real RocksDB on disk and durable acceptance.
 //!
 //! `cargo bench --profile dev --bench emails` (`HERALD_BENCH_SECONDS`, default 10 per phase;
-//! `HERALD_BENCH_CONNECTIONS`, default 64).
+//! `HERALD_BENCH_CONNECTIONS`, default 64). With `HERALD_BENCH_POSTGRES=1` the records go
+//! to a private PostgreSQL started for the run (the tests' `util/postgres.rs`; fsync off
+//! there, so this measures herald's side, not the database's disk).
 
 #![allow(missing_docs, clippy::print_stdout)]
 
@@ -11,6 +13,8 @@
 mod api_client;
 #[path = "common/server.rs"]
 mod bench_server;
+#[path = "../tests/util/postgres.rs"]
+mod postgres;
 
 use api_client::Client;
 use std::net::SocketAddr;
@@ -45,7 +49,12 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 async fn run(duration: Duration, connections: usize) {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let dir = bench_server::data_dir("bench-emails");
-    let running = bench_server::start(&dir, "[smtp]\nlisteners = []\n[delivery]\nenabled = false\n").await;
+    let mut config = "[smtp]\nlisteners = []\n[delivery]\nenabled = false\n".to_owned();
+    let on_postgres = std::env::var("HERALD_BENCH_POSTGRES").is_ok_and(|v| v == "1");
+    if on_postgres {
+        config.push_str(&format!("[cluster]\npostgres = \"{}\"\n", postgres::database()));
+    }
+    let running = bench_server::start(&dir, &config).await;
     let addr = running.http_addr;
     bench_server::verified_domain(addr, "bench.test", "ed25519").await;
 
@@ -59,8 +68,9 @@ async fn run(duration: Duration, connections: usize) {
     let batch = Bytes::from(Value::Array(vec![email; 100]).to_string());
 
     println!(
-        "herald POST /emails load benchmark: {connections} keep-alive connections, {}s per phase",
-        duration.as_secs()
+        "herald POST /emails load benchmark: {connections} keep-alive connections, {}s per phase, records in {}",
+        duration.as_secs(),
+        if on_postgres { "PostgreSQL" } else { "RocksDB" }
     );
     let single_phase = |name, rate, connections| Phase {
         name,
