@@ -131,19 +131,13 @@ async fn insert_key(client: &impl tokio_postgres::GenericClient, key: &ApiKey, d
 
 impl AccountStore for PostgresAccounts {
     fn teams(&self) -> Result<Vec<Team>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {TEAM_COLUMNS} FROM teams ORDER BY id");
-            let rows = client.query(&sql, &[]).await.map_err(from_driver)?;
-            Ok(rows.iter().map(team).collect())
-        })
+        let sql = format!("SELECT {TEAM_COLUMNS} FROM teams ORDER BY id");
+        self.db.all(&sql, &[], |row| Ok(team(row)))
     }
 
     fn team(&self, id: Id) -> Result<Option<Team>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {TEAM_COLUMNS} FROM teams WHERE id = $1");
-            let row = client.query_opt(&sql, &[&id.uuid()]).await.map_err(from_driver)?;
-            Ok(row.as_ref().map(team))
-        })
+        let sql = format!("SELECT {TEAM_COLUMNS} FROM teams WHERE id = $1");
+        self.db.one(&sql, &[&id.uuid()], |row| Ok(team(row)))
     }
 
     fn put_team(&self, team: &Team) -> Result<(), Error> {
@@ -151,13 +145,8 @@ impl AccountStore for PostgresAccounts {
     }
 
     fn delete_team(&self, id: Id) -> Result<(), Error> {
-        self.db.run(async |client| {
-            client
-                .execute("DELETE FROM teams WHERE id = $1", &[&id.uuid()])
-                .await
-                .map_err(from_driver)?;
-            Ok(())
-        })
+        self.db.execute("DELETE FROM teams WHERE id = $1", &[&id.uuid()])?;
+        Ok(())
     }
 
     fn key_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Arc<ApiKey>>, Error> {
@@ -172,14 +161,8 @@ impl AccountStore for PostgresAccounts {
     }
 
     fn key(&self, team_id: Id, id: Id) -> Result<Option<ApiKey>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE team_id = $1 AND id = $2");
-            let row = client
-                .query_opt(&sql, &[&team_id.uuid(), &id.uuid()])
-                .await
-                .map_err(from_driver)?;
-            row.as_ref().map(key).transpose()
-        })
+        let sql = format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE team_id = $1 AND id = $2");
+        self.db.one(&sql, &[&team_id.uuid(), &id.uuid()], key)
     }
 
     fn keys(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<ApiKey>, bool), Error> {

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use herald_queue::{Id, Store};
 use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
 
 use super::BroadcastStore;
 use crate::broadcasts::model::{Broadcast, Counts, Recipient};
@@ -173,25 +172,10 @@ fn recipient(row: &Row) -> Result<Recipient, Error> {
     })
 }
 
-impl PostgresBroadcasts {
-    fn execute(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<(), Error> {
-        self.db.run(async |client| {
-            client.execute(sql, values).await.map_err(from_driver)?;
-            Ok(())
-        })
-    }
-}
-
 impl BroadcastStore for PostgresBroadcasts {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Broadcast>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {COLUMNS} FROM broadcasts WHERE team_id = $1 AND id = $2");
-            let row = client
-                .query_opt(&sql, &[&team_id.uuid(), &id.uuid()])
-                .await
-                .map_err(from_driver)?;
-            row.as_ref().map(broadcast).transpose()
-        })
+        let sql = format!("SELECT {COLUMNS} FROM broadcasts WHERE team_id = $1 AND id = $2");
+        self.db.one(&sql, &[&team_id.uuid(), &id.uuid()], broadcast)
     }
 
     fn page(&self, team_id: Id, page: &PageRequest) -> Result<(Vec<Broadcast>, bool), Error> {
@@ -211,11 +195,8 @@ impl BroadcastStore for PostgresBroadcasts {
     }
 
     fn queued(&self) -> Result<Vec<Broadcast>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {COLUMNS} FROM broadcasts WHERE status IN ('scheduled', 'sending') ORDER BY id");
-            let rows = client.query(&sql, &[]).await.map_err(from_driver)?;
-            rows.iter().map(broadcast).collect()
-        })
+        let sql = format!("SELECT {COLUMNS} FROM broadcasts WHERE status IN ('scheduled', 'sending') ORDER BY id");
+        self.db.all(&sql, &[], broadcast)
     }
 
     fn put(&self, broadcast: &Broadcast) -> Result<(), Error> {
@@ -230,10 +211,11 @@ impl BroadcastStore for PostgresBroadcasts {
     }
 
     fn delete(&self, broadcast: &Broadcast) -> Result<(), Error> {
-        self.execute(
+        self.db.execute(
             "DELETE FROM broadcasts WHERE team_id = $1 AND id = $2",
             &[&broadcast.team_id.uuid(), &broadcast.id.uuid()],
-        )
+        )?;
+        Ok(())
     }
 
     fn recipient(&self, broadcast: &Broadcast, contact_id: Id) -> Result<Option<Recipient>, Error> {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use herald_queue::{Batch, Id, SharedClock, Store};
+use herald_queue::{Id, SharedClock, Store};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -107,24 +107,9 @@ impl PostgresDomains {
         domain: &Domain,
         event: Option<&Event>,
     ) -> Result<(), Error> {
-        self.db.run(async |client| {
-            client.execute(sql, values).await.map_err(from_driver)?;
-            Ok(())
-        })?;
+        self.db.execute(sql, values)?;
         self.forget(domain);
-        let Some(event) = event else {
-            return Ok(());
-        };
-        let mut batch = Batch::new();
-        crate::webhooks::log::stage_event(&mut batch, event)?;
-        Ok(self.node.commit(batch).wait()?)
-    }
-
-    fn one(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Option<Domain>, Error> {
-        self.db.run(async |client| {
-            let row = client.query_opt(sql, values).await.map_err(from_driver)?;
-            row.as_ref().map(domain).transpose()
-        })
+        crate::webhooks::log::commit_events(&self.node, event)
     }
 
     fn upsert(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error> {
@@ -208,7 +193,7 @@ fn domain(row: &Row) -> Result<Domain, Error> {
 impl DomainStore for PostgresDomains {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Domain>, Error> {
         let sql = format!("SELECT {COLUMNS} FROM domains WHERE team_id = $1 AND id = $2");
-        self.one(&sql, &[&team_id.uuid(), &id.uuid()])
+        self.db.one(&sql, &[&team_id.uuid(), &id.uuid()], domain)
     }
 
     fn cached(&self, team_id: Id, id: Id) -> Result<Option<Arc<Domain>>, Error> {
@@ -318,6 +303,6 @@ impl DomainStore for PostgresDomains {
             return Ok(None);
         };
         let sql = format!("SELECT {COLUMNS} FROM domains WHERE id = $1");
-        self.one(&sql, &[&id])
+        self.db.one(&sql, &[&id], domain)
     }
 }

@@ -23,6 +23,8 @@ pub(crate) use statement::commit as commit_statements;
 pub use statement::{Statement, Value};
 
 use herald_queue::Timestamp;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::Error;
 use super::page::{Cursor, PageRequest};
@@ -115,6 +117,49 @@ impl Postgres {
         futures_executor::block_on(async {
             let mut client = inner.pool.get().await.map_err(error::from_pool)?;
             work(&mut client).await
+        })
+    }
+
+    /// Runs one statement and answers how many rows it touched.
+    ///
+    /// # Errors
+    ///
+    /// As [`Postgres::run`].
+    pub fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Error> {
+        self.run(async |client| client.execute(sql, params).await.map_err(from_driver))
+    }
+
+    /// The row `sql` finds with `params`, if any, read with `read`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Postgres::run`], and what `read` answers.
+    pub fn one<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        read: impl Fn(&Row) -> Result<T, Error>,
+    ) -> Result<Option<T>, Error> {
+        self.run(async |client| {
+            let row = client.query_opt(sql, params).await.map_err(from_driver)?;
+            row.as_ref().map(read).transpose()
+        })
+    }
+
+    /// Every row `sql` finds with `params`, in its order, each read with `read`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Postgres::run`], and what `read` answers.
+    pub fn all<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        read: impl Fn(&Row) -> Result<T, Error>,
+    ) -> Result<Vec<T>, Error> {
+        self.run(async |client| {
+            let rows = client.query(sql, params).await.map_err(from_driver)?;
+            rows.iter().map(read).collect()
         })
     }
 

@@ -2,7 +2,7 @@
 //! shared by every node, so an address that bounced through one is suppressed on all.
 //! Their `suppression.*` events go to the node's outbox, after the entries are committed.
 
-use herald_queue::{Batch, Id, Store};
+use herald_queue::{Id, Store};
 use tokio_postgres::Row;
 
 use super::SuppressionStore;
@@ -146,14 +146,7 @@ impl SuppressionStore for PostgresSuppressions {
             }
             transaction.commit().await.map_err(from_driver)
         })?;
-        if events.is_empty() {
-            return Ok(());
-        }
-        let mut batch = Batch::new();
-        for event in events {
-            crate::webhooks::log::stage_event(&mut batch, event)?;
-        }
-        Ok(self.node.commit(batch).wait()?)
+        crate::webhooks::log::commit_events(&self.node, events)
     }
 
     fn stage(&self, change: &mut Change, suppression: &Suppression) -> Result<(), Error> {

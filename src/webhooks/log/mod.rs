@@ -105,6 +105,19 @@ pub(crate) fn stage_event(batch: &mut Batch, event: &Event) -> Result<(), Error>
     Ok(batch.put(event.id.as_bytes(), event)?)
 }
 
+/// Writes `events` into the node's outbox in `store`, durably: for a store whose records
+/// are committed elsewhere (a shared database) before the events that report them.
+pub(crate) fn commit_events<'a>(store: &Store, events: impl IntoIterator<Item = &'a Event>) -> Result<(), Error> {
+    let mut batch = Batch::new();
+    for event in events {
+        stage_event(&mut batch, event)?;
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    Ok(store.commit(batch).wait()?)
+}
+
 /// Up to `limit` events of the outbox in `store`, oldest first, after `after` when given:
 /// [`WebhookLog::outbox`] on either backend.
 fn outbox(store: &Store, after: Option<Id>, limit: usize) -> Result<Vec<Event>, Error> {

@@ -57,22 +57,14 @@ fn webhook(row: &Row) -> Webhook {
 
 impl WebhookStore for PostgresWebhooks {
     fn get(&self, team_id: Id, id: Id) -> Result<Option<Webhook>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 AND id = $2");
-            let row = client
-                .query_opt(&sql, &[&team_id.uuid(), &id.uuid()])
-                .await
-                .map_err(from_driver)?;
-            Ok(row.as_ref().map(webhook))
-        })
+        let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 AND id = $2");
+        self.db
+            .one(&sql, &[&team_id.uuid(), &id.uuid()], |row| Ok(webhook(row)))
     }
 
     fn for_team(&self, team_id: Id) -> Result<Vec<Webhook>, Error> {
-        self.db.run(async |client| {
-            let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 ORDER BY id");
-            let rows = client.query(&sql, &[&team_id.uuid()]).await.map_err(from_driver)?;
-            Ok(rows.iter().map(webhook).collect())
-        })
+        let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 ORDER BY id");
+        self.db.all(&sql, &[&team_id.uuid()], |row| Ok(webhook(row)))
     }
 
     fn any(&self, team_id: Id) -> Result<bool, Error> {
@@ -134,15 +126,10 @@ impl WebhookStore for PostgresWebhooks {
     }
 
     fn delete(&self, webhook: &Webhook) -> Result<(), Error> {
-        self.db.run(async |client| {
-            client
-                .execute(
-                    "DELETE FROM webhooks WHERE team_id = $1 AND id = $2",
-                    &[&webhook.team_id.uuid(), &webhook.id.uuid()],
-                )
-                .await
-                .map_err(from_driver)?;
-            Ok(())
-        })
+        self.db.execute(
+            "DELETE FROM webhooks WHERE team_id = $1 AND id = $2",
+            &[&webhook.team_id.uuid(), &webhook.id.uuid()],
+        )?;
+        Ok(())
     }
 }
