@@ -4,13 +4,11 @@
 //! bootstrap key ignored), and a data directory whose records went to the database
 //! refuses to start without it.
 
-#[path = "util/postgres.rs"]
-mod postgres;
 mod util;
 
 use hyper::{Method, StatusCode};
 use serde_json::json;
-use util::{OPERATOR_KEY, call, config, start_with_key, verified_domain};
+use util::{OPERATOR_KEY, call, config, postgres, start_with_key, verified_domain};
 
 /// The `[cluster]` table naming `url`.
 fn cluster(url: &str) -> String {

@@ -9,7 +9,7 @@ mod authenticate;
 mod bootstrap;
 pub mod erasure;
 pub mod keys;
-mod store;
+pub(crate) mod store;
 mod team;
 pub mod teams;
 

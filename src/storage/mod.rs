@@ -12,6 +12,7 @@
 //! writes part from the shared ones.
 
 mod backends;
+pub mod copy;
 pub mod due;
 mod error;
 pub mod expiry;

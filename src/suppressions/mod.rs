@@ -4,7 +4,7 @@
 
 mod model;
 pub mod service;
-mod store;
+pub(crate) mod store;
 
 pub use model::{Origin, Suppression, normalize};
 pub use store::{PostgresSuppressions, RocksSuppressions, SuppressionStore};

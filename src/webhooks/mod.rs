@@ -18,7 +18,7 @@ mod model;
 mod secret;
 pub mod service;
 pub mod signature;
-mod store;
+pub(crate) mod store;
 
 pub use log::{PostgresWebhookLog, RocksWebhookLog, WebhookLog};
 pub use message::{MessageState, WebhookAttempt, WebhookMessage};

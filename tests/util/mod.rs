@@ -8,6 +8,7 @@ pub mod cookies;
 pub mod dns;
 pub mod identity_provider;
 pub mod openapi;
+pub mod postgres;
 pub mod process;
 pub mod real;
 pub mod sink;
@@ -51,7 +52,37 @@ pub fn config_text(dir: &Path, extra: &str) -> String {
         Duration::from_secs(5),
         r#"{ addr = "127.0.0.1:0", tls = "starttls" }, { addr = "127.0.0.1:0", tls = "implicit" }"#,
     );
-    format!("{base}[webhooks]\nallow_private_endpoints = true\n{extra}\n")
+    format!(
+        "{base}[webhooks]\nallow_private_endpoints = true\n{extra}\n{}",
+        shared_records(dir, &extra)
+    )
+}
+
+/// The backend the suites run on: `HERALD_TEST_BACKEND=postgres` keeps the records of
+/// every server a test starts in the binary's private PostgreSQL (one database per test
+/// directory, so a server restarted on the same directory finds its records again);
+/// otherwise they stay in the node's RocksDB, herald's default.
+pub fn on_postgres() -> bool {
+    std::env::var("HERALD_TEST_BACKEND").is_ok_and(|backend| backend == "postgres")
+}
+
+/// The `[cluster]` section that puts the records of a server on `dir` in PostgreSQL when
+/// the suites run there ([`on_postgres`]) and the test did not write its own.
+fn shared_records(dir: &Path, extra: &str) -> String {
+    static DATABASES: Mutex<Vec<(std::path::PathBuf, String)>> = Mutex::new(Vec::new());
+    if !on_postgres() || extra.contains("[cluster]") {
+        return String::new();
+    }
+    let mut databases = lock(&DATABASES);
+    let url = match databases.iter().find(|(known, _)| known == dir) {
+        Some((_, url)) => url.clone(),
+        None => {
+            let url = postgres::database();
+            databases.push((dir.to_owned(), url.clone()));
+            url
+        }
+    };
+    format!("[cluster]\npostgres = \"{url}\"\n")
 }
 
 /// The `[server]`, `[http]`, `[smtp]` and `[spool]` sections every test config begins

@@ -8,6 +8,7 @@
 //! The keys and encodings of [`Table::TEAMS`], [`Table::API_KEYS`],
 //! [`Table::API_KEY_DIGESTS`] and [`Table::API_KEY_USAGE`] are this module's alone.
 
+mod copy;
 mod postgres;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use herald_queue::{Batch, Id, Record, RecordCache, Scan, Store, Table, Timestamp
 use super::api_key::{ApiKey, ApiKeyDigest, ApiKeyUsage};
 use super::team::Team;
 use crate::storage::page::PageRequest;
+pub use copy::{copy, initialised_locally};
 pub use postgres::PostgresAccounts;
 
 impl Record for Team {

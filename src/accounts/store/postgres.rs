@@ -21,14 +21,14 @@ const TEAM_COLUMNS: &str = "id, name, operator, created_at, rate_limit, plan, de
 const KEY_COLUMNS: &str = "id, team_id, name, permission, domain_id, digest, created_at, last_used_at";
 
 /// Writes a team, new or changed.
-const PUT_TEAM: &str = "INSERT INTO teams (id, name, operator, created_at, rate_limit, plan, deleted_at)
+pub(super) const PUT_TEAM: &str = "INSERT INTO teams (id, name, operator, created_at, rate_limit, plan, deleted_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7)
     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, operator = EXCLUDED.operator,
         created_at = EXCLUDED.created_at, rate_limit = EXCLUDED.rate_limit, plan = EXCLUDED.plan,
         deleted_at = EXCLUDED.deleted_at";
 
 /// Writes a new key.
-const INSERT_KEY: &str =
+pub(super) const INSERT_KEY: &str =
     "INSERT INTO api_keys (id, team_id, name, permission, domain_id, digest, created_at, last_used_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
@@ -81,7 +81,7 @@ fn key(row: &Row) -> Result<ApiKey, Error> {
     })
 }
 
-fn permission(permission: Permission) -> &'static str {
+pub(super) fn permission(permission: Permission) -> &'static str {
     match permission {
         Permission::FullAccess => "full_access",
         Permission::SendingAccess => "sending_access",

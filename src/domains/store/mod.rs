@@ -8,6 +8,7 @@
 //! [`herald_queue::Table::DOMAIN_CHECKS`] are this module's alone. Every write of a
 //! domain moves its entry in that index to its `next_check_at` in the same batch.
 
+mod copy;
 mod postgres;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use super::model::Domain;
 use crate::events::Event;
 use crate::storage::due::{self, DueQueue};
 use crate::storage::page::PageRequest;
+pub use copy::copy;
 pub use postgres::PostgresDomains;
 
 /// Domains by the time of their next check (`next_check_at`), keyed as the domains are:

@@ -22,7 +22,7 @@ use crate::storage::due::DueQueue;
 use crate::storage::page::PageRequest;
 use crate::storage::postgres::due::{RowQueue, row_id};
 use crate::storage::postgres::{
-    Postgres, enum_text, from_driver, page_of, page_params, page_sql, text_enum, time, timestamp,
+    Postgres, Value, enum_text, from_driver, page_of, page_params, page_sql, text_enum, time, timestamp,
 };
 
 /// How long a domain read for a message is trusted: the storage map's "changes reach
@@ -42,7 +42,7 @@ const COLUMNS: &str = "id, team_id, name, region, custom_return_path, open_track
      verification_started_at, last_checked_at, next_check_at, failed_checks";
 
 /// Writes a domain, new or changed, and arms its check at its next check time.
-const WRITE: &str = "INSERT INTO domains (id, team_id, name, region, custom_return_path, open_tracking,
+pub(super) const WRITE: &str = "INSERT INTO domains (id, team_id, name, region, custom_return_path, open_tracking,
         click_tracking, tls, tracking_subdomain, dkim_selector, dkim_algorithm, dkim_private_pkcs8, dkim_public,
         check_dkim, check_spf_txt, check_spf_mx, check_dmarc, check_tracking, status, dns_verification_skipped,
         created_at, verification_started_at, last_checked_at, next_check_at, failed_checks, check_due_at)
@@ -113,46 +113,42 @@ impl PostgresDomains {
     }
 
     fn upsert(&self, domain: &Domain, event: Option<&Event>) -> Result<(), Error> {
-        let tls = enum_text(&domain.tls);
-        let algorithm = enum_text(&domain.dkim.algorithm);
-        let checks = [
-            enum_text(&domain.checks.dkim),
-            enum_text(&domain.checks.spf_txt),
-            enum_text(&domain.checks.spf_mx),
-            enum_text(&domain.checks.dmarc),
-            enum_text(&domain.checks.tracking),
-        ];
-        let status = enum_text(&domain.status);
-        let failed_checks = i32::try_from(domain.failed_checks).unwrap_or(i32::MAX);
-        let values: [&(dyn ToSql + Sync); 25] = [
-            &domain.id.uuid(),
-            &domain.team_id.uuid(),
-            &domain.name,
-            &domain.region,
-            &domain.custom_return_path,
-            &domain.open_tracking,
-            &domain.click_tracking,
-            &tls,
-            &domain.tracking_subdomain,
-            &domain.dkim.selector,
-            &algorithm,
-            &domain.dkim.private_pkcs8,
-            &domain.dkim.public,
-            &checks[0],
-            &checks[1],
-            &checks[2],
-            &checks[3],
-            &checks[4],
-            &status,
-            &domain.dns_verification_skipped,
-            &time(domain.created_at),
-            &domain.verification_started_at.map(time),
-            &domain.last_checked_at.map(time),
-            &domain.next_check_at.map(time),
-            &failed_checks,
-        ];
+        let values = values(domain);
+        let values: Vec<&(dyn ToSql + Sync)> = values.iter().map(|value| &**value as _).collect();
         self.write(WRITE, &values, domain, event)
     }
+}
+
+/// The values of [`WRITE`] for `domain`.
+pub(super) fn values(domain: &Domain) -> Vec<Value> {
+    let checks = &domain.checks;
+    vec![
+        Box::new(domain.id.uuid()),
+        Box::new(domain.team_id.uuid()),
+        Box::new(domain.name.clone()),
+        Box::new(domain.region.clone()),
+        Box::new(domain.custom_return_path.clone()),
+        Box::new(domain.open_tracking),
+        Box::new(domain.click_tracking),
+        Box::new(enum_text(&domain.tls)),
+        Box::new(domain.tracking_subdomain.clone()),
+        Box::new(domain.dkim.selector.clone()),
+        Box::new(enum_text(&domain.dkim.algorithm)),
+        Box::new(domain.dkim.private_pkcs8.clone()),
+        Box::new(domain.dkim.public.clone()),
+        Box::new(enum_text(&checks.dkim)),
+        Box::new(enum_text(&checks.spf_txt)),
+        Box::new(enum_text(&checks.spf_mx)),
+        Box::new(enum_text(&checks.dmarc)),
+        Box::new(enum_text(&checks.tracking)),
+        Box::new(enum_text(&domain.status)),
+        Box::new(domain.dns_verification_skipped),
+        Box::new(time(domain.created_at)),
+        Box::new(domain.verification_started_at.map(time)),
+        Box::new(domain.last_checked_at.map(time)),
+        Box::new(domain.next_check_at.map(time)),
+        Box::new(i32::try_from(domain.failed_checks).unwrap_or(i32::MAX)),
+    ]
 }
 
 fn domain(row: &Row) -> Result<Domain, Error> {

@@ -8,8 +8,10 @@
 //! in [`Table::SUPPRESSION_IDS`] (what a lookup by id finds, and the time order of
 //! lists). Those keys and encodings are this module's alone.
 
+mod copy;
 mod postgres;
 
+pub use copy::copy;
 pub use postgres::PostgresSuppressions;
 
 use crate::storage::{Change, Error};

@@ -18,7 +18,7 @@ use crate::suppressions::{Origin, Suppression, normalize};
 const COLUMNS: &str = "id, team_id, email, origin, source_id, created_at";
 
 /// Adds an entry, replacing the address's entry if it has one.
-const UPSERT: &str = "INSERT INTO suppressions (id, team_id, email, origin, source_id, created_at)
+pub(super) const UPSERT: &str = "INSERT INTO suppressions (id, team_id, email, origin, source_id, created_at)
     VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (team_id, email) DO UPDATE SET id = EXCLUDED.id, origin = EXCLUDED.origin,
         source_id = EXCLUDED.source_id, created_at = EXCLUDED.created_at";
@@ -69,7 +69,7 @@ fn suppression(row: &Row) -> Result<Suppression, Error> {
 }
 
 /// The values of [`UPSERT`] for `suppression`.
-fn values(suppression: &Suppression) -> Vec<Value> {
+pub(super) fn values(suppression: &Suppression) -> Vec<Value> {
     vec![
         Box::new(suppression.id.uuid()),
         Box::new(suppression.team_id.uuid()),

@@ -7,8 +7,10 @@
 //!
 //! The keys and encodings of [`Table::WEBHOOKS`] are this module's alone.
 
+mod copy;
 mod postgres;
 
+pub use copy::copy;
 pub use postgres::PostgresWebhooks;
 
 use crate::storage::Error;

@@ -7,13 +7,37 @@ use tokio_postgres::Row;
 use super::WebhookStore;
 use crate::storage::Error;
 use crate::storage::page::PageRequest;
-use crate::storage::postgres::{Postgres, from_driver, page_of, page_params, page_sql, time, timestamp};
+use crate::storage::postgres::{Postgres, Value, from_driver, page_of, page_params, page_sql, time, timestamp};
 use crate::webhooks::model::{PreviousSecret, Webhook, WebhookStatus};
 use crate::webhooks::secret::SigningSecret;
 
 /// The columns of `webhooks`, in the order [`webhook`] reads them.
 const COLUMNS: &str =
     "id, team_id, endpoint, events, enabled, signing_secret, previous_secret, previous_secret_until, created_at";
+
+/// Writes an endpoint, new or changed.
+pub(super) const PUT: &str = "INSERT INTO webhooks (id, team_id, endpoint, events, enabled, signing_secret,
+        previous_secret, previous_secret_until, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, events = EXCLUDED.events,
+        enabled = EXCLUDED.enabled, signing_secret = EXCLUDED.signing_secret,
+        previous_secret = EXCLUDED.previous_secret, previous_secret_until = EXCLUDED.previous_secret_until";
+
+/// The values of [`PUT`] for `webhook`.
+pub(super) fn values(webhook: &Webhook) -> Vec<Value> {
+    let previous = webhook.previous_secret.as_ref();
+    vec![
+        Box::new(webhook.id.uuid()),
+        Box::new(webhook.team_id.uuid()),
+        Box::new(webhook.endpoint.clone()),
+        Box::new(webhook.events.clone()),
+        Box::new(webhook.status == WebhookStatus::Enabled),
+        Box::new(webhook.signing_secret.expose().to_owned()),
+        Box::new(previous.map(|previous| previous.secret.expose().to_owned())),
+        Box::new(previous.map(|previous| time(previous.until))),
+        Box::new(time(webhook.created_at)),
+    ]
+}
 
 /// Webhook endpoints in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -96,33 +120,11 @@ impl WebhookStore for PostgresWebhooks {
     }
 
     fn put(&self, webhook: &Webhook) -> Result<(), Error> {
-        let previous = webhook.previous_secret.as_ref();
-        self.db.run(async |client| {
-            client
-                .execute(
-                    "INSERT INTO webhooks (id, team_id, endpoint, events, enabled, signing_secret,
-                        previous_secret, previous_secret_until, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                     ON CONFLICT (id) DO UPDATE SET endpoint = EXCLUDED.endpoint, events = EXCLUDED.events,
-                        enabled = EXCLUDED.enabled, signing_secret = EXCLUDED.signing_secret,
-                        previous_secret = EXCLUDED.previous_secret,
-                        previous_secret_until = EXCLUDED.previous_secret_until",
-                    &[
-                        &webhook.id.uuid(),
-                        &webhook.team_id.uuid(),
-                        &webhook.endpoint,
-                        &webhook.events,
-                        &(webhook.status == WebhookStatus::Enabled),
-                        &webhook.signing_secret.expose(),
-                        &previous.map(|previous| previous.secret.expose()),
-                        &previous.map(|previous| time(previous.until)),
-                        &time(webhook.created_at),
-                    ],
-                )
-                .await
-                .map_err(from_driver)?;
-            Ok(())
-        })
+        let values = values(webhook);
+        let values: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            values.iter().map(|value| &**value as _).collect();
+        self.db.execute(PUT, &values)?;
+        Ok(())
     }
 
     fn delete(&self, webhook: &Webhook) -> Result<(), Error> {

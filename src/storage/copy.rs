@@ -1,0 +1,291 @@
+//! `herald store copy`: a stopped node's records, read from its RocksDB, written into an
+//! empty PostgreSQL database, so that the node (and any other) starts on the database with
+//! everything it had. The spool stays where it is: it is the node's in both layouts.
+//!
+//! Each store module copies its own records (a `copy` function beside its two backends):
+//! it alone knows its tables and its rows. This module gives them a [`Copy`] to read and
+//! write through, runs them in order ([`KINDS`]) and keeps the database's state:
+//!
+//! - an empty database is stamped `copying` in `herald_meta` (with the node's operator
+//!   team) before the first record goes in;
+//! - a database stamped `copying` by the same node holds a copy that failed part way: every
+//!   record table is emptied and the copy starts over, so running it again after a failure
+//!   is always safe;
+//! - anything else (records of its own, another node's copy) is refused, naming what it
+//!   holds.
+//!
+//! When every kind is in, the `initialised` row replaces the `copying` one in one
+//! transaction, and the data directory is marked as moved, so that a later start without
+//! `[cluster] postgres` refuses instead of forking the records.
+
+use herald_queue::{Id, Record, Scan, Spool, Store, Table, Timestamp};
+
+use super::Error;
+use super::node::Node;
+use super::postgres::{Postgres, Statement, commit_statements, from_driver, time};
+
+/// Statements run in one transaction at most: large enough that a copy is not a round
+/// trip per row, small enough that a transaction stays short.
+const CHUNK: usize = 500;
+
+/// Records read from RocksDB at a time.
+const SCAN_PAGE: usize = 1000;
+
+/// The name of the `herald_meta` row a copy in progress keeps.
+const COPYING: &str = "copying";
+
+/// A copy in progress: where records are read and written, and how many of each kind went
+/// in.
+pub struct Copy<'a> {
+    from: &'a Store,
+    spool: &'a Spool,
+    to: &'a Postgres,
+    pending: Vec<Statement>,
+    counts: Vec<(&'static str, u64)>,
+}
+
+impl std::fmt::Debug for Copy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Copy")
+            .field("pending", &self.pending.len())
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Copy<'a> {
+    /// The node's store, to read from.
+    pub fn from(&self) -> &'a Store {
+        self.from
+    }
+
+    /// The node's spool (message bodies an email record keeps there on RocksDB).
+    pub fn spool(&self) -> &'a Spool {
+        self.spool
+    }
+
+    /// The database, to build statements for.
+    pub fn to(&self) -> &'a Postgres {
+        self.to
+    }
+
+    /// Calls `each` with every record of `R`'s table and its key, in key order.
+    pub fn each<R: Record>(
+        &mut self,
+        mut each: impl FnMut(&mut Self, &[u8], R) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.each_raw(R::TABLE, |copy, key, _| {
+            let record = copy.from.get::<R>(key)?.ok_or_else(|| Error::Corrupt {
+                table: R::TABLE.name(),
+                reason: "a record went while it was copied".to_owned(),
+            })?;
+            each(copy, key, record)
+        })
+    }
+
+    /// Calls `each` with every key and raw value of `table`, in key order.
+    pub fn each_raw(
+        &mut self,
+        table: Table,
+        mut each: impl FnMut(&mut Self, &[u8], &[u8]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = self.from.scan_raw(
+                table,
+                Scan {
+                    prefix: &[],
+                    after: after.as_deref(),
+                    reverse: false,
+                    limit: SCAN_PAGE,
+                },
+            )?;
+            let Some((last, _)) = page.last() else {
+                return Ok(());
+            };
+            let full = page.len() == SCAN_PAGE;
+            after = Some(last.clone());
+            for (key, value) in &page {
+                each(self, key, value)?;
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes `statement`, one record of `kind` (as the counts name it: "teams", "API
+    /// keys"). Statements run in order, a chunk at a time, each chunk in a transaction.
+    pub fn write(&mut self, kind: &'static str, statement: Statement) -> Result<(), Error> {
+        match self.counts.iter_mut().find(|(known, _)| *known == kind) {
+            Some((_, count)) => *count += 1,
+            None => self.counts.push((kind, 1)),
+        }
+        self.also(statement)
+    }
+
+    /// Writes `statement`, part of a record counted already (a version of a template, an
+    /// email's event).
+    pub fn also(&mut self, statement: Statement) -> Result<(), Error> {
+        self.pending.push(statement);
+        if self.pending.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Names `kind` in the counts even when it has no record (an operator reads a zero
+    /// as "there were none", a missing line as "not copied").
+    pub fn expect(&mut self, kind: &'static str) {
+        if !self.counts.iter().any(|(known, _)| *known == kind) {
+            self.counts.push((kind, 0));
+        }
+    }
+
+    /// Runs what is pending.
+    fn flush(&mut self) -> Result<(), Error> {
+        let pending = std::mem::take(&mut self.pending);
+        commit_statements(&pending)
+    }
+}
+
+/// One kind of record's copy: a store module's `copy` function.
+type CopyKind = fn(&mut Copy<'_>) -> Result<(), Error>;
+
+/// Every store's copy, parents before the rows that refer to them.
+const KINDS: &[CopyKind] = &[
+    crate::accounts::store::copy,
+    crate::domains::store::copy,
+    crate::webhooks::store::copy,
+    crate::suppressions::store::copy,
+];
+
+/// What a copy did: records per kind, in the order they were copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// Records per kind.
+    pub counts: Vec<(&'static str, u64)>,
+    /// Whether an earlier copy that failed part way was cleared first.
+    pub restarted: bool,
+}
+
+/// Why a copy did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// The data directory's records were moved already.
+    #[error(
+        "this data directory's records were moved to PostgreSQL already ({0}); start herald with [cluster] postgres"
+    )]
+    Moved(String),
+    /// The database holds records that are not an unfinished copy of this node's.
+    #[error("the database is not empty ({0}): herald store copy fills an empty database only")]
+    NotEmpty(String),
+    /// Reading or writing failed.
+    #[error(transparent)]
+    Storage(#[from] Error),
+}
+
+/// Copies every record of `node` (stopped: its directory is locked by this process) into
+/// `db` (its schema migrated), then marks the node's directory as moved to `db`.
+pub fn run(node: &Node, spool: &Spool, db: &Postgres) -> Result<Copied, Refused> {
+    if let Some(url) = node.records_shared()? {
+        return Err(Refused::Moved(url));
+    }
+    let operator = crate::accounts::store::initialised_locally(node.store())?;
+    let restarted = claim(db, operator.map(|(team, _)| team))?;
+    let mut copy = Copy {
+        from: node.store(),
+        spool,
+        to: db,
+        pending: Vec::new(),
+        counts: Vec::new(),
+    };
+    for kind in KINDS {
+        kind(&mut copy)?;
+    }
+    copy.flush()?;
+    finish(db, operator)?;
+    node.mark_records_shared(db.url())?;
+    Ok(Copied {
+        counts: copy.counts,
+        restarted,
+    })
+}
+
+/// Stamps an empty `db` as being filled by the node whose operator team is `team`, or
+/// clears what that node's earlier, unfinished copy left; whether it did the latter.
+fn claim(db: &Postgres, team: Option<Id>) -> Result<bool, Refused> {
+    let team = team.map(|team| team.uuid());
+    let state = db.run(async |client| {
+        let meta = client
+            .query("SELECT name, team_id FROM herald_meta", &[])
+            .await
+            .map_err(from_driver)?;
+        let tables: Vec<String> = client
+            .query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()
+                    AND tablename NOT IN ('herald_meta', 'herald_schema') ORDER BY tablename",
+                &[],
+            )
+            .await
+            .map_err(from_driver)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let mut holding = Vec::new();
+        for table in &tables {
+            let sql = format!("SELECT EXISTS (SELECT 1 FROM {table})");
+            if client.query_one(&sql, &[]).await.map_err(from_driver)?.get(0) {
+                holding.push(table.clone());
+            }
+        }
+        let meta: Vec<(String, Option<uuid::Uuid>)> = meta.iter().map(|row| (row.get(0), row.get(1))).collect();
+        Ok((meta, tables, holding))
+    })?;
+    let (meta, tables, holding) = state;
+    let copying = meta.iter().find(|(name, _)| name == COPYING);
+    match copying {
+        Some((_, by)) if *by == team => {
+            db.run(async |client| {
+                let sql = format!("TRUNCATE {} CASCADE", tables.join(", "));
+                client.batch_execute(&sql).await.map_err(from_driver)
+            })?;
+            Ok(true)
+        }
+        Some(_) => Err(Refused::NotEmpty("another node's copy is in it".to_owned())),
+        None if !meta.is_empty() || !holding.is_empty() => {
+            let mut what: Vec<String> = meta.iter().map(|(name, _)| format!("herald_meta {name}")).collect();
+            what.extend(holding);
+            Err(Refused::NotEmpty(format!("it holds {}", what.join(", "))))
+        }
+        None => {
+            db.execute(
+                "INSERT INTO herald_meta (name, team_id, at) VALUES ($1, $2, now())",
+                &[&COPYING, &team],
+            )?;
+            Ok(false)
+        }
+    }
+}
+
+/// Ends a copy: the database is initialised as the node was (with its operator team, when
+/// it had one), in the same transaction that removes the `copying` stamp.
+fn finish(db: &Postgres, operator: Option<(Id, Timestamp)>) -> Result<(), Error> {
+    db.run(async |client| {
+        let transaction = client.transaction().await.map_err(from_driver)?;
+        if let Some((team, at)) = operator {
+            transaction
+                .execute(
+                    "INSERT INTO herald_meta (name, team_id, at) VALUES ('initialised', $1, $2)",
+                    &[&team.uuid(), &time(at)],
+                )
+                .await
+                .map_err(from_driver)?;
+        }
+        transaction
+            .execute("DELETE FROM herald_meta WHERE name = $1", &[&COPYING])
+            .await
+            .map_err(from_driver)?;
+        transaction.commit().await.map_err(from_driver)
+    })
+}
