@@ -69,6 +69,11 @@ enum Command {
         #[command(subcommand)]
         command: DbCommand,
     },
+    /// The node's own store; needs the node stopped.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// See and act on the running server's mail queue.
     Queue {
         #[command(subcommand)]
@@ -86,6 +91,22 @@ enum DbCommand {
         /// Config file; without it, ./herald.toml if present, else built-in defaults.
         #[arg(long, short, value_name = "PATH")]
         config: Option<PathBuf>,
+    },
+}
+
+/// `herald store`.
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
+    /// Copy every record of this stopped node (its data directory, from --config) into an
+    /// empty PostgreSQL database, then mark the directory as moved: start the node again
+    /// with `[cluster] postgres` set to the same URL. Safe to run again after a failure.
+    Copy {
+        /// Config file; without it, ./herald.toml if present, else built-in defaults.
+        #[arg(long, short, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// The database, as `[cluster] postgres` would name it (postgres://...).
+        #[arg(long, value_name = "URL")]
+        to: String,
     },
 }
 
@@ -125,6 +146,9 @@ fn main() -> ExitCode {
         Command::Db {
             command: DbCommand::Status { config },
         } => db_status(config.as_deref()),
+        Command::Store {
+            command: StoreCommand::Copy { config, to },
+        } => store_copy(config.as_deref(), &to),
         Command::Domains { command, remote } => {
             admin(&remote, |client| async move { cli::domains(&client, command).await })
         }
@@ -185,6 +209,46 @@ fn db_status(config: Option<&std::path::Path>) -> ExitCode {
         }
         Err(error) => {
             eprintln!("herald: {}: {error}", postgres.redacted);
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}
+
+/// `herald store copy`: the stopped node's records into the database at `to`.
+fn store_copy(config: Option<&std::path::Path>, to: &str) -> ExitCode {
+    let copy = Config::load(config).and_then(|config| {
+        let target = config.with_postgres(to)?;
+        Ok((config, target))
+    });
+    let (config, target) = match copy {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("herald: {error}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    println!(
+        "copying the records of {} into {}",
+        config.server.data_dir.display(),
+        target.redacted
+    );
+    match herald::storage::copy::copy_node(&config, &target) {
+        Ok(copied) => {
+            if copied.restarted {
+                println!("an earlier copy that did not finish was cleared first");
+            }
+            for (kind, count) in &copied.counts {
+                println!("{kind:>24}  {count}");
+            }
+            println!(
+                "done: start herald with [cluster] postgres = \"{}\" (the password as you gave it)",
+                target.redacted
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("herald: {error:#}");
             ExitCode::from(EXIT_FAILURE)
         }
     }

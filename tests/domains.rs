@@ -4,8 +4,6 @@ mod util;
 
 use std::time::{Duration, Instant};
 
-use herald::webhooks::WebhookMessage;
-use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use util::dns::TestDns;
@@ -134,16 +132,7 @@ async fn a_domain_gives_its_records_and_verifies_once_they_are_published() {
     // Every change wrote its event in the same batch; the dispatcher fans them out.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let mut messages: Vec<WebhookMessage> = running
-            .state
-            .node()
-            .store()
-            .scan::<WebhookMessage>(Scan::prefix(b""))
-            .expect("scan")
-            .into_iter()
-            .map(|(_, m)| m)
-            .collect();
-        messages.sort_by_key(|m| m.event_id);
+        let messages = util::webhook_messages(&running.state);
         let kinds: Vec<String> = messages
             .iter()
             .map(|m| serde_json::from_str::<Value>(&m.body).expect("json"))
@@ -465,12 +454,10 @@ async fn a_temporary_failure_stored_by_an_older_build_is_answered_as_pending() {
     let id: herald_queue::Id = created["id"].as_str().expect("id").parse().expect("id");
     let state = &running.state;
     let mut domain = state
-        .node()
-        .store()
-        .scan::<herald::domains::Domain>(Scan::prefix(b""))
-        .expect("scan")
+        .domains()
+        .all()
+        .expect("domains")
         .into_iter()
-        .map(|(_, d)| d)
         .find(|d| d.id == id)
         .expect("stored");
     domain.status = herald::domains::DomainStatus::TemporaryFailure;

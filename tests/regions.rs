@@ -360,12 +360,11 @@ async fn an_address_this_host_cannot_bind_is_passed_over() {
         let kinds: Vec<herald::emails::EmailState> = world
             .running
             .state
-            .node()
-            .store()
-            .scan::<herald::emails::record::EmailEvent>(herald_queue::Scan::prefix(email_id.as_bytes()))
+            .emails()
+            .timeline(email_id)
             .expect("the timeline")
             .into_iter()
-            .map(|(_, event)| event.kind)
+            .map(|event| event.kind)
             .collect();
         assert!(
             kinds.contains(&herald::emails::EmailState::Delivered),

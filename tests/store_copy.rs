@@ -35,6 +35,12 @@ pub struct Copying {
     pub db: Postgres,
 }
 
+impl Default for Copying {
+    fn default() -> Copying {
+        Copying::new()
+    }
+}
+
 impl Copying {
     /// A new node and database.
     pub fn new() -> Copying {

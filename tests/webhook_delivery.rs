@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use herald::webhooks::{MessageState, WebhookAttempt, WebhookLog, WebhookMessage};
-use herald_queue::Scan;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -181,28 +180,15 @@ async fn events_reach_a_subscribed_endpoint_signed_and_retried_after_a_failure()
 
     // The message is delivered (so nothing more is due), and both attempts are logged.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !running
-        .state
-        .node()
-        .store()
-        .scan::<WebhookMessage>(Scan::prefix(b""))
-        .expect("scan")
+    while !util::webhook_messages(&running.state)
         .iter()
-        .all(|(_, m)| m.state == MessageState::Delivered)
+        .all(|m| m.state == MessageState::Delivered)
     {
         assert!(Instant::now() < deadline, "the message was never marked delivered");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(seen.lock().expect("lock").len(), 2);
-    let attempts: Vec<WebhookAttempt> = running
-        .state
-        .node()
-        .store()
-        .scan::<WebhookAttempt>(Scan::prefix(b""))
-        .expect("scan")
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let attempts: Vec<WebhookAttempt> = util::webhook_attempts(&running.state);
     assert_eq!(
         attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
         vec![Some(500), Some(200)]
@@ -303,15 +289,7 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let message = loop {
-        let messages: Vec<WebhookMessage> = running
-            .state
-            .node()
-            .store()
-            .scan::<WebhookMessage>(Scan::prefix(b""))
-            .expect("scan")
-            .into_iter()
-            .map(|(_, m)| m)
-            .collect();
+        let messages: Vec<WebhookMessage> = util::webhook_messages(&running.state);
         if let Some(done) = messages.into_iter().find(|m| m.state == MessageState::Failed) {
             break done;
         }
@@ -319,15 +297,7 @@ async fn an_endpoint_that_never_answers_times_out_and_the_message_fails_after_th
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(message.attempts, 2, "the first try and one retry");
-    let attempts: Vec<WebhookAttempt> = running
-        .state
-        .node()
-        .store()
-        .scan::<WebhookAttempt>(Scan::prefix(b""))
-        .expect("scan")
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let attempts: Vec<WebhookAttempt> = util::webhook_attempts(&running.state);
     assert_eq!(attempts.len(), 2);
     assert!(
         attempts.iter().all(|a| a.status.is_none() && a.error.is_some()),

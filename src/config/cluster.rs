@@ -82,6 +82,25 @@ impl DatabaseSsl {
     }
 }
 
+impl super::Config {
+    /// `url` read as `[cluster] postgres` would read it, with this config's connection
+    /// limit: the database `herald store copy --to` names. An error names `--to`.
+    pub fn with_postgres(&self, url: &str) -> Result<PostgresConfig, ConfigError> {
+        let connections_max = self
+            .cluster
+            .postgres
+            .as_ref()
+            .map_or(POSTGRES_CONNECTIONS_DEFAULT, |postgres| postgres.connections_max);
+        Validator { file: None }
+            .postgres(url.trim(), connections_max)
+            .map_err(|error| ConfigError {
+                file: None,
+                key: "--to".to_owned(),
+                message: error.message,
+            })
+    }
+}
+
 impl Validator<'_> {
     /// `[cluster]`, with `hostname` (`[server] hostname`) as the default node id.
     pub(super) fn cluster(&self, raw: &RawCluster, hostname: &str) -> Result<ClusterConfig, ConfigError> {

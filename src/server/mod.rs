@@ -358,6 +358,7 @@ async fn open_store(
         let (node, spool) = Node::open(options)?;
         let backends = match &db {
             Some(db) => {
+                crate::storage::copy::check_join(&node, db)?;
                 node.mark_records_shared(db.url())?;
                 Backends::postgres(&node, db)
             }

@@ -180,9 +180,38 @@ pub enum Refused {
     /// The database holds records that are not an unfinished copy of this node's.
     #[error("the database is not empty ({0}): herald store copy fills an empty database only")]
     NotEmpty(String),
+    /// The node's own records are not in the database it was started on.
+    #[error(
+        "this data directory holds records of its own that are not in the database: copy them with \
+         `herald store copy --to <url>` first, or start on an empty data directory to join the database"
+    )]
+    Unmoved,
     /// Reading or writing failed.
     #[error(transparent)]
     Storage(#[from] Error),
+}
+
+/// `herald store copy`: opens the node's store as `config` names it (the node must be
+/// stopped: its directory is locked while it runs), connects to `target` and brings its
+/// schema to this build's, then copies ([`run`]).
+pub fn copy_node(config: &crate::config::Config, target: &crate::config::PostgresConfig) -> anyhow::Result<Copied> {
+    use anyhow::Context as _;
+    let path = config.server.data_dir.join("spool");
+    let options = super::NodeOptions {
+        path: path.clone(),
+        clock: std::sync::Arc::new(herald_queue::SystemClock),
+        min_free_space: 0,
+        commit_queue_max: config.spool.commit_queue_max,
+    };
+    let (node, spool) = Node::open(options).with_context(|| {
+        format!(
+            "cannot open the node's store at {} (is herald still running on it? stop it first)",
+            path.display()
+        )
+    })?;
+    let db = Postgres::connect(target).with_context(|| format!("--to {}", target.redacted))?;
+    db.migrate().with_context(|| format!("--to {}", target.redacted))?;
+    Ok(run(&node, &spool, &db)?)
 }
 
 /// Copies every record of `node` (stopped: its directory is locked by this process) into
@@ -210,6 +239,30 @@ pub fn run(node: &Node, spool: &Spool, db: &Postgres) -> Result<Copied, Refused>
         counts: copy.counts,
         restarted,
     })
+}
+
+/// Whether `node` may start with its records in `db`: a node that never kept records of
+/// its own may (it joins), and so may one whose records were copied there (the directory
+/// is marked, or the copy finished just before the mark: the database was initialised with
+/// the node's operator team, which this then marks). A node with records of its own that
+/// the database lacks is refused: starting would leave them behind.
+pub fn check_join(node: &Node, db: &Postgres) -> Result<(), Refused> {
+    if node.records_shared()?.is_some() {
+        return Ok(());
+    }
+    let Some((team, _)) = crate::accounts::store::initialised_locally(node.store())? else {
+        return Ok(());
+    };
+    let theirs = db.one(
+        "SELECT team_id FROM herald_meta WHERE name = 'initialised'",
+        &[],
+        |row| Ok(row.get::<_, Option<uuid::Uuid>>(0)),
+    )?;
+    if theirs.flatten() == Some(team.uuid()) {
+        node.mark_records_shared(db.url())?;
+        return Ok(());
+    }
+    Err(Refused::Unmoved)
 }
 
 /// Stamps an empty `db` as being filled by the node whose operator team is `team`, or

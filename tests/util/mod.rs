@@ -66,10 +66,28 @@ pub fn on_postgres() -> bool {
     std::env::var("HERALD_TEST_BACKEND").is_ok_and(|backend| backend == "postgres")
 }
 
+/// The databases of the test directories whose servers keep their records in PostgreSQL.
+static DATABASES: Mutex<Vec<(std::path::PathBuf, String)>> = Mutex::new(Vec::new());
+
+/// Runs `sql` on the database that the servers on `dir` keep their records in (the suites
+/// run on PostgreSQL and a server on `dir` was configured).
+pub fn records_sql(dir: &Path, sql: &str) {
+    let url = lock(&DATABASES)
+        .iter()
+        .find(|(known, _)| known == dir)
+        .map(|(_, url)| url.clone())
+        .expect("the records of the servers on this directory are in PostgreSQL");
+    let name = url
+        .rsplit('/')
+        .next()
+        .and_then(|last| last.split('?').next())
+        .expect("a database name");
+    postgres::server().execute(name, sql);
+}
+
 /// The `[cluster]` section that puts the records of a server on `dir` in PostgreSQL when
 /// the suites run there ([`on_postgres`]) and the test did not write its own.
 fn shared_records(dir: &Path, extra: &str) -> String {
-    static DATABASES: Mutex<Vec<(std::path::PathBuf, String)>> = Mutex::new(Vec::new());
     if !on_postgres() || extra.contains("[cluster]") {
         return String::new();
     }
@@ -420,4 +438,63 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).expect("copy spool file");
         }
     }
+}
+
+/// Every page of a list, oldest page last: `list` gives a page and whether more follow.
+fn every_page<T>(
+    mut list: impl FnMut(&herald::storage::page::PageRequest) -> (Vec<T>, bool),
+    id: impl Fn(&T) -> herald_queue::Id,
+) -> Vec<T> {
+    let mut all = Vec::new();
+    let mut cursor = herald::storage::page::Cursor::Start;
+    loop {
+        let (page, more) = list(&herald::storage::page::PageRequest { limit: 100, cursor });
+        let last = page.last().map(&id);
+        all.extend(page);
+        match (more, last) {
+            (true, Some(last)) => cursor = herald::storage::page::Cursor::After(last),
+            _ => return all,
+        }
+    }
+}
+
+/// Every webhook message `state` keeps, of every team's every endpoint, read through its
+/// stores (so on either backend), oldest first.
+pub fn webhook_messages(state: &herald::server::AppState) -> Vec<herald::webhooks::WebhookMessage> {
+    let mut messages = Vec::new();
+    for team in state.accounts().teams().expect("teams") {
+        for webhook in state.webhooks().for_team(team.id).expect("webhooks") {
+            messages.extend(every_page(
+                |page| {
+                    state
+                        .webhook_log()
+                        .messages(team.id, webhook.id, page)
+                        .expect("messages")
+                },
+                |message| message.event_id,
+            ));
+        }
+    }
+    messages.sort_by_key(|message| message.event_id);
+    messages
+}
+
+/// Every webhook delivery attempt `state` keeps, read through its stores, oldest first.
+pub fn webhook_attempts(state: &herald::server::AppState) -> Vec<herald::webhooks::WebhookAttempt> {
+    let mut attempts = Vec::new();
+    for team in state.accounts().teams().expect("teams") {
+        for webhook in state.webhooks().for_team(team.id).expect("webhooks") {
+            attempts.extend(every_page(
+                |page| {
+                    state
+                        .webhook_log()
+                        .attempts(team.id, webhook.id, page)
+                        .expect("attempts")
+                },
+                |attempt| attempt.id,
+            ));
+        }
+    }
+    attempts.sort_by_key(|attempt| attempt.id);
+    attempts
 }

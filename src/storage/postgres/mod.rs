@@ -120,13 +120,18 @@ impl Postgres {
         })
     }
 
-    /// Runs one statement and answers how many rows it touched.
+    /// Runs one statement and answers how many rows it touched. This helper and the two
+    /// below prepare `sql` once per connection (the pool's statement cache): a call is one
+    /// round trip, not two.
     ///
     /// # Errors
     ///
     /// As [`Postgres::run`].
     pub fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Error> {
-        self.run(async |client| client.execute(sql, params).await.map_err(from_driver))
+        self.run(async |client| {
+            let statement = client.prepare_cached(sql).await.map_err(from_driver)?;
+            client.execute(&statement, params).await.map_err(from_driver)
+        })
     }
 
     /// The row `sql` finds with `params`, if any, read with `read`.
@@ -141,7 +146,8 @@ impl Postgres {
         read: impl Fn(&Row) -> Result<T, Error>,
     ) -> Result<Option<T>, Error> {
         self.run(async |client| {
-            let row = client.query_opt(sql, params).await.map_err(from_driver)?;
+            let statement = client.prepare_cached(sql).await.map_err(from_driver)?;
+            let row = client.query_opt(&statement, params).await.map_err(from_driver)?;
             row.as_ref().map(read).transpose()
         })
     }
@@ -158,7 +164,8 @@ impl Postgres {
         read: impl Fn(&Row) -> Result<T, Error>,
     ) -> Result<Vec<T>, Error> {
         self.run(async |client| {
-            let rows = client.query(sql, params).await.map_err(from_driver)?;
+            let statement = client.prepare_cached(sql).await.map_err(from_driver)?;
+            let rows = client.query(&statement, params).await.map_err(from_driver)?;
             rows.iter().map(read).collect()
         })
     }

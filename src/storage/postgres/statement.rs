@@ -37,20 +37,31 @@ impl Statement {
 }
 
 /// Runs `statements` in one transaction, in order, and waits for it to commit.
+///
+/// Each distinct statement is prepared once per connection (the pool's statement cache),
+/// and the statements are sent without waiting for each other's answers: the driver
+/// pipelines requests issued together on one connection, in the order issued, so a change
+/// of many rows costs a few round trips, not two per row.
 pub(crate) fn commit(statements: &[Statement]) -> Result<(), Error> {
     let Some(db) = statements.first().map(|first| first.db.clone()) else {
         return Ok(());
     };
     db.run(async |client| {
-        let transaction = client.transaction().await.map_err(from_driver)?;
+        let mut prepared = Vec::with_capacity(statements.len());
         for statement in statements {
+            prepared.push(client.prepare_cached(statement.sql).await.map_err(from_driver)?);
+        }
+        let transaction = client.transaction().await.map_err(from_driver)?;
+        let runs = statements.iter().zip(&prepared).map(|(statement, prepared)| {
             let values: Vec<&(dyn ToSql + Sync)> = statement
                 .values
                 .iter()
                 .map(|value| &**value as &(dyn ToSql + Sync))
                 .collect();
-            transaction.execute(statement.sql, &values).await.map_err(from_driver)?;
-        }
+            let transaction = &transaction;
+            async move { transaction.execute(prepared, &values).await }
+        });
+        futures_util::future::try_join_all(runs).await.map_err(from_driver)?;
         transaction.commit().await.map_err(from_driver)
     })
 }
