@@ -187,8 +187,12 @@ async fn serve_starts_answers_reloads_on_sighup_and_stops_cleanly_on_sigterm() {
     let mut options = StoreOptions::new(dir.path().join("data/spool"));
     options.min_free_space = 0;
     let store = Store::open(options).expect("store reopens after a clean stop");
-    let digest = Token::parse(token).expect("token").digest();
-    assert!(store.get::<ApiKeyDigest>(digest).expect("get").is_some());
+    // Where the node keeps its records (on PostgreSQL, the key is there, and the requests
+    // above authenticated with it).
+    if !util::on_postgres() {
+        let digest = Token::parse(token).expect("token").digest();
+        assert!(store.get::<ApiKeyDigest>(digest).expect("get").is_some());
+    }
 }
 
 #[test]

@@ -110,12 +110,11 @@ impl World {
         let email_id: herald_queue::Id = id.parse().expect("id");
         self.running
             .state
-            .node()
-            .store()
-            .scan::<EmailEvent>(Scan::prefix(email_id.as_bytes()))
-            .expect("scan timeline")
+            .emails()
+            .timeline(email_id)
+            .expect("the timeline")
             .into_iter()
-            .map(|(_, event)| {
+            .map(|event| {
                 let to = event.data["to"][0].as_str().unwrap_or_default().to_owned();
                 (format!("email.{}", event.kind), to, event.data)
             })

@@ -330,17 +330,11 @@ async fn the_queue_is_listed_shown_counted_retried_and_deleted_per_team() {
         .json();
     assert_eq!(email["last_event"], "canceled", "{email}");
     let id: Id = theirs.parse().expect("id");
-    let events = world
-        .running
-        .state
-        .node()
-        .store()
-        .scan::<EmailEvent>(Scan::prefix(id.as_bytes()))
-        .expect("scan");
+    let events = world.running.state.emails().timeline(id).expect("the timeline");
     assert!(
         events
             .iter()
-            .any(|(_, e)| e.kind == EmailState::Canceled && e.data["to"] == json!(["defer-d@example.net"])),
+            .any(|e| e.kind == EmailState::Canceled && e.data["to"] == json!(["defer-d@example.net"])),
         "{events:?}"
     );
     assert_eq!(world.ids(OPERATOR_KEY, "").await, vec![deferred, scheduled]);

@@ -104,11 +104,10 @@ async fn first_start_creates_a_private_bootstrap_key_and_restarts_keep_it() {
     );
     let token = Token::parse(std::fs::read_to_string(&path).expect("read").trim()).expect("token");
     assert!(token.expose().starts_with("re_"));
-    let found: ApiKeyDigest = running
+    let found = running
         .state
-        .node()
-        .store()
-        .get(token.digest())
+        .accounts()
+        .key_by_digest(&token.digest())
         .expect("get")
         .expect("key indexed by digest");
     assert_eq!(found.team_id, team_id);
