@@ -13,9 +13,12 @@ use mail_parser::{MessageParser, PartType};
 use super::record::EmailRecord;
 
 /// Fills in `record`'s `html` and `text` from its retained message, when it keeps them
-/// there and retention has not removed them.
+/// there and retention has not removed them. A record that holds a body already was read
+/// from its message once, when `herald store copy` moved it into a shared database
+/// ([`crate::emails::store::copy`]): it is shown as it is, on any node, the message
+/// being this node's alone.
 pub fn fill(spool: &Spool, record: &mut EmailRecord) -> Result<(), Error> {
-    if !record.content_in_message || record.content_expired {
+    if !record.content_in_message || record.content_expired || record.html.is_some() || record.text.is_some() {
         return Ok(());
     }
     let Some(raw) = spool.retained(record.id)? else {

@@ -158,6 +158,12 @@ const KINDS: &[CopyKind] = &[
     crate::domains::store::copy,
     crate::webhooks::store::copy,
     crate::suppressions::store::copy,
+    crate::emails::store::copy,
+    crate::broadcasts::store::copy,
+    crate::emails::idempotency::store::copy,
+    crate::counters::store::copy,
+    crate::logs::store::copy,
+    crate::webhooks::log::copy,
 ];
 
 /// What a copy did: records per kind, in the order they were copied.

@@ -10,6 +10,7 @@
 //!
 //! The keys and encodings of these tables' broadcast entries are this module's alone.
 
+mod copy;
 pub(crate) mod counts;
 pub(crate) mod postgres;
 
@@ -17,6 +18,7 @@ use std::collections::BTreeMap;
 
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
+pub use self::copy::copy;
 pub use self::postgres::PostgresBroadcasts;
 use super::model::{Broadcast, Recipient};
 use crate::emails::state::EmailState;

@@ -21,7 +21,7 @@ use crate::storage::{Change, Error};
 
 /// The count, among a broadcast's email counts, of the emails a cancel took back (not an
 /// email state).
-const TAKEN_BACK: &str = "taken_back";
+pub(super) const TAKEN_BACK: &str = "taken_back";
 
 /// The table's name, for corrupt-record errors.
 const TABLE: &str = "broadcasts";
@@ -32,8 +32,9 @@ const COLUMNS: &str = "id, team_id, name, segment_id, from_address, subject, rep
      preview_text, topic_id, status, created_at, scheduled_at, sent_at, finished_at, cursor_contact, total, sent, \
      unsubscribed, suppressed, failed, canceled, counted";
 
-/// Writes a broadcast, new or changed.
-const WRITE: &str = "INSERT INTO broadcasts (id, team_id, name, segment_id, from_address, subject, reply_to, html,
+/// Writes a broadcast, new or changed ([`values`]).
+pub(super) const WRITE: &str =
+    "INSERT INTO broadcasts (id, team_id, name, segment_id, from_address, subject, reply_to, html,
         text_body, mjml, preview_text, topic_id, status, created_at, scheduled_at, sent_at, finished_at,
         cursor_contact, total, sent, unsubscribed, suppressed, failed, canceled, counted)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
@@ -47,8 +48,9 @@ const WRITE: &str = "INSERT INTO broadcasts (id, team_id, name, segment_id, from
         sent = EXCLUDED.sent, unsubscribed = EXCLUDED.unsubscribed, suppressed = EXCLUDED.suppressed,
         failed = EXCLUDED.failed, canceled = EXCLUDED.canceled, counted = EXCLUDED.counted";
 
-/// Adds to a broadcast's count.
-const COUNT: &str = "INSERT INTO broadcast_email_counts (broadcast_id, state, team_id, n) VALUES ($1, $2, $3, $4)
+/// Adds to a broadcast's count ([`count_values`]).
+pub(super) const COUNT: &str =
+    "INSERT INTO broadcast_email_counts (broadcast_id, state, team_id, n) VALUES ($1, $2, $3, $4)
     ON CONFLICT (broadcast_id, state) DO UPDATE SET n = broadcast_email_counts.n + EXCLUDED.n";
 
 /// Broadcasts in PostgreSQL.
@@ -66,6 +68,39 @@ impl PostgresBroadcasts {
     }
 }
 
+/// Writes the marker of one contact of a broadcast, new or changed
+/// ([`recipient_values`]); nothing when the broadcast is gone.
+pub(super) const WRITE_RECIPIENT: &str = "INSERT INTO broadcast_recipients (broadcast_id, contact_id, team_id, email,
+        outcome, email_id, reason)
+    SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM broadcasts WHERE id = $1)
+    ON CONFLICT (broadcast_id, contact_id) DO UPDATE SET email = EXCLUDED.email,
+        outcome = EXCLUDED.outcome, email_id = EXCLUDED.email_id, reason = EXCLUDED.reason";
+
+/// The values of [`COUNT`]: `delta` on the count of `broadcast`'s emails in `state` (an
+/// email state's name, or [`TAKEN_BACK`]).
+pub(super) fn count_values(team_id: Id, broadcast: Id, state: &str, delta: i64) -> Vec<Value> {
+    vec![
+        Box::new(broadcast.uuid()),
+        Box::new(state.to_owned()),
+        Box::new(team_id.uuid()),
+        Box::new(delta),
+    ]
+}
+
+/// The values of [`WRITE_RECIPIENT`] for `recipient`, a contact of `team_id`'s broadcast
+/// `broadcast`.
+pub(super) fn recipient_values(team_id: Id, broadcast: Id, recipient: &Recipient) -> Vec<Value> {
+    vec![
+        Box::new(broadcast.uuid()),
+        Box::new(recipient.contact_id.uuid()),
+        Box::new(team_id.uuid()),
+        Box::new(recipient.email.clone()),
+        Box::new(enum_text(&recipient.outcome)),
+        Box::new(recipient.email_id.map(|id| id.uuid())),
+        Box::new(recipient.reason.clone()),
+    ]
+}
+
 /// Stages `delta` on the count of `broadcast`'s emails in `state`: for the email store,
 /// in the change that moves an email of a broadcast. Not safe to run twice (a count);
 /// issue 43's outbox must apply it once.
@@ -80,12 +115,7 @@ pub(crate) fn stage_count(
     change.stage_shared(Statement::new(
         db,
         COUNT,
-        vec![
-            Box::new(broadcast.uuid()),
-            Box::new(enum_text(&state)),
-            Box::new(team_id.uuid()),
-            Box::new(delta),
-        ],
+        count_values(team_id, broadcast, &enum_text(&state), delta),
     ));
 }
 
@@ -98,7 +128,7 @@ fn uncount(value: i64) -> u64 {
 }
 
 /// The values of [`WRITE`] for `broadcast`.
-fn values(broadcast: &Broadcast) -> Vec<Value> {
+pub(super) fn values(broadcast: &Broadcast) -> Vec<Value> {
     vec![
         Box::new(broadcast.id.uuid()),
         Box::new(broadcast.team_id.uuid()),
@@ -252,19 +282,8 @@ impl BroadcastStore for PostgresBroadcasts {
     fn stage_recipient(&self, change: &mut Change, broadcast: &Broadcast, recipient: &Recipient) -> Result<(), Error> {
         change.stage_shared(Statement::new(
             &self.db,
-            "INSERT INTO broadcast_recipients (broadcast_id, contact_id, team_id, email, outcome, email_id, reason)
-                SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM broadcasts WHERE id = $1)
-             ON CONFLICT (broadcast_id, contact_id) DO UPDATE SET email = EXCLUDED.email,
-                outcome = EXCLUDED.outcome, email_id = EXCLUDED.email_id, reason = EXCLUDED.reason",
-            vec![
-                Box::new(broadcast.id.uuid()),
-                Box::new(recipient.contact_id.uuid()),
-                Box::new(broadcast.team_id.uuid()),
-                Box::new(recipient.email.clone()),
-                Box::new(enum_text(&recipient.outcome)),
-                Box::new(recipient.email_id.map(|id| id.uuid())),
-                Box::new(recipient.reason.clone()),
-            ],
+            WRITE_RECIPIENT,
+            recipient_values(broadcast.team_id, broadcast.id, recipient),
         ));
         Ok(())
     }
@@ -302,12 +321,7 @@ impl BroadcastStore for PostgresBroadcasts {
         change.stage_shared(Statement::new(
             &self.db,
             COUNT,
-            vec![
-                Box::new(broadcast.uuid()),
-                Box::new(TAKEN_BACK),
-                Box::new(team_id.uuid()),
-                Box::new(1_i64),
-            ],
+            count_values(team_id, broadcast, TAKEN_BACK, 1),
         ));
     }
 

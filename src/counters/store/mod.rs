@@ -20,7 +20,7 @@
 //! events that a data directory of a build before the counters recorded, into that
 //! directory's own counters (a start-up migration of the node's store). A node on
 //! PostgreSQL counts every event as it happens; bringing a directory's counters into the
-//! database is the work of moving a node (`herald store copy`, to come).
+//! database is the work of moving a node (`herald store copy`, [`copy`]).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -58,11 +58,11 @@ pub trait CounterStore: Send + Sync + std::fmt::Debug {
 pub(crate) const METRICS: u8 = 1;
 
 /// The byte after the team id that marks quota counters.
-const QUOTAS: u8 = 2;
+pub(super) const QUOTAS: u8 = 2;
 
 /// What the keys of source addresses' days begin with: sixteen zero bytes (no team has
 /// the zero id) and a mark of their own.
-const SOURCES: [u8; 17] = {
+pub(super) const SOURCES: [u8; 17] = {
     let mut prefix = [0u8; 17];
     prefix[16] = 3;
     prefix
@@ -256,9 +256,11 @@ impl CounterStore for RocksCounters {
 }
 
 pub(crate) mod backfill;
+mod copy;
 mod postgres;
 mod postgres_retention;
 
+pub use copy::copy;
 pub use postgres::PostgresCounters;
 
 #[cfg(test)]

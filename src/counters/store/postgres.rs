@@ -40,18 +40,21 @@ use crate::storage::{Change, Error};
 /// transaction of a megabyte or so.
 const ERASE_BATCH: i64 = 10_000;
 
-/// Adds one event to a team's metric; a new row counts from its day's start.
-const COUNT: &str = "INSERT INTO metric_counts (team_id, bucket, domain, metric, n, retention_from)
-    VALUES ($1, $2, $3, $4, 1, $5)
+/// Adds events to a team's metric ([`metric_values`]); a new row counts from its day's
+/// start.
+pub(super) const COUNT: &str = "INSERT INTO metric_counts (team_id, bucket, domain, metric, n, retention_from)
+    VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (team_id, bucket, domain, metric) DO UPDATE SET n = metric_counts.n + EXCLUDED.n";
 
-/// Adds emails to a team's quota period; a new row counts from the period's end.
-const ADD_QUOTA: &str = "INSERT INTO quota_counts (team_id, period, number, n, retention_from)
+/// Adds emails to a team's quota period ([`quota_values`]); a new row counts from the
+/// period's end.
+pub(super) const ADD_QUOTA: &str = "INSERT INTO quota_counts (team_id, period, number, n, retention_from)
     VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (team_id, period, number) DO UPDATE SET n = quota_counts.n + EXCLUDED.n";
 
-/// Adds messages to a source address's day; a new row counts from the day's end.
-const ADD_SOURCE: &str = "INSERT INTO source_counts (address, day, n, retention_from)
+/// Adds messages to a source address's day ([`source_values`]); a new row counts from the
+/// day's end.
+pub(super) const ADD_SOURCE: &str = "INSERT INTO source_counts (address, day, n, retention_from)
     VALUES ($1, $2, $3, $4)
     ON CONFLICT (address, day) DO UPDATE SET n = source_counts.n + EXCLUDED.n";
 
@@ -90,17 +93,47 @@ fn bigint(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The values of [`COUNT`]: `n` more `metric` events of `team_id` from `domain` in
+/// `bucket`.
+pub(super) fn metric_values(team_id: Id, bucket: u32, domain: String, metric: Metric, n: u64) -> Vec<Value> {
+    let day = bucket - bucket % BUCKETS_PER_DAY;
+    vec![
+        Box::new(team_id.uuid()),
+        Box::new(i64::from(bucket)),
+        Box::new(domain),
+        Box::new(metric.name()),
+        Box::new(bigint(n)),
+        Box::new(time(start_of(day))),
+    ]
+}
+
+/// The values of [`ADD_QUOTA`]: `n` more emails in `team_id`'s quota `counter`, a period
+/// that ends at `ends`.
+pub(super) fn quota_values(team_id: Id, counter: QuotaCounter, n: u64, ends: Timestamp) -> Vec<Value> {
+    let (period, number) = period(counter);
+    vec![
+        Box::new(team_id.uuid()),
+        Box::new(period),
+        Box::new(number),
+        Box::new(bigint(n)),
+        Box::new(time(ends)),
+    ]
+}
+
+/// The values of [`ADD_SOURCE`]: `n` more messages sent from `ip` on UTC `day`, which
+/// ends at `ends`.
+pub(super) fn source_values(ip: IpAddr, day: u32, n: u64, ends: Timestamp) -> Vec<Value> {
+    vec![
+        Box::new(ip),
+        Box::new(i64::from(day)),
+        Box::new(bigint(n)),
+        Box::new(time(ends)),
+    ]
+}
+
 impl CounterStore for PostgresCounters {
     fn count(&self, change: &mut Change, team_id: Id, from: &str, at: Timestamp, metric: Metric) {
-        let bucket = bucket_of(at);
-        let day = bucket - bucket % BUCKETS_PER_DAY;
-        let values: Vec<Value> = vec![
-            Box::new(team_id.uuid()),
-            Box::new(i64::from(bucket)),
-            Box::new(domain_of(from)),
-            Box::new(metric.name()),
-            Box::new(time(start_of(day))),
-        ];
+        let values = metric_values(team_id, bucket_of(at), domain_of(from), metric, 1);
         change.stage_shared(Statement::new(&self.db, COUNT, values));
     }
 
@@ -135,14 +168,7 @@ impl CounterStore for PostgresCounters {
     }
 
     fn add_quota(&self, change: &mut Change, team_id: Id, counter: QuotaCounter, n: u64, ends: Timestamp) {
-        let (period, number) = period(counter);
-        let values: Vec<Value> = vec![
-            Box::new(team_id.uuid()),
-            Box::new(period),
-            Box::new(number),
-            Box::new(bigint(n)),
-            Box::new(time(ends)),
-        ];
+        let values = quota_values(team_id, counter, n, ends);
         change.stage_shared(Statement::new(&self.db, ADD_QUOTA, values));
     }
 
@@ -155,12 +181,7 @@ impl CounterStore for PostgresCounters {
     }
 
     fn add_source(&self, change: &mut Change, ip: IpAddr, day: u32, n: u64, ends: Timestamp) {
-        let values: Vec<Value> = vec![
-            Box::new(ip),
-            Box::new(i64::from(day)),
-            Box::new(bigint(n)),
-            Box::new(time(ends)),
-        ];
+        let values = source_values(ip, day, n, ends);
         change.stage_shared(Statement::new(&self.db, ADD_SOURCE, values));
     }
 

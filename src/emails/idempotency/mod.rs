@@ -12,7 +12,7 @@
 
 pub mod expiry;
 mod record;
-mod store;
+pub(crate) mod store;
 
 use herald_queue::{Id, Timestamp};
 use serde_json::Value;

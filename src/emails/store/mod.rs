@@ -9,6 +9,7 @@
 //! The keys and encodings of [`Table::EMAILS`], [`Table::EMAIL_STATUS`],
 //! [`Table::EVENTS`] and [`Table::EMAILS_BY_STATUS`] are this module's alone.
 
+mod copy;
 mod postgres;
 pub mod retention;
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 use herald_queue::{Batch, Id, Record, Scan, Spool, Store, Table, Timestamp, decode_record};
 use serde_json::Value;
 
+pub use self::copy::copy;
 pub use self::postgres::PostgresEmails;
 use super::record::{EmailEvent, EmailRecord, EmailStatus};
 use super::state::EmailState;

@@ -15,10 +15,10 @@ use crate::storage::expiry::{self, Expiry, Sweep};
 use crate::storage::{Change, Error};
 
 /// Records (with their status, events and attempt log) by final outcome.
-const RECORDS: DueIndex = DueIndex::new(Table::EMAIL_EXPIRY);
+pub(super) const RECORDS: DueIndex = DueIndex::new(Table::EMAIL_EXPIRY);
 
 /// Contents by final outcome.
-const CONTENT: DueIndex = DueIndex::new(Table::CONTENT_EXPIRY);
+pub(super) const CONTENT: DueIndex = DueIndex::new(Table::CONTENT_EXPIRY);
 
 /// The store-wide fact that every email final before this index existed has its entries.
 const INDEXED: &[u8] = b"retention.emails.indexed";
@@ -32,7 +32,7 @@ pub fn arm_final(change: &mut Change, team_id: Id, id: Id, at: Timestamp) {
 }
 
 /// The email of an index entry's key: team, then email id.
-fn email_of(key: &[u8]) -> Option<Id> {
+pub(super) fn email_of(key: &[u8]) -> Option<Id> {
     key.get(16..).filter(|_| key.len() == 32).and_then(Id::from_slice)
 }
 

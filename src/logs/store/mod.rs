@@ -7,6 +7,7 @@
 //! The keys and encodings of [`Table::LOGS`] and [`Table::LOG_DUE`] are this module's
 //! alone.
 
+mod copy;
 mod expiry;
 mod postgres;
 
@@ -19,6 +20,7 @@ use crate::storage::Error;
 use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 
+pub use copy::copy;
 pub(crate) use expiry::migrate;
 pub use postgres::PostgresRequestLogs;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use herald_queue::{Id, SharedClock};
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::RequestLogStore;
 use crate::logs::model::RequestLog;
@@ -13,7 +14,7 @@ use crate::storage::Error;
 use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 use crate::storage::postgres::due::{DeleteRows, RowQueue};
-use crate::storage::postgres::{Postgres, from_driver, page_of, page_params, page_sql, time, timestamp};
+use crate::storage::postgres::{Postgres, Value, from_driver, page_of, page_params, page_sql, time, timestamp};
 
 /// The columns of `request_logs`, in the order [`log`] reads them.
 const COLUMNS: &str = "id, team_id, api_key_id, method, path, query, status, user_agent, duration_ms, \
@@ -31,6 +32,30 @@ impl PostgresRequestLogs {
     pub fn new(db: Postgres, clock: SharedClock) -> PostgresRequestLogs {
         PostgresRequestLogs { db, clock }
     }
+}
+
+/// Writes a log ([`values`]); run again, nothing more.
+pub(super) const INSERT: &str = "INSERT INTO request_logs (id, team_id, api_key_id, method, path, query, status,
+        user_agent, duration_ms, request_body, response_body, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    ON CONFLICT (id) DO NOTHING";
+
+/// The values of [`INSERT`] for `log`.
+pub(super) fn values(log: &RequestLog) -> Vec<Value> {
+    vec![
+        Box::new(log.id.uuid()),
+        Box::new(log.team_id.uuid()),
+        Box::new(log.api_key_id.uuid()),
+        Box::new(log.method.clone()),
+        Box::new(log.path.clone()),
+        Box::new(log.query.clone()),
+        Box::new(i32::from(log.status)),
+        Box::new(log.user_agent.clone()),
+        Box::new(i64::try_from(log.duration_ms).unwrap_or(i64::MAX)),
+        Box::new(log.request_body.clone()),
+        Box::new(log.response_body.clone()),
+        Box::new(time(log.created_at)),
+    ]
 }
 
 fn log(row: &Row) -> RequestLog {
@@ -52,31 +77,10 @@ fn log(row: &Row) -> RequestLog {
 
 impl RequestLogStore for PostgresRequestLogs {
     fn record(&self, log: &RequestLog) {
-        let log = log.clone();
+        let values = values(log);
         self.db.detach(move |client| async move {
-            client
-                .execute(
-                    "INSERT INTO request_logs (id, team_id, api_key_id, method, path, query, status, user_agent,
-                        duration_ms, request_body, response_body, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-                     ON CONFLICT (id) DO NOTHING",
-                    &[
-                        &log.id.uuid(),
-                        &log.team_id.uuid(),
-                        &log.api_key_id.uuid(),
-                        &log.method,
-                        &log.path,
-                        &log.query,
-                        &i32::from(log.status),
-                        &log.user_agent,
-                        &i64::try_from(log.duration_ms).unwrap_or(i64::MAX),
-                        &log.request_body,
-                        &log.response_body,
-                        &time(log.created_at),
-                    ],
-                )
-                .await
-                .map_err(from_driver)?;
+            let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|value| &**value as _).collect();
+            client.execute(INSERT, &params).await.map_err(from_driver)?;
             Ok(())
         });
     }

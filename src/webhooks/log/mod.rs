@@ -10,6 +10,7 @@
 //!
 //! The keys and encodings of these tables are this module's alone.
 
+mod copy;
 mod postgres;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::storage::expiry::{self, Expiry, Sweep};
 use crate::storage::page::PageRequest;
 use crate::storage::{Change, Error};
 
+pub use self::copy::copy;
 pub use self::postgres::PostgresWebhookLog;
 pub use crate::storage::Committing;
 

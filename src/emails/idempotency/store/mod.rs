@@ -8,6 +8,7 @@
 //!
 //! The keys and encodings of both tables are this module's alone.
 
+mod copy;
 mod in_flight;
 mod postgres;
 
@@ -20,6 +21,7 @@ use crate::storage::due::{self, DueQueue};
 use crate::storage::{Change, Error};
 use in_flight::KeysInFlight;
 
+pub use copy::copy;
 pub use postgres::PostgresIdempotency;
 
 /// Records examined per write when expiring or indexing.

@@ -39,8 +39,8 @@ const ERASE_BATCH: i64 = 10_000;
 
 /// Writes a key's record, replacing the one it had. The trigger refuses to replace a row
 /// another process wrote that still answers (see the module's notes); run again, the
-/// statement writes the same row, id and all.
-const UPSERT: &str = "INSERT INTO idempotency_keys (team_id, key_digest, id, writer, body_sha256,
+/// statement writes the same row, id and all. Its values are [`values`].
+pub(super) const UPSERT: &str = "INSERT INTO idempotency_keys (team_id, key_digest, id, writer, body_sha256,
         email_id, status, response, created_at, answers_until)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     ON CONFLICT (team_id, key_digest) DO UPDATE SET id = EXCLUDED.id, writer = EXCLUDED.writer,
@@ -80,6 +80,27 @@ impl PostgresIdempotency {
     fn queue(&self) -> RowQueue {
         RowQueue::new(&self.db, self.clock.clone(), "idempotency_keys", "created_at")
     }
+}
+
+/// The values of [`UPSERT`]: `record` under `key`, as the write `id` of the process
+/// `writer`.
+pub(super) fn values(key: &IdempotencyKey, record: &IdempotencyRecord, id: Id, writer: uuid::Uuid) -> Vec<Value> {
+    let (email_id, status, response) = match &record.answer {
+        Answer::Smtp { email_id } => (Some(email_id.uuid()), None, None),
+        Answer::Http { status, response } => (None, Some(i32::from(*status)), Some(response.clone())),
+    };
+    vec![
+        Box::new(key.team_id.uuid()),
+        Box::new(key.digest.to_vec()),
+        Box::new(id.uuid()),
+        Box::new(writer),
+        Box::new(record.body_sha256.clone()),
+        Box::new(email_id),
+        Box::new(status),
+        Box::new(response),
+        Box::new(time(record.created_at)),
+        Box::new(time(record.created_at.saturating_add(RETENTION))),
+    ]
 }
 
 /// The record of `row` (`body_sha256, email_id, status, response, created_at`).
@@ -142,22 +163,7 @@ impl IdempotencyStore for PostgresIdempotency {
     }
 
     fn stage(&self, change: &mut Change, key: &IdempotencyKey, record: &IdempotencyRecord) -> Result<(), Error> {
-        let (email_id, status, response) = match &record.answer {
-            Answer::Smtp { email_id } => (Some(email_id.uuid()), None, None),
-            Answer::Http { status, response } => (None, Some(i32::from(*status)), Some(response.clone())),
-        };
-        let values: Vec<Value> = vec![
-            Box::new(key.team_id.uuid()),
-            Box::new(key.digest.to_vec()),
-            Box::new(self.ids.next(record.created_at).uuid()),
-            Box::new(self.writer),
-            Box::new(record.body_sha256.clone()),
-            Box::new(email_id),
-            Box::new(status),
-            Box::new(response),
-            Box::new(time(record.created_at)),
-            Box::new(time(record.created_at.saturating_add(RETENTION))),
-        ];
+        let values = values(key, record, self.ids.next(record.created_at), self.writer);
         change.stage_shared(Statement::new(&self.db, UPSERT, values));
         Ok(())
     }

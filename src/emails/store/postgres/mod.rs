@@ -8,8 +8,8 @@
 //! counts of a broadcast whose email enters or changes status (the broadcasts' store's
 //! `stage_count`).
 
-mod retention;
-mod rows;
+pub(super) mod retention;
+pub(super) mod rows;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,19 +50,14 @@ impl PostgresEmails {
 
     /// Stages the timeline event of `email_id`.
     fn append(&self, change: &mut Change, email_id: Id, kind: EmailState, data: Value, at: Timestamp) {
-        self.stage(
-            change,
-            "INSERT INTO email_events (id, email_id, kind, created_at, data)
-                SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM emails WHERE id = $2)
-             ON CONFLICT (id) DO NOTHING",
-            vec![
-                Box::new(self.node.next_id().uuid()),
-                Box::new(email_id.uuid()),
-                Box::new(enum_text(&kind)),
-                Box::new(time(at)),
-                Box::new(data),
-            ],
-        );
+        let event = EmailEvent {
+            id: self.node.next_id(),
+            email_id,
+            kind,
+            created_at: at,
+            data,
+        };
+        self.stage(change, rows::INSERT_EVENT, rows::event_values(&event));
     }
 
     /// Stages the rewrite of `email_id`'s attempt log.
@@ -75,19 +70,8 @@ impl PostgresEmails {
         for (position, attempt) in status.attempts.iter().enumerate() {
             self.stage(
                 change,
-                "INSERT INTO email_attempts (email_id, position, at, recipients, host, ip, source, tls, reply)
-                    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM emails WHERE id = $1)",
-                vec![
-                    Box::new(status.id.uuid()),
-                    Box::new(i32::try_from(position).unwrap_or(i32::MAX)),
-                    Box::new(time(attempt.at)),
-                    Box::new(attempt.recipients.clone()),
-                    Box::new(attempt.host.clone()),
-                    Box::new(attempt.ip.clone()),
-                    Box::new(attempt.source.clone()),
-                    Box::new(attempt.tls.clone()),
-                    Box::new(attempt.reply.clone()),
-                ],
+                rows::INSERT_ATTEMPT,
+                rows::attempt_values(status.id, position, attempt),
             );
         }
     }
@@ -128,13 +112,6 @@ fn bound(before: Option<&[u8]>) -> Option<uuid::Uuid> {
         padded[..used].copy_from_slice(&bytes[..used]);
         uuid::Uuid::from_bytes(padded)
     })
-}
-
-/// The values of the statement that writes a new email's row.
-fn create_values(record: &EmailRecord) -> Vec<SqlValue> {
-    let mut values = rows::record_values(record);
-    values.push(Box::new(enum_text(&record.last_event)));
-    values
 }
 
 impl EmailStore for PostgresEmails {
@@ -230,7 +207,7 @@ impl EmailStore for PostgresEmails {
     }
 
     fn create(&self, change: &mut Change, record: &EmailRecord, at: Timestamp) -> Result<(), Error> {
-        self.stage(change, rows::INSERT, create_values(record));
+        self.stage(change, rows::INSERT, rows::create_values(record));
         if let Some(broadcast) = record.broadcast_id {
             stage_count(change, &self.db, record.team_id, broadcast, record.last_event, 1);
         }
@@ -267,16 +244,7 @@ impl EmailStore for PostgresEmails {
     }
 
     fn put_status(&self, change: &mut Change, status: &EmailStatus) -> Result<(), Error> {
-        self.stage(
-            change,
-            "UPDATE emails SET last_event = $2, opened = $3, clicked = $4 WHERE id = $1",
-            vec![
-                Box::new(status.id.uuid()),
-                Box::new(enum_text(&status.last_event)),
-                Box::new(status.opened),
-                Box::new(status.clicked),
-            ],
-        );
+        self.stage(change, rows::UPDATE_STATUS, rows::status_values(status));
         self.stage_attempts(change, status);
         Ok(())
     }

@@ -39,6 +39,17 @@ pub(super) fn sweeps(
     ]
 }
 
+/// Arms an email's `[retention] emails` at `$2` unless it is armed already: for the copy
+/// of a node's index ([`super::super::copy`]), read earliest first, where an email's
+/// earliest entry is the one that takes it (as RocksDB's runner would).
+pub(in crate::emails::store) const ARM_RECORDS: &str =
+    "UPDATE emails SET records_due_at = $2 WHERE id = $1 AND records_due_at IS NULL";
+
+/// Arms an email's `[retention] content` at `$2` unless it is armed already, as
+/// [`ARM_RECORDS`] does its record's.
+pub(in crate::emails::store) const ARM_CONTENT: &str =
+    "UPDATE emails SET content_due_at = $2 WHERE id = $1 AND content_due_at IS NULL";
+
 /// The email ids of `due`.
 fn ids(due: &[&Due]) -> Vec<uuid::Uuid> {
     due.iter().filter_map(|due| row_id(&due.key)).collect()

@@ -1,12 +1,13 @@
-//! An email's row: the statements that write it, the columns that read it, and its
-//! attempt log.
+//! An email's row: the statements that write it, the columns that read it, its attempt
+//! log and its timeline's events. Shared by [`super::PostgresEmails`] and the copy of a
+//! node's emails ([`super::super::copy`]), so that both write the same rows.
 
 use std::collections::HashMap;
 
 use herald_queue::Id;
 use tokio_postgres::Row;
 
-use crate::emails::record::{AttemptLog, EmailRecord, EmailStatus, Tag, TemplateRef};
+use crate::emails::record::{AttemptLog, EmailEvent, EmailRecord, EmailStatus, Tag, TemplateRef};
 use crate::storage::Error;
 use crate::storage::postgres::{Value, enum_text, from_driver, text_enum, time, timestamp};
 
@@ -15,14 +16,15 @@ const TABLE: &str = "emails";
 
 /// The columns an email is read from, in the order [`record`] reads them: the record's
 /// (as [`record_values`] writes them), then the status's.
-pub(super) const COLUMNS: &str = "id, team_id, api_key_id, from_address, to_addresses, cc, bcc, reply_to, subject, \
+pub(in crate::emails::store) const COLUMNS: &str = "id, team_id, api_key_id, from_address, to_addresses, cc, bcc, reply_to, subject, \
      html, text_body, tag_names, tag_values, created_at, scheduled_at, message_id, size, source, template_id, \
      template_version_id, topic_id, content_expired, content_in_message, text_derived, line_feeds, broadcast_id, \
      request_log_id, last_event, opened, clicked";
 
 /// Writes a new email: [`record_values`], then its `last_event`. Run again, it changes
 /// nothing.
-pub(super) const INSERT: &str = "INSERT INTO emails (id, team_id, api_key_id, from_address, to_addresses, cc, bcc,
+pub(in crate::emails::store) const INSERT: &str =
+    "INSERT INTO emails (id, team_id, api_key_id, from_address, to_addresses, cc, bcc,
         reply_to, subject, html, text_body, tag_names, tag_values, created_at, scheduled_at, message_id, size, source,
         template_id, template_version_id, topic_id, content_expired, content_in_message, text_derived, line_feeds,
         broadcast_id, request_log_id, last_event)
@@ -31,7 +33,8 @@ pub(super) const INSERT: &str = "INSERT INTO emails (id, team_id, api_key_id, fr
     ON CONFLICT (id) DO NOTHING";
 
 /// Rewrites what the record holds of an email (not its status): [`record_values`].
-pub(super) const UPDATE_RECORD: &str = "UPDATE emails SET api_key_id = $3, from_address = $4, to_addresses = $5,
+pub(in crate::emails::store) const UPDATE_RECORD: &str =
+    "UPDATE emails SET api_key_id = $3, from_address = $4, to_addresses = $5,
         cc = $6, bcc = $7, reply_to = $8, subject = $9, html = $10, text_body = $11, tag_names = $12,
         tag_values = $13, created_at = $14, scheduled_at = $15, message_id = $16, size = $17, source = $18,
         template_id = $19, template_version_id = $20, topic_id = $21, content_expired = $22,
@@ -50,7 +53,7 @@ pub(super) struct Stored {
 }
 
 /// The values of the record's columns, `$1` to `$27`.
-pub(super) fn record_values(record: &EmailRecord) -> Vec<Value> {
+pub(in crate::emails::store) fn record_values(record: &EmailRecord) -> Vec<Value> {
     vec![
         Box::new(record.id.uuid()),
         Box::new(record.team_id.uuid()),
@@ -79,6 +82,67 @@ pub(super) fn record_values(record: &EmailRecord) -> Vec<Value> {
         Box::new(record.line_feeds),
         Box::new(record.broadcast_id.map(|id| id.uuid())),
         Box::new(record.request_log_id.map(|id| id.uuid())),
+    ]
+}
+
+/// The values of [`INSERT`] for a new email: [`record_values`], then its `last_event`.
+pub(in crate::emails::store) fn create_values(record: &EmailRecord) -> Vec<Value> {
+    let mut values = record_values(record);
+    values.push(Box::new(enum_text(&record.last_event)));
+    values
+}
+
+/// Rewrites what an email's status adds to its row (its attempts apart):
+/// [`status_values`].
+pub(in crate::emails::store) const UPDATE_STATUS: &str =
+    "UPDATE emails SET last_event = $2, opened = $3, clicked = $4 WHERE id = $1";
+
+/// The values of [`UPDATE_STATUS`] for `status`.
+pub(in crate::emails::store) fn status_values(status: &EmailStatus) -> Vec<Value> {
+    vec![
+        Box::new(status.id.uuid()),
+        Box::new(enum_text(&status.last_event)),
+        Box::new(status.opened),
+        Box::new(status.clicked),
+    ]
+}
+
+/// Writes one attempt of an email's log, at its position ([`attempt_values`]); nothing
+/// when the email's row is gone.
+pub(in crate::emails::store) const INSERT_ATTEMPT: &str = "INSERT INTO email_attempts (email_id, position, at,
+        recipients, host, ip, source, tls, reply)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM emails WHERE id = $1)";
+
+/// The values of [`INSERT_ATTEMPT`] for the attempt at `position` of the email `email_id`.
+pub(in crate::emails::store) fn attempt_values(email_id: Id, position: usize, attempt: &AttemptLog) -> Vec<Value> {
+    vec![
+        Box::new(email_id.uuid()),
+        Box::new(i32::try_from(position).unwrap_or(i32::MAX)),
+        Box::new(time(attempt.at)),
+        Box::new(attempt.recipients.clone()),
+        Box::new(attempt.host.clone()),
+        Box::new(attempt.ip.clone()),
+        Box::new(attempt.source.clone()),
+        Box::new(attempt.tls.clone()),
+        Box::new(attempt.reply.clone()),
+    ]
+}
+
+/// Writes an event of an email's timeline ([`event_values`]); nothing when the email's
+/// row is gone, and run again, nothing more.
+pub(in crate::emails::store) const INSERT_EVENT: &str =
+    "INSERT INTO email_events (id, email_id, kind, created_at, data)
+        SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM emails WHERE id = $2)
+    ON CONFLICT (id) DO NOTHING";
+
+/// The values of [`INSERT_EVENT`] for `event`.
+pub(in crate::emails::store) fn event_values(event: &EmailEvent) -> Vec<Value> {
+    vec![
+        Box::new(event.id.uuid()),
+        Box::new(event.email_id.uuid()),
+        Box::new(enum_text(&event.kind)),
+        Box::new(time(event.created_at)),
+        Box::new(event.data.clone()),
     ]
 }
 

@@ -9,7 +9,7 @@
 
 mod queue;
 mod retention;
-mod rows;
+pub(super) mod rows;
 
 use std::sync::Arc;
 
@@ -178,7 +178,8 @@ impl WebhookLog for PostgresWebhookLog {
         attempt: Option<&WebhookAttempt>,
     ) -> Result<(), Error> {
         if let Some(attempt) = attempt {
-            self.stage(change, INSERT_ATTEMPT, attempt_values(message, attempt));
+            let values = attempt_values(message.team_id, message.webhook_id, attempt);
+            self.stage(change, INSERT_ATTEMPT, values);
         }
         self.stage(change, WRITE_MESSAGE, message_values(message));
         Ok(())

@@ -1,5 +1,6 @@
 //! A message's row and an attempt's: the statements that write them and the columns
-//! they are read from.
+//! they are read from. Shared by [`super::PostgresWebhookLog`] and the copy of a node's
+//! log ([`super::super::copy`]), so that both write the same rows.
 
 use std::time::SystemTime;
 
@@ -28,7 +29,8 @@ pub(super) const INSERT_MESSAGE: &str = "INSERT INTO webhook_messages (team_id, 
     ON CONFLICT (team_id, webhook_id, event_id) DO NOTHING";
 
 /// Writes a message as it is now ([`message_values`]), new or not.
-pub(super) const WRITE_MESSAGE: &str = "INSERT INTO webhook_messages (team_id, webhook_id, event_id, kind, body,
+pub(in crate::webhooks::log) const WRITE_MESSAGE: &str =
+    "INSERT INTO webhook_messages (team_id, webhook_id, event_id, kind, body,
         attempts, state, next_attempt, attempt_ids, finished_at, due_at)
     VALUES ($1, $2, $3, $4, $5::text::json, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (team_id, webhook_id, event_id) DO UPDATE SET kind = EXCLUDED.kind, body = EXCLUDED.body,
@@ -40,14 +42,15 @@ pub(super) const ATTEMPT_COLUMNS: &str = "id, event_id, kind, attempt, status, e
 
 /// Writes an attempt ([`attempt_values`]); an attempt never changes, so one written
 /// already stays.
-pub(super) const INSERT_ATTEMPT: &str = "INSERT INTO webhook_attempts (id, team_id, webhook_id, event_id, kind,
+pub(in crate::webhooks::log) const INSERT_ATTEMPT: &str =
+    "INSERT INTO webhook_attempts (id, team_id, webhook_id, event_id, kind,
         attempt, status, error, response, latency_ms, at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (id) DO NOTHING";
 
 /// The values of [`INSERT_MESSAGE`] and [`WRITE_MESSAGE`] for `message`: due at its next
 /// attempt while pending, out of the dispatcher's queue once final.
-pub(super) fn message_values(message: &WebhookMessage) -> Vec<Value> {
+pub(in crate::webhooks::log) fn message_values(message: &WebhookMessage) -> Vec<Value> {
     let due_at = (message.state == MessageState::Pending).then(|| time(message.next_attempt));
     vec![
         Box::new(message.team_id.uuid()),
@@ -64,12 +67,12 @@ pub(super) fn message_values(message: &WebhookMessage) -> Vec<Value> {
     ]
 }
 
-/// The values of [`INSERT_ATTEMPT`] for `attempt`, of `message`.
-pub(super) fn attempt_values(message: &WebhookMessage, attempt: &WebhookAttempt) -> Vec<Value> {
+/// The values of [`INSERT_ATTEMPT`] for `attempt`, of `team_id`'s webhook `webhook_id`.
+pub(in crate::webhooks::log) fn attempt_values(team_id: Id, webhook_id: Id, attempt: &WebhookAttempt) -> Vec<Value> {
     vec![
         Box::new(attempt.id.uuid()),
-        Box::new(message.team_id.uuid()),
-        Box::new(message.webhook_id.uuid()),
+        Box::new(team_id.uuid()),
+        Box::new(webhook_id.uuid()),
         Box::new(attempt.event_id.uuid()),
         Box::new(enum_text(&attempt.kind)),
         Box::new(count(attempt.attempt)),
