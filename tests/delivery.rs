@@ -7,9 +7,8 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald::emails::record::EmailEvent;
 use herald::server::Running;
-use herald_queue::{ManualClock, Scan, SharedClock, Timestamp};
+use herald_queue::{ManualClock, SharedClock, Timestamp};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use util::dns::TestDns;

@@ -9,9 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use herald::emails::EmailState;
-use herald::emails::record::EmailEvent;
 use herald::server::Running;
-use herald_queue::{Id, Scan};
+use herald_queue::Id;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use util::dns::TestDns;

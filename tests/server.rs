@@ -6,7 +6,7 @@ mod util;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
-use herald::accounts::{ApiKeyDigest, Bootstrap, Token};
+use herald::accounts::{Bootstrap, Token};
 use hyper::{Method, StatusCode};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
