@@ -113,11 +113,23 @@ impl Postgres {
         let Some(runtime) = &inner.runtime else {
             return Err(Error::Failed("the database's runtime is gone".into()));
         };
-        let _entered = runtime.enter();
-        futures_executor::block_on(async {
-            let mut client = inner.pool.get().await.map_err(error::from_pool)?;
-            work(&mut client).await
-        })
+        let wait = move || {
+            let _entered = runtime.enter();
+            futures_executor::block_on(async {
+                let mut client = inner.pool.get().await.map_err(error::from_pool)?;
+                work(&mut client).await
+            })
+        };
+        // On a worker of a multi-threaded runtime (the server's), the worker's other tasks
+        // move to another thread while this one waits, so that a request waiting for the
+        // database holds no others up; elsewhere (a blocking thread, a test's
+        // single-threaded runtime, no runtime) the thread just waits.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
     }
 
     /// Runs one statement and answers how many rows it touched. This helper and the two
