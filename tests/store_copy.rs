@@ -8,9 +8,13 @@
 //! The whole command over its binary, from a herald served on RocksDB to one served on
 //! PostgreSQL, is `tests/store_copy_cli.rs`'s.
 
+#[path = "store_copy/audience.rs"]
+mod audience;
 #[path = "util/conformance.rs"]
 #[allow(dead_code)]
 mod conformance;
+#[path = "store_copy/content.rs"]
+mod content;
 #[path = "util/postgres.rs"]
 mod postgres;
 #[path = "store_copy/records.rs"]
@@ -37,6 +41,9 @@ pub struct Copying {
 
 impl Copying {
     /// A new node and database.
+    // Not `Default`: making one opens a node and creates a database, which no default
+    // value should do.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Copying {
         let dir = tempfile::tempdir().expect("tempdir");
         let (node, spool) = Node::open(NodeOptions {

@@ -158,6 +158,10 @@ const KINDS: &[CopyKind] = &[
     crate::domains::store::copy,
     crate::webhooks::store::copy,
     crate::suppressions::store::copy,
+    crate::users::store::copy,
+    crate::templates::store::copy,
+    crate::images::store::copy,
+    crate::contacts::store::copy,
 ];
 
 /// What a copy did: records per kind, in the order they were copied.
