@@ -10,9 +10,13 @@
 
 #[path = "store_copy/activity.rs"]
 mod activity;
+#[path = "store_copy/audience.rs"]
+mod audience;
 #[path = "util/conformance.rs"]
 #[allow(dead_code)]
 mod conformance;
+#[path = "store_copy/content.rs"]
+mod content;
 #[path = "store_copy/emails.rs"]
 mod emails;
 #[path = "util/postgres.rs"]
@@ -37,12 +41,6 @@ pub struct Copying {
     pub local: Backends,
     /// The database copied into.
     pub db: Postgres,
-}
-
-impl Default for Copying {
-    fn default() -> Copying {
-        Copying::new()
-    }
 }
 
 impl Copying {

@@ -20,7 +20,7 @@ pub mod model;
 pub mod properties;
 pub mod segments;
 pub mod service;
-mod store;
+pub(crate) mod store;
 pub mod topics;
 
 pub use model::{Contact, ContactProperty, Segment, Subscription, Topic, TopicChoice, normalize};

@@ -9,7 +9,7 @@
 //! team.
 
 mod model;
-mod store;
+pub(crate) mod store;
 
 pub use model::{Format, Image, PATH};
 pub use store::{ImageStore, PostgresImages, RocksImages};

@@ -12,7 +12,7 @@ pub mod merge;
 mod model;
 pub mod send;
 pub mod service;
-mod store;
+pub(crate) mod store;
 
 pub use crate::emails::record::TemplateRef;
 pub use model::{HISTORY_MAX, Template, TemplateSummary, Variable, VariableType, Version};

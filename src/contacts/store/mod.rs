@@ -15,6 +15,7 @@
 //! Writers of a team's contacts hold the team's contact lock (see the service), which
 //! makes the count's read-modify-write here safe.
 
+mod copy;
 mod postgres;
 
 use crate::storage::Error;
@@ -24,6 +25,7 @@ use super::model::{Contact, ContactImport, ContactProperty, ImportError, Segment
 use crate::events::Event;
 use crate::storage::Change;
 use crate::storage::page::PageRequest;
+pub use copy::copy;
 pub use postgres::PostgresContacts;
 
 /// A team's contacts.

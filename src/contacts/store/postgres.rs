@@ -12,9 +12,9 @@
 //! commits in one transaction with what the caller staged there; events go to the
 //! node's outbox after it.
 
-mod audience;
-mod imports;
-mod rows;
+pub(super) mod audience;
+pub(super) mod imports;
+pub(super) mod rows;
 
 use herald_queue::{Batch, Id, SharedClock, Store};
 

@@ -8,12 +8,14 @@
 //!
 //! [`PostgresImages`] keeps them in PostgreSQL, for a cluster.
 
+mod copy;
 mod postgres;
 
 use herald_queue::{Batch, Id, Record, Scan, Store, Table};
 
 use super::model::{Format, Image};
 use crate::storage::Error;
+pub use copy::copy;
 pub use postgres::PostgresImages;
 
 /// Images by team.

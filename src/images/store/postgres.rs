@@ -5,11 +5,12 @@
 
 use herald_queue::Id;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::ImageStore;
 use crate::images::model::{Format, Image};
 use crate::storage::Error;
-use crate::storage::postgres::{Postgres, from_driver, time, timestamp};
+use crate::storage::postgres::{Postgres, Value, from_driver, time, timestamp};
 
 /// Images deleted per pass of `erase_team`: up to [`crate::images::IMAGE_BYTES_MAX`]
 /// each, so a pass stays a transaction of bounded size.
@@ -17,6 +18,12 @@ const ERASE_BATCH: i64 = 50;
 
 /// The columns of `images` but the bytes, in the order [`image`] reads them.
 const COLUMNS: &str = "id, team_id, secret, name, format, size, created_at";
+
+/// Writes an image with its bytes, new or changed.
+pub(super) const PUT: &str = "INSERT INTO images (id, team_id, secret, name, format, size, content, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT (id) DO UPDATE SET secret = EXCLUDED.secret, name = EXCLUDED.name, format = EXCLUDED.format,
+        size = EXCLUDED.size, content = EXCLUDED.content, created_at = EXCLUDED.created_at";
 
 /// Images in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -53,6 +60,21 @@ fn corrupt(reason: String) -> Error {
     }
 }
 
+/// The values of [`PUT`] for `image` with its `bytes`.
+pub(super) fn values(image: &Image, bytes: Vec<u8>) -> Result<Vec<Value>, Error> {
+    let size = i64::try_from(image.bytes).map_err(|_| Error::Failed(format!("image {} is too large", image.id)))?;
+    Ok(vec![
+        Box::new(image.id.uuid()),
+        Box::new(image.team_id.uuid()),
+        Box::new(image.secret.to_vec()),
+        Box::new(image.name.clone()),
+        Box::new(name(image.format)),
+        Box::new(size),
+        Box::new(bytes),
+        Box::new(time(image.created_at)),
+    ])
+}
+
 fn image(row: &Row) -> Result<Image, Error> {
     let id = Id::from(row.get::<_, uuid::Uuid>(0));
     let secret: &[u8] = row.get(2);
@@ -75,28 +97,10 @@ fn image(row: &Row) -> Result<Image, Error> {
 
 impl ImageStore for PostgresImages {
     fn put(&self, image: &Image, bytes: &[u8]) -> Result<(), Error> {
-        let size = i64::try_from(image.bytes).map_err(|_| Error::Failed(format!("image {} is too large", image.id)))?;
+        let values = values(image, bytes.to_vec())?;
+        let values: Vec<&(dyn ToSql + Sync)> = values.iter().map(|value| &**value as _).collect();
         self.db.run(async |client| {
-            client
-                .execute(
-                    "INSERT INTO images (id, team_id, secret, name, format, size, content, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                     ON CONFLICT (id) DO UPDATE SET secret = EXCLUDED.secret, name = EXCLUDED.name,
-                        format = EXCLUDED.format, size = EXCLUDED.size, content = EXCLUDED.content,
-                        created_at = EXCLUDED.created_at",
-                    &[
-                        &image.id.uuid(),
-                        &image.team_id.uuid(),
-                        &image.secret.as_slice(),
-                        &image.name,
-                        &name(image.format),
-                        &size,
-                        &bytes,
-                        &time(image.created_at),
-                    ],
-                )
-                .await
-                .map_err(from_driver)?;
+            client.execute(PUT, &values).await.map_err(from_driver)?;
             Ok(())
         })
     }

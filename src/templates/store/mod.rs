@@ -5,6 +5,7 @@
 //!
 //! [`PostgresTemplates`] keeps them in PostgreSQL, for a cluster.
 
+mod copy;
 mod postgres;
 
 use crate::storage::Error;
@@ -12,6 +13,7 @@ use herald_queue::{Batch, Id, Record, Store, Table};
 
 use super::{Template, TemplateSummary};
 use crate::storage::page::PageRequest;
+pub use copy::copy;
 pub use postgres::PostgresTemplates;
 
 /// A team's templates.

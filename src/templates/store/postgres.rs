@@ -11,11 +11,12 @@
 use futures_util::future::try_join_all;
 use herald_queue::Id;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::TemplateStore;
 use crate::storage::Error;
 use crate::storage::page::PageRequest;
-use crate::storage::postgres::{Postgres, from_driver, page_of, page_params, page_sql, time, timestamp};
+use crate::storage::postgres::{Postgres, Value, from_driver, page_of, page_params, page_sql, time, timestamp};
 use crate::templates::model::{Template, TemplateSummary, Variable, VariableType, Version};
 
 /// Templates deleted per pass of `erase_team`: each takes its versions with it (up to a
@@ -50,19 +51,19 @@ const SUMMARY_COLUMNS: &str = "id, name, alias, published_at, created_at, update
     EXISTS (SELECT 1 FROM template_versions v WHERE v.template_id = templates.id AND v.slot = 'published')";
 
 /// Writes a template's own columns, new or changed.
-const PUT_TEMPLATE: &str =
+pub(super) const PUT_TEMPLATE: &str =
     "INSERT INTO templates (id, team_id, name, alias, alias_key, published_at, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = EXCLUDED.alias, alias_key = EXCLUDED.alias_key,
         published_at = EXCLUDED.published_at, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at";
 
 /// Writes one version in its place.
-const INSERT_VERSION: &str = "INSERT INTO template_versions
+pub(super) const INSERT_VERSION: &str = "INSERT INTO template_versions
         (template_id, slot, position, id, sender, subject, reply_to, html, text, mjml, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// Writes one variable of a version.
-const INSERT_VARIABLE: &str = "INSERT INTO template_variables
+pub(super) const INSERT_VARIABLE: &str = "INSERT INTO template_variables
         (template_id, slot, position, ordinal, id, key, kind, fallback_value, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
@@ -245,67 +246,89 @@ fn summary(row: &Row) -> TemplateSummary {
     }
 }
 
+/// The values of [`PUT_TEMPLATE`] for `template`.
+pub(super) fn values(template: &Template) -> Vec<Value> {
+    vec![
+        Box::new(template.id.uuid()),
+        Box::new(template.team_id.uuid()),
+        Box::new(template.name.clone()),
+        Box::new(template.alias.clone()),
+        Box::new(template.alias.as_deref().map(alias_key)),
+        Box::new(template.published_at.map(time)),
+        Box::new(time(template.created_at)),
+        Box::new(time(template.updated_at)),
+    ]
+}
+
+/// The rows of a template's versions, as values of their statements.
+pub(super) struct VersionRows {
+    /// The values of [`INSERT_VERSION`] for each version in its place.
+    pub(super) versions: Vec<Vec<Value>>,
+    /// The values of [`INSERT_VARIABLE`] for each of their variables (which refer to
+    /// their version, so are written after them).
+    pub(super) variables: Vec<Vec<Value>>,
+}
+
+/// The rows of `template`'s versions and their variables.
+pub(super) fn version_values(template: &Template) -> Result<VersionRows, Error> {
+    let places = places(template)?;
+    let template_id = template.id.uuid();
+    let mut versions = Vec::with_capacity(places.len());
+    let mut variables = Vec::new();
+    for &(slot, version) in &places {
+        versions.push(vec![
+            Box::new(template_id) as Value,
+            Box::new(slot.name()),
+            Box::new(slot.position()),
+            Box::new(version.id.uuid()),
+            Box::new(version.from.clone()),
+            Box::new(version.subject.clone()),
+            Box::new(version.reply_to.clone()),
+            Box::new(version.html.clone()),
+            Box::new(version.text.clone()),
+            Box::new(version.mjml.clone()),
+            Box::new(time(version.created_at)),
+        ]);
+        for (ordinal, variable) in version.variables.iter().enumerate() {
+            variables.push(vec![
+                Box::new(template_id) as Value,
+                Box::new(slot.name()),
+                Box::new(slot.position()),
+                Box::new(small(ordinal, "variables")?),
+                Box::new(variable.id.uuid()),
+                Box::new(variable.key.clone()),
+                Box::new(variable.kind.name()),
+                Box::new(variable.fallback_value.clone()),
+                Box::new(time(variable.created_at)),
+                Box::new(time(variable.updated_at)),
+            ]);
+        }
+    }
+    Ok(VersionRows { versions, variables })
+}
+
+/// `values` as the driver takes them.
+fn params(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|value| &**value as _).collect()
+}
+
 /// Writes `template`'s versions and their variables through `client` (a transaction in
 /// which its earlier ones were deleted). A table's rows are sent one after another
 /// without waiting for each answer (the driver pipelines them), then awaited together.
 async fn insert_versions(client: &impl tokio_postgres::GenericClient, template: &Template) -> Result<(), Error> {
-    let places = places(template)?;
-    let template_id = template.id.uuid();
-    let statement = &client.prepare(INSERT_VERSION).await.map_err(from_driver)?;
-    try_join_all(places.iter().map(|&(slot, version)| async move {
-        client
-            .execute(
-                statement,
-                &[
-                    &template_id,
-                    &slot.name(),
-                    &slot.position(),
-                    &version.id.uuid(),
-                    &version.from,
-                    &version.subject,
-                    &version.reply_to,
-                    &version.html,
-                    &version.text,
-                    &version.mjml,
-                    &time(version.created_at),
-                ],
-            )
-            .await
-    }))
-    .await
-    .map_err(from_driver)?;
-
-    let mut variables = Vec::new();
-    for &(slot, version) in &places {
-        for (ordinal, variable) in version.variables.iter().enumerate() {
-            variables.push((slot, small(ordinal, "variables")?, variable));
+    let rows = version_values(template)?;
+    for (sql, rows) in [(INSERT_VERSION, &rows.versions), (INSERT_VARIABLE, &rows.variables)] {
+        if rows.is_empty() {
+            continue;
         }
+        let statement = &client.prepare(sql).await.map_err(from_driver)?;
+        try_join_all(
+            rows.iter()
+                .map(|row| async move { client.execute(statement, &params(row)).await }),
+        )
+        .await
+        .map_err(from_driver)?;
     }
-    if variables.is_empty() {
-        return Ok(());
-    }
-    let statement = &client.prepare(INSERT_VARIABLE).await.map_err(from_driver)?;
-    try_join_all(variables.iter().map(|&(slot, ordinal, variable)| async move {
-        client
-            .execute(
-                statement,
-                &[
-                    &template_id,
-                    &slot.name(),
-                    &slot.position(),
-                    &ordinal,
-                    &variable.id.uuid(),
-                    &variable.key,
-                    &variable.kind.name(),
-                    &variable.fallback_value,
-                    &time(variable.created_at),
-                    &time(variable.updated_at),
-                ],
-            )
-            .await
-    }))
-    .await
-    .map_err(from_driver)?;
     Ok(())
 }
 
@@ -352,21 +375,8 @@ impl TemplateStore for PostgresTemplates {
         // where the RocksDB store keeps it in a key of its own to delete.
         self.db.run(async |client| {
             let transaction = client.transaction().await.map_err(from_driver)?;
-            let alias_key = template.alias.as_deref().map(alias_key);
             transaction
-                .execute(
-                    PUT_TEMPLATE,
-                    &[
-                        &template.id.uuid(),
-                        &template.team_id.uuid(),
-                        &template.name,
-                        &template.alias,
-                        &alias_key,
-                        &template.published_at.map(time),
-                        &time(template.created_at),
-                        &time(template.updated_at),
-                    ],
-                )
+                .execute(PUT_TEMPLATE, &params(&values(template)))
                 .await
                 .map_err(from_driver)?;
             // The variables go with their versions (ON DELETE CASCADE).

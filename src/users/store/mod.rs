@@ -6,12 +6,14 @@
 //!
 //! [`PostgresUsers`] keeps them in PostgreSQL, for a cluster.
 
+mod copy;
 mod postgres;
 
 use crate::storage::Error;
 use herald_queue::{Batch, Id, Record, Scan, Store, Table, Timestamp};
 
 use super::model::{Session, User, digest, normalize};
+pub use copy::copy;
 pub use postgres::PostgresUsers;
 
 /// Users, their invitations and their dashboard sessions.

@@ -9,10 +9,11 @@
 
 use herald_queue::{Id, Timestamp};
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::UserStore;
 use crate::storage::Error;
-use crate::storage::postgres::{Postgres, from_driver, time, timestamp};
+use crate::storage::postgres::{Postgres, Value, from_driver, time, timestamp};
 use crate::users::model::{Role, Session, User, digest, normalize};
 
 /// The columns of `users`, in the order [`user`] reads them.
@@ -23,7 +24,7 @@ const SESSION_COLUMNS: &str = "team_id, user_id, created_at, last_seen, mfa_pass
 
 /// Writes a new user unless its address is taken, in which case it writes nothing and
 /// answers no row.
-const INSERT_USER: &str =
+pub(super) const INSERT_USER: &str =
     "INSERT INTO users (id, team_id, email, email_key, role, password_hash, totp_secret, recovery_codes, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
     ON CONFLICT (email_key) DO NOTHING";
@@ -32,6 +33,18 @@ const INSERT_USER: &str =
 const UPDATE_USER: &str = "UPDATE users SET email = $3, email_key = $4, role = $5, password_hash = $6,
         totp_secret = $7, recovery_codes = $8, created_at = $9
     WHERE id = $1 AND team_id = $2";
+
+/// Writes an invitation of a user written before.
+pub(super) const INSERT_INVITATION: &str =
+    "INSERT INTO user_invitations (digest, user_id, expires_at) VALUES ($1, $2, $3)";
+
+/// Writes a session, new or changed.
+pub(super) const PUT_SESSION: &str = "INSERT INTO user_sessions (digest, team_id, user_id, created_at, last_seen,
+        mfa_passed, csrf, pending_totp)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT (digest) DO UPDATE SET team_id = EXCLUDED.team_id, user_id = EXCLUDED.user_id,
+        created_at = EXCLUDED.created_at, last_seen = EXCLUDED.last_seen, mfa_passed = EXCLUDED.mfa_passed,
+        csrf = EXCLUDED.csrf, pending_totp = EXCLUDED.pending_totp";
 
 /// Users, invitations and sessions in PostgreSQL.
 #[derive(Debug, Clone)]
@@ -78,26 +91,56 @@ fn session(row: &Row) -> Session {
     }
 }
 
+/// The values of [`INSERT_USER`] (and [`UPDATE_USER`]) for `user`.
+pub(super) fn values(user: &User) -> Vec<Value> {
+    vec![
+        Box::new(user.id.uuid()),
+        Box::new(user.team_id.uuid()),
+        Box::new(user.email.clone()),
+        Box::new(normalize(&user.email)),
+        Box::new(user.role.name()),
+        Box::new(user.password_hash.clone()),
+        Box::new(user.totp_secret.clone()),
+        Box::new(user.recovery_codes.clone()),
+        Box::new(time(user.created_at)),
+    ]
+}
+
+/// The values of [`INSERT_INVITATION`] for the invitation whose token's digest is
+/// `digest`, of `user_id`, valid until `expires_at` (for ever without).
+pub(super) fn invitation_values(digest: Vec<u8>, user_id: Id, expires_at: Option<Timestamp>) -> Vec<Value> {
+    vec![
+        Box::new(digest),
+        Box::new(user_id.uuid()),
+        Box::new(expires_at.map(time)),
+    ]
+}
+
+/// The values of [`PUT_SESSION`] for `session`, kept under `digest` (its token's).
+pub(super) fn session_values(digest: Vec<u8>, session: &Session) -> Vec<Value> {
+    vec![
+        Box::new(digest),
+        Box::new(session.team_id.uuid()),
+        Box::new(session.user_id.uuid()),
+        Box::new(time(session.created_at)),
+        Box::new(time(session.last_seen)),
+        Box::new(session.mfa_passed),
+        Box::new(session.csrf.clone()),
+        Box::new(session.pending_totp.clone()),
+    ]
+}
+
+/// Runs `sql` with `values` through `client` (a connection or a transaction): the rows
+/// it wrote.
+async fn run(client: &impl tokio_postgres::GenericClient, sql: &str, values: &[Value]) -> Result<u64, Error> {
+    let values: Vec<&(dyn ToSql + Sync)> = values.iter().map(|value| &**value as _).collect();
+    client.execute(sql, &values).await.map_err(from_driver)
+}
+
 /// Runs `sql` ([`INSERT_USER`] or [`UPDATE_USER`]) for `user` through `client` (a
 /// connection or a transaction): the rows it wrote.
 async fn write_user(client: &impl tokio_postgres::GenericClient, sql: &str, user: &User) -> Result<u64, Error> {
-    client
-        .execute(
-            sql,
-            &[
-                &user.id.uuid(),
-                &user.team_id.uuid(),
-                &user.email,
-                &normalize(&user.email),
-                &user.role.name(),
-                &user.password_hash,
-                &user.totp_secret,
-                &user.recovery_codes,
-                &time(user.created_at),
-            ],
-        )
-        .await
-        .map_err(from_driver)
+    run(client, sql, &values(user)).await
 }
 
 impl UserStore for PostgresUsers {
@@ -133,13 +176,8 @@ impl UserStore for PostgresUsers {
                 return Ok(false);
             }
             if let Some((token, expires_at)) = invitation {
-                transaction
-                    .execute(
-                        "INSERT INTO user_invitations (digest, user_id, expires_at) VALUES ($1, $2, $3)",
-                        &[&digest(token), &user.id.uuid(), &time(expires_at)],
-                    )
-                    .await
-                    .map_err(from_driver)?;
+                let values = invitation_values(digest(token), user.id, Some(expires_at));
+                run(&*transaction, INSERT_INVITATION, &values).await?;
             }
             transaction.commit().await.map_err(from_driver)?;
             Ok(true)
@@ -200,28 +238,7 @@ impl UserStore for PostgresUsers {
 
     fn put_session(&self, token: &str, session: &Session) -> Result<(), Error> {
         self.db.run(async |client| {
-            client
-                .execute(
-                    "INSERT INTO user_sessions (digest, team_id, user_id, created_at, last_seen, mfa_passed, csrf,
-                        pending_totp)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                     ON CONFLICT (digest) DO UPDATE SET team_id = EXCLUDED.team_id, user_id = EXCLUDED.user_id,
-                        created_at = EXCLUDED.created_at, last_seen = EXCLUDED.last_seen,
-                        mfa_passed = EXCLUDED.mfa_passed, csrf = EXCLUDED.csrf,
-                        pending_totp = EXCLUDED.pending_totp",
-                    &[
-                        &digest(token),
-                        &session.team_id.uuid(),
-                        &session.user_id.uuid(),
-                        &time(session.created_at),
-                        &time(session.last_seen),
-                        &session.mfa_passed,
-                        &session.csrf,
-                        &session.pending_totp,
-                    ],
-                )
-                .await
-                .map_err(from_driver)?;
+            run(&***client, PUT_SESSION, &session_values(digest(token), session)).await?;
             Ok(())
         })
     }

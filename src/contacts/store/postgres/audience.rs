@@ -16,7 +16,7 @@ use crate::storage::expiry::Sweep;
 use crate::storage::page::PageRequest;
 use crate::storage::postgres::due::{DeleteRows, RowQueue};
 use crate::storage::postgres::{
-    Postgres, enum_text, from_driver, page_of, page_params, page_sql, text_enum, time, timestamp,
+    Postgres, Value, enum_text, from_driver, page_of, page_params, page_sql, text_enum, time, timestamp,
 };
 use crate::storage::{Change, Error};
 
@@ -31,11 +31,13 @@ const TOPIC_COLUMNS: &str = "id, team_id, name, description, default_subscriptio
 const PROPERTY_COLUMNS: &str = "id, team_id, key, kind, fallback_value, created_at";
 
 /// Writes a segment, new or changed.
-const PUT_SEGMENT: &str = "INSERT INTO segments (id, team_id, name, created_at) VALUES ($1, $2, $3, $4)
+pub(in crate::contacts::store) const PUT_SEGMENT: &str =
+    "INSERT INTO segments (id, team_id, name, created_at) VALUES ($1, $2, $3, $4)
     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, created_at = EXCLUDED.created_at";
 
 /// Writes a topic, new or changed.
-const PUT_TOPIC: &str = "INSERT INTO topics (id, team_id, name, description, default_subscription, visibility,
+pub(in crate::contacts::store) const PUT_TOPIC: &str =
+    "INSERT INTO topics (id, team_id, name, description, default_subscription, visibility,
         created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
@@ -43,10 +45,47 @@ const PUT_TOPIC: &str = "INSERT INTO topics (id, team_id, name, description, def
         created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at";
 
 /// Writes a property definition, new or changed.
-const PUT_PROPERTY: &str = "INSERT INTO contact_properties (id, team_id, key, kind, fallback_value, created_at)
+pub(in crate::contacts::store) const PUT_PROPERTY: &str =
+    "INSERT INTO contact_properties (id, team_id, key, kind, fallback_value, created_at)
     VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, kind = EXCLUDED.kind,
         fallback_value = EXCLUDED.fallback_value, created_at = EXCLUDED.created_at";
+
+/// The values of [`PUT_SEGMENT`] for `segment`.
+pub(in crate::contacts::store) fn segment_values(segment: &Segment) -> Vec<Value> {
+    vec![
+        Box::new(segment.id.uuid()),
+        Box::new(segment.team_id.uuid()),
+        Box::new(segment.name.clone()),
+        Box::new(time(segment.created_at)),
+    ]
+}
+
+/// The values of [`PUT_TOPIC`] for `topic`.
+pub(in crate::contacts::store) fn topic_values(topic: &Topic) -> Vec<Value> {
+    vec![
+        Box::new(topic.id.uuid()),
+        Box::new(topic.team_id.uuid()),
+        Box::new(topic.name.clone()),
+        Box::new(topic.description.clone()),
+        Box::new(enum_text(&topic.default_subscription)),
+        Box::new(enum_text(&topic.visibility)),
+        Box::new(time(topic.created_at)),
+        Box::new(time(topic.updated_at)),
+    ]
+}
+
+/// The values of [`PUT_PROPERTY`] for `property`.
+pub(in crate::contacts::store) fn property_values(property: &ContactProperty) -> Vec<Value> {
+    vec![
+        Box::new(property.id.uuid()),
+        Box::new(property.team_id.uuid()),
+        Box::new(property.key.clone()),
+        Box::new(enum_text(&property.kind)),
+        Box::new(property.fallback_value.clone()),
+        Box::new(time(property.created_at)),
+    ]
+}
 
 fn segment(row: &Row) -> Result<Segment, Error> {
     Ok(Segment {
@@ -137,6 +176,11 @@ fn execute(db: &Postgres, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<(
     })
 }
 
+/// `values` as the driver takes them.
+fn params(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values.iter().map(|value| &**value as _).collect()
+}
+
 impl PostgresContacts {
     /// Runs `sql` with `values`, then puts `event` in the node's outbox.
     fn write_with(&self, sql: &str, values: &[&(dyn ToSql + Sync)], event: Option<&Event>) -> Result<(), Error> {
@@ -185,16 +229,7 @@ impl AudienceStore for PostgresContacts {
     }
 
     fn put_segment(&self, segment: &Segment) -> Result<(), Error> {
-        execute(
-            &self.db,
-            PUT_SEGMENT,
-            &[
-                &segment.id.uuid(),
-                &segment.team_id.uuid(),
-                &segment.name,
-                &time(segment.created_at),
-            ],
-        )
+        execute(&self.db, PUT_SEGMENT, &params(&segment_values(segment)))
     }
 
     fn delete_segment(&self, segment: &Segment) -> Result<(), Error> {
@@ -243,20 +278,7 @@ impl AudienceStore for PostgresContacts {
     }
 
     fn put_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error> {
-        self.write_with(
-            PUT_TOPIC,
-            &[
-                &topic.id.uuid(),
-                &topic.team_id.uuid(),
-                &topic.name,
-                &topic.description,
-                &enum_text(&topic.default_subscription),
-                &enum_text(&topic.visibility),
-                &time(topic.created_at),
-                &time(topic.updated_at),
-            ],
-            event,
-        )
+        self.write_with(PUT_TOPIC, &params(&topic_values(topic)), event)
     }
 
     fn delete_topic(&self, topic: &Topic, event: Option<&Event>) -> Result<(), Error> {
@@ -283,18 +305,7 @@ impl AudienceStore for PostgresContacts {
     }
 
     fn put_property(&self, property: &ContactProperty) -> Result<(), Error> {
-        execute(
-            &self.db,
-            PUT_PROPERTY,
-            &[
-                &property.id.uuid(),
-                &property.team_id.uuid(),
-                &property.key,
-                &enum_text(&property.kind),
-                &property.fallback_value,
-                &time(property.created_at),
-            ],
-        )
+        execute(&self.db, PUT_PROPERTY, &params(&property_values(property)))
     }
 
     fn delete_property(&self, property: &ContactProperty) -> Result<(), Error> {

@@ -63,7 +63,8 @@ const PUT_COLUMNS: &str = "INSERT INTO contact_import_columns (import_id, ordina
         IS DISTINCT FROM (EXCLUDED.property_id, EXCLUDED.key, EXCLUDED.position, EXCLUDED.kind, EXCLUDED.booleans)";
 
 /// Writes refused rows, each in its place.
-const PUT_ERRORS: &str = "INSERT INTO contact_import_errors (import_id, row_number, line, reason)
+pub(in crate::contacts::store) const PUT_ERRORS: &str =
+    "INSERT INTO contact_import_errors (import_id, row_number, line, reason)
     SELECT $1::uuid, * FROM unnest($2::bigint[], $3::bigint[], $4::text[])
     ON CONFLICT (import_id, row_number) DO UPDATE SET line = EXCLUDED.line, reason = EXCLUDED.reason";
 
@@ -132,6 +133,14 @@ pub(super) fn errors(
 
 /// Stages into `change`, on `db`, the write of `import` with its property columns.
 pub(super) fn stage_import(db: &Postgres, change: &mut Change, import: &ContactImport) -> Result<(), Error> {
+    for statement in statements(db, import)? {
+        change.stage_shared(statement);
+    }
+    Ok(())
+}
+
+/// The statements that write `import` with its property columns, on `db`.
+pub(in crate::contacts::store) fn statements(db: &Postgres, import: &ContactImport) -> Result<Vec<Statement>, Error> {
     let columns = &import.columns;
     let counts = &import.counts;
     let expires_from = import.completed_at.filter(|_| import.status.is_final()).map(time);
@@ -165,22 +174,22 @@ pub(super) fn stage_import(db: &Postgres, change: &mut Change, import: &ContactI
         Box::new(import.failure.clone()),
         Box::new(expires_from),
     ];
-    change.stage_shared(Statement::new(db, PUT_IMPORT, values));
+    let mut statements = vec![Statement::new(db, PUT_IMPORT, values)];
     let properties = &columns.properties;
-    change.stage_shared(Statement::new(
+    statements.push(Statement::new(
         db,
         TRIM_COLUMNS,
         vec![Box::new(import.id.uuid()), Box::new(integer(properties.len())?)],
     ));
     if properties.is_empty() {
-        return Ok(());
+        return Ok(statements);
     }
     let ordinals = (0..properties.len()).map(integer).collect::<Result<Vec<_>, _>>()?;
     let positions = properties
         .iter()
         .map(|column| integer(column.index))
         .collect::<Result<Vec<_>, _>>()?;
-    change.stage_shared(Statement::new(
+    statements.push(Statement::new(
         db,
         PUT_COLUMNS,
         vec![
@@ -193,7 +202,7 @@ pub(super) fn stage_import(db: &Postgres, change: &mut Change, import: &ContactI
             Box::new(properties.iter().map(|c| c.boolean).collect::<Vec<_>>()),
         ],
     ));
-    Ok(())
+    Ok(statements)
 }
 
 /// Stages into `change`, on `db`, the rows `import` refused (after the import itself,
@@ -202,16 +211,17 @@ pub(super) fn stage_errors(db: &Postgres, change: &mut Change, import: &ContactI
     if errors.is_empty() {
         return;
     }
-    change.stage_shared(Statement::new(
-        db,
-        PUT_ERRORS,
-        vec![
-            Box::new(import.id.uuid()),
-            Box::new(errors.iter().map(|e| bigint(e.row)).collect::<Vec<_>>()),
-            Box::new(errors.iter().map(|e| bigint(e.line)).collect::<Vec<_>>()),
-            Box::new(errors.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()),
-        ],
-    ));
+    change.stage_shared(Statement::new(db, PUT_ERRORS, error_values(import.id, errors)));
+}
+
+/// The values of [`PUT_ERRORS`] for `errors`, refused by the import `import_id`.
+pub(in crate::contacts::store) fn error_values(import_id: Id, errors: &[ImportError]) -> Vec<Value> {
+    vec![
+        Box::new(import_id.uuid()),
+        Box::new(errors.iter().map(|e| bigint(e.row)).collect::<Vec<_>>()),
+        Box::new(errors.iter().map(|e| bigint(e.line)).collect::<Vec<_>>()),
+        Box::new(errors.iter().map(|e| e.reason.clone()).collect::<Vec<_>>()),
+    ]
 }
 
 /// The import on `row` of [`SELECT_IMPORT`].

@@ -82,7 +82,8 @@ const LEAVE_SEGMENTS: &str = "DELETE FROM segment_members m
     WHERE m.team_id = l.team_id AND m.segment_id = l.segment_id AND m.contact_id = l.contact_id";
 
 /// Puts contacts in segments' indexes.
-const JOIN_SEGMENTS: &str = "INSERT INTO segment_members (team_id, segment_id, contact_id)
+pub(in crate::contacts::store) const JOIN_SEGMENTS: &str =
+    "INSERT INTO segment_members (team_id, segment_id, contact_id)
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[])
     ON CONFLICT DO NOTHING";
 
@@ -184,6 +185,32 @@ pub(super) fn stage_writes<'a>(db: &Postgres, change: &mut Change, writes: impl 
     if let Some(values) = joined.into_values() {
         change.stage_shared(Statement::new(db, JOIN_SEGMENTS, values));
     }
+}
+
+/// The statements that write `contact` as it is, new, without its entries in its
+/// segments' indexes: what `herald store copy` writes of a contact, which copies those
+/// entries from the RocksDB index itself (a contact names segments deleted since, whose
+/// entries went with them). The team's count moves as for any new contact.
+pub(in crate::contacts::store) fn copied(db: &Postgres, contact: &Contact) -> Vec<Statement> {
+    let writes = [(contact, None)];
+    let mut statements = vec![Statement::new(db, UPSERT_CONTACTS, contact_values(&writes))];
+    if let Some(values) = topic_values(&writes) {
+        statements.push(Statement::new(db, PUT_TOPICS, values));
+    }
+    if let Some(values) = property_values(&writes) {
+        statements.push(Statement::new(db, PUT_VALUES, values));
+    }
+    statements
+}
+
+/// The values of [`JOIN_SEGMENTS`] that put `contact_id` of `team_id` in the index of
+/// segment `segment_id`.
+pub(in crate::contacts::store) fn member_values(team_id: Id, segment_id: Id, contact_id: Id) -> Vec<Value> {
+    vec![
+        Box::new(vec![team_id.uuid()]),
+        Box::new(vec![segment_id.uuid()]),
+        Box::new(vec![contact_id.uuid()]),
+    ]
 }
 
 /// The arrays of [`UPSERT_CONTACTS`], a contact at each index.
