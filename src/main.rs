@@ -70,7 +70,8 @@ enum Command {
         command: DbCommand,
     },
     /// The node's own store; needs the node stopped.
-    Store {
+    #[command(name = "store")]
+    NodeStore {
         #[command(subcommand)]
         command: StoreCommand,
     },
@@ -146,7 +147,7 @@ fn main() -> ExitCode {
         Command::Db {
             command: DbCommand::Status { config },
         } => db_status(config.as_deref()),
-        Command::Store {
+        Command::NodeStore {
             command: StoreCommand::Copy { config, to },
         } => store_copy(config.as_deref(), &to),
         Command::Domains { command, remote } => {

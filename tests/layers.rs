@@ -94,6 +94,8 @@ const LAYERS: &[(&str, Layer)] = &[
     ("contacts/store/", Layer::Storage),
     ("domains/store/", Layer::Storage),
     ("emails/store/", Layer::Storage),
+    // Where an email's bodies are read back from: the message the spool retains.
+    ("emails/content.rs", Layer::Storage),
     ("broadcasts/store/", Layer::Storage),
     ("logs/store/", Layer::Storage),
     ("counters/store/", Layer::Storage),

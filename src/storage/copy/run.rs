@@ -1,153 +1,14 @@
-//! `herald store copy`: a stopped node's records, read from its RocksDB, written into an
-//! empty PostgreSQL database, so that the node (and any other) starts on the database with
-//! everything it had. The spool stays where it is: it is the node's in both layouts.
-//!
-//! Each store module copies its own records (a `copy` function beside its two backends):
-//! it alone knows its tables and its rows. This module gives them a [`Copy`] to read and
-//! write through, runs them in order ([`KINDS`]) and keeps the database's state:
-//!
-//! - an empty database is stamped `copying` in `herald_meta` (with the node's operator
-//!   team) before the first record goes in;
-//! - a database stamped `copying` by the same node holds a copy that failed part way: every
-//!   record table is emptied and the copy starts over, so running it again after a failure
-//!   is always safe;
-//! - anything else (records of its own, another node's copy) is refused, naming what it
-//!   holds.
-//!
-//! When every kind is in, the `initialised` row replaces the `copying` one in one
-//! transaction, and the data directory is marked as moved, so that a later start without
-//! `[cluster] postgres` refuses instead of forking the records.
+//! Running a copy: the order of the kinds, the database's state, the command.
 
-use herald_queue::{Id, Record, Scan, Spool, Store, Table, Timestamp};
+use herald_queue::{Id, Spool, Timestamp};
 
-use super::Error;
-use super::node::Node;
-use super::postgres::{Postgres, Statement, commit_statements, from_driver, time};
-
-/// Statements run in one transaction at most: large enough that a copy is not a round
-/// trip per row, small enough that a transaction stays short.
-const CHUNK: usize = 500;
-
-/// Records read from RocksDB at a time.
-const SCAN_PAGE: usize = 1000;
+use super::frame::Copy;
+use crate::storage::Error;
+use crate::storage::node::Node;
+use crate::storage::postgres::{Postgres, from_driver, time};
 
 /// The name of the `herald_meta` row a copy in progress keeps.
 const COPYING: &str = "copying";
-
-/// A copy in progress: where records are read and written, and how many of each kind went
-/// in.
-pub struct Copy<'a> {
-    from: &'a Store,
-    spool: &'a Spool,
-    to: &'a Postgres,
-    pending: Vec<Statement>,
-    counts: Vec<(&'static str, u64)>,
-}
-
-impl std::fmt::Debug for Copy<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Copy")
-            .field("pending", &self.pending.len())
-            .field("counts", &self.counts)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a> Copy<'a> {
-    /// The node's store, to read from.
-    pub fn from(&self) -> &'a Store {
-        self.from
-    }
-
-    /// The node's spool (message bodies an email record keeps there on RocksDB).
-    pub fn spool(&self) -> &'a Spool {
-        self.spool
-    }
-
-    /// The database, to build statements for.
-    pub fn to(&self) -> &'a Postgres {
-        self.to
-    }
-
-    /// Calls `each` with every record of `R`'s table and its key, in key order.
-    pub fn each<R: Record>(
-        &mut self,
-        mut each: impl FnMut(&mut Self, &[u8], R) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        self.each_raw(R::TABLE, |copy, key, _| {
-            let record = copy.from.get::<R>(key)?.ok_or_else(|| Error::Corrupt {
-                table: R::TABLE.name(),
-                reason: "a record went while it was copied".to_owned(),
-            })?;
-            each(copy, key, record)
-        })
-    }
-
-    /// Calls `each` with every key and raw value of `table`, in key order.
-    pub fn each_raw(
-        &mut self,
-        table: Table,
-        mut each: impl FnMut(&mut Self, &[u8], &[u8]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let page = self.from.scan_raw(
-                table,
-                Scan {
-                    prefix: &[],
-                    after: after.as_deref(),
-                    reverse: false,
-                    limit: SCAN_PAGE,
-                },
-            )?;
-            let Some((last, _)) = page.last() else {
-                return Ok(());
-            };
-            let full = page.len() == SCAN_PAGE;
-            after = Some(last.clone());
-            for (key, value) in &page {
-                each(self, key, value)?;
-            }
-            if !full {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Writes `statement`, one record of `kind` (as the counts name it: "teams", "API
-    /// keys"). Statements run in order, a chunk at a time, each chunk in a transaction.
-    pub fn write(&mut self, kind: &'static str, statement: Statement) -> Result<(), Error> {
-        match self.counts.iter_mut().find(|(known, _)| *known == kind) {
-            Some((_, count)) => *count += 1,
-            None => self.counts.push((kind, 1)),
-        }
-        self.also(statement)
-    }
-
-    /// Writes `statement`, part of a record counted already (a version of a template, an
-    /// email's event).
-    pub fn also(&mut self, statement: Statement) -> Result<(), Error> {
-        self.pending.push(statement);
-        if self.pending.len() >= CHUNK {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Names `kind` in the counts even when it has no record (an operator reads a zero
-    /// as "there were none", a missing line as "not copied").
-    pub fn expect(&mut self, kind: &'static str) {
-        if !self.counts.iter().any(|(known, _)| *known == kind) {
-            self.counts.push((kind, 0));
-        }
-    }
-
-    /// Runs what is pending.
-    fn flush(&mut self) -> Result<(), Error> {
-        let pending = std::mem::take(&mut self.pending);
-        commit_statements(&pending)
-    }
-}
 
 /// One kind of record's copy: a store module's `copy` function.
 type CopyKind = fn(&mut Copy<'_>) -> Result<(), Error>;
@@ -207,7 +68,7 @@ pub enum Refused {
 pub fn copy_node(config: &crate::config::Config, target: &crate::config::PostgresConfig) -> anyhow::Result<Copied> {
     use anyhow::Context as _;
     let path = config.server.data_dir.join("spool");
-    let options = super::NodeOptions {
+    let options = crate::storage::NodeOptions {
         path: path.clone(),
         clock: std::sync::Arc::new(herald_queue::SystemClock),
         min_free_space: 0,
@@ -232,13 +93,7 @@ pub fn run(node: &Node, spool: &Spool, db: &Postgres) -> Result<Copied, Refused>
     }
     let operator = crate::accounts::store::initialised_locally(node.store())?;
     let restarted = claim(db, operator.map(|(team, _)| team))?;
-    let mut copy = Copy {
-        from: node.store(),
-        spool,
-        to: db,
-        pending: Vec::new(),
-        counts: Vec::new(),
-    };
+    let mut copy = Copy::new(node.store(), spool, db);
     for kind in KINDS {
         kind(&mut copy)?;
     }
@@ -246,7 +101,7 @@ pub fn run(node: &Node, spool: &Spool, db: &Postgres) -> Result<Copied, Refused>
     finish(db, operator)?;
     node.mark_records_shared(db.url())?;
     Ok(Copied {
-        counts: copy.counts,
+        counts: copy.into_counts(),
         restarted,
     })
 }
